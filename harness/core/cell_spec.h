@@ -1,0 +1,75 @@
+#pragma once
+// One cell of a matrix, fully resolved: everything the child process needs to
+// run it, nothing it has to look up. The supervisor writes it to
+// <cell dir>/cell.json; `nsa-harness cell --spec that/cell.json` reads it.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/results.h"
+#include "nsa/config.h"
+
+namespace harness {
+
+struct TrainSpec {
+  int steps = 8;
+  int batch = 2;
+  int seq_len = 128;
+  double lr = 3e-3;
+  int warmup_steps = 2;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16
+  bool master_weights = true;      // false: pure 16-bit params and optimizer state (as the seeds trained)
+  std::string data = "synthetic";  // synthetic | bytes:<file>
+  unsigned long long seed = 1234;
+};
+
+// Which probes run and how often (every N steps; 0 = off). Names are the probe registry's.
+struct ProbeSpec {
+  bool enabled = true;
+  int every = 1;
+  nlohmann::json options = nlohmann::json::object();
+};
+
+struct WatchdogSpec {
+  double first_step_timeout_s = 120;  // start → first step_end (includes model build, CUDA init)
+  double stall_timeout_s = 30;        // no event at all
+  double step_timeout_s = 120;        // one step, while events still flow
+  double slow_step_factor = 5.0;      // a step over factor × median of the others is slow
+};
+
+// Acceptance gates; unset = not checked.
+struct GateSpec {
+  std::optional<double> min_tok_s;
+  std::optional<double> max_step_ms;
+  bool require_finite = true;
+  bool require_loss_falls = false;
+  std::optional<double> min_branch_share;  // every branch's mean gate share ≥ this
+  std::optional<double> max_branch_share;
+};
+
+struct CellSpec {
+  std::string id;                  // "prefill=sequential,precision=fp16"
+  AxisValues axes;
+  std::string scenario_name;
+  std::string scenario_file;
+  std::string model_name;          // config name, or "inline"
+  nsa::ModelConfig model;
+  TrainSpec train;
+  std::map<std::string, std::string> flags;  // NSA_* → value, already validated
+  std::vector<std::string> faults;
+  std::map<std::string, ProbeSpec> probes;   // probe name → settings
+  WatchdogSpec watchdog;
+  GateSpec gates;
+  std::string device = "auto";     // cpu | cuda | auto
+  std::optional<nlohmann::json> expect;  // {outcome, reason?, step?, location?}
+};
+
+void to_json(nlohmann::json& j, const CellSpec& c);
+void from_json(const nlohmann::json& j, CellSpec& c);
+
+}  // namespace harness

@@ -1,0 +1,64 @@
+#include "harness/core/outcome.h"
+
+#include <array>
+#include <utility>
+
+namespace harness {
+namespace {
+constexpr std::array<std::pair<Outcome, std::string_view>, 8> kOutcomes{{
+    {Outcome::pass, "pass"},
+    {Outcome::hang, "hang"},
+    {Outcome::step_timeout, "step_timeout"},
+    {Outcome::slow_step, "slow_step"},
+    {Outcome::crash, "crash"},
+    {Outcome::error, "error"},
+    {Outcome::fail, "fail"},
+    {Outcome::skip, "skip"},
+}};
+}  // namespace
+
+std::string_view to_string(Outcome o) {
+  for (auto& [v, s] : kOutcomes)
+    if (v == o) return s;
+  return "unknown";
+}
+
+std::optional<Outcome> outcome_from_string(std::string_view s) {
+  for (auto& [v, name] : kOutcomes)
+    if (name == s) return v;
+  return std::nullopt;
+}
+
+int severity_rank(Outcome o) {
+  switch (o) {
+    case Outcome::skip: return 0;
+    case Outcome::pass: return 1;
+    case Outcome::slow_step: return 2;
+    case Outcome::fail: return 3;
+    case Outcome::step_timeout: return 4;
+    case Outcome::error: return 5;
+    case Outcome::hang: return 6;
+    case Outcome::crash: return 7;
+  }
+  return 0;
+}
+
+bool is_failure(Outcome o) { return o != Outcome::pass && o != Outcome::skip; }
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::info: return "info";
+    case Severity::warning: return "warning";
+    case Severity::blocking: return "blocking";
+  }
+  return "unknown";
+}
+
+std::optional<Severity> severity_from_string(std::string_view s) {
+  if (s == "info") return Severity::info;
+  if (s == "warning") return Severity::warning;
+  if (s == "blocking") return Severity::blocking;
+  return std::nullopt;
+}
+
+}  // namespace harness

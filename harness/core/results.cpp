@@ -1,0 +1,207 @@
+#include "harness/core/results.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace harness {
+using nlohmann::json;
+
+namespace {
+// JSON has no NaN/Inf: non-finite numbers travel as strings so "loss was NaN"
+// survives a round trip instead of becoming null.
+json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+double number_from(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    auto s = j.get<std::string>();
+    if (s == "nan") return std::nan("");
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  if (j.is_null()) return std::nan("");
+  throw std::runtime_error("expected a number, got " + j.dump());
+}
+template <class T>
+void put_opt(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = number(*v); else j[key] = nullptr;
+}
+void get_opt(const json& j, const char* key, std::optional<double>& v) {
+  if (j.contains(key) && !j.at(key).is_null()) v = number_from(j.at(key)); else v.reset();
+}
+}  // namespace
+
+std::string_view to_string(Decision d) {
+  switch (d) {
+    case Decision::go: return "GO";
+    case Decision::conditional_go: return "CONDITIONAL GO";
+    case Decision::no_go: return "NO-GO";
+  }
+  return "NO-GO";
+}
+
+int exit_code_for(Decision d) {
+  switch (d) {
+    case Decision::go: return 0;
+    case Decision::conditional_go: return 3;
+    case Decision::no_go: return 1;
+  }
+  return 1;
+}
+
+void to_json(json& j, const Finding& f) {
+  j = json{{"code", f.code}, {"severity", to_string(f.severity)}, {"title", f.title},
+           {"detail", f.detail}, {"location", f.location}, {"evidence", f.evidence}};
+  if (f.step) j["step"] = *f.step; else j["step"] = nullptr;
+}
+void from_json(const json& j, Finding& f) {
+  f.code = j.at("code").get<std::string>();
+  f.severity = severity_from_string(j.value("severity", "warning")).value_or(Severity::warning);
+  f.title = j.value("title", "");
+  f.detail = j.value("detail", "");
+  f.location = j.value("location", "");
+  f.evidence = j.value("evidence", json::object());
+  if (j.contains("step") && !j.at("step").is_null()) f.step = j.at("step").get<int>(); else f.step.reset();
+}
+
+void to_json(json& j, const StepRecord& s) {
+  j = json{{"step", s.step}, {"loss", number(s.loss)}, {"step_ms", number(s.step_ms)},
+           {"tok_s", number(s.tok_s)}, {"skipped", s.skipped}, {"host_syncs", s.host_syncs}};
+}
+void from_json(const json& j, StepRecord& s) {
+  s.step = j.at("step").get<int>();
+  s.loss = number_from(j.value("loss", json()));
+  s.step_ms = number_from(j.value("step_ms", json(0.0)));
+  s.tok_s = number_from(j.value("tok_s", json(0.0)));
+  s.skipped = j.value("skipped", false);
+  s.host_syncs = j.value("host_syncs", 0);
+}
+
+void to_json(json& j, const CellMetrics& m) {
+  j = json::object();
+  put_opt(j, "tok_s", m.tok_s);
+  put_opt(j, "step_ms_median", m.step_ms_median);
+  put_opt(j, "step_ms_max", m.step_ms_max);
+  put_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
+  put_opt(j, "first_loss", m.first_loss);
+  put_opt(j, "last_loss", m.last_loss);
+}
+void from_json(const json& j, CellMetrics& m) {
+  get_opt(j, "tok_s", m.tok_s);
+  get_opt(j, "step_ms_median", m.step_ms_median);
+  get_opt(j, "step_ms_max", m.step_ms_max);
+  get_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
+  get_opt(j, "first_loss", m.first_loss);
+  get_opt(j, "last_loss", m.last_loss);
+}
+
+void to_json(json& j, const CellResult& c) {
+  json axes = json::object();
+  for (auto& [k, v] : c.axes) axes[k] = v;
+  json order = json::array();
+  for (auto& kv : c.axes) order.push_back(kv.first);
+  j = json{{"id", c.id},
+           {"axes", axes},
+           {"axis_order", order},
+           {"outcome", to_string(c.outcome)},
+           {"reason", c.reason ? json(*c.reason) : json(nullptr)},
+           {"steps_completed", c.steps_completed},
+           {"steps_planned", c.steps_planned},
+           {"metrics", c.metrics},
+           {"steps", c.steps},
+           {"findings", c.findings},
+           {"repro_command", c.repro_command},
+           {"artifacts", c.artifacts},
+           {"wall_s", c.wall_s},
+           {"exit_code", c.exit_code ? json(*c.exit_code) : json(nullptr)},
+           {"term_signal", c.term_signal ? json(*c.term_signal) : json(nullptr)},
+           {"extra", c.extra}};
+  if (c.expect) {
+    j["expect"] = *c.expect;
+    j["expect_met"] = c.expect_met ? json(*c.expect_met) : json(nullptr);
+  }
+}
+void from_json(const json& j, CellResult& c) {
+  c.id = j.at("id").get<std::string>();
+  c.axes.clear();
+  const json& axes = j.value("axes", json::object());
+  if (j.contains("axis_order")) {
+    for (auto& k : j.at("axis_order")) {
+      auto key = k.get<std::string>();
+      c.axes.emplace_back(key, axes.at(key).get<std::string>());
+    }
+  } else {
+    for (auto& [k, v] : axes.items()) c.axes.emplace_back(k, v.get<std::string>());
+  }
+  auto o = outcome_from_string(j.at("outcome").get<std::string>());
+  if (!o) throw std::runtime_error("unknown outcome '" + j.at("outcome").get<std::string>() + "'");
+  c.outcome = *o;
+  if (j.contains("reason") && !j.at("reason").is_null()) c.reason = j.at("reason").get<std::string>();
+  c.steps_completed = j.value("steps_completed", 0);
+  c.steps_planned = j.value("steps_planned", 0);
+  c.metrics = j.value("metrics", CellMetrics{});
+  c.steps = j.value("steps", std::vector<StepRecord>{});
+  c.findings = j.value("findings", std::vector<Finding>{});
+  c.repro_command = j.value("repro_command", "");
+  c.artifacts = j.value("artifacts", std::vector<std::string>{});
+  c.wall_s = j.value("wall_s", 0.0);
+  if (j.contains("exit_code") && !j.at("exit_code").is_null()) c.exit_code = j.at("exit_code").get<int>();
+  if (j.contains("term_signal") && !j.at("term_signal").is_null()) c.term_signal = j.at("term_signal").get<int>();
+  c.extra = j.value("extra", json::object());
+  if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect");
+  if (j.contains("expect_met") && !j.at("expect_met").is_null()) c.expect_met = j.at("expect_met").get<bool>();
+}
+
+void to_json(json& j, const Attribution& a) {
+  j = json{{"axis", a.axis}, {"failing_value", a.failing_value}, {"passing_value", a.passing_value},
+           {"statement", a.statement}, {"cells", a.cells}};
+}
+void from_json(const json& j, Attribution& a) {
+  a.axis = j.at("axis").get<std::string>();
+  a.failing_value = j.value("failing_value", "");
+  a.passing_value = j.value("passing_value", "");
+  a.statement = j.value("statement", "");
+  a.cells = j.value("cells", std::vector<std::string>{});
+}
+
+void to_json(json& j, const GateCheck& g) {
+  j = json{{"gate", g.gate}, {"cell", g.cell}, {"required", g.required}, {"measured", g.measured}, {"met", g.met}};
+}
+void from_json(const json& j, GateCheck& g) {
+  g.gate = j.at("gate").get<std::string>();
+  g.cell = j.value("cell", "");
+  g.required = j.value("required", "");
+  g.measured = j.value("measured", "");
+  g.met = j.value("met", false);
+}
+
+void to_json(json& j, const RunResult& r) {
+  j = json{{"scenario", r.scenario},   {"platform", r.platform},
+           {"decision", to_string(r.decision)}, {"summary", r.summary},
+           {"cells", r.cells},         {"attributions", r.attributions},
+           {"gates", r.gates},         {"next_actions", r.next_actions},
+           {"started_at", r.started_at}, {"wall_s", r.wall_s},
+           {"command_line", r.command_line}};
+}
+void from_json(const json& j, RunResult& r) {
+  r.scenario = j.value("scenario", json::object());
+  r.platform = j.value("platform", json::object());
+  auto d = j.at("decision").get<std::string>();
+  if (d == "GO") r.decision = Decision::go;
+  else if (d == "CONDITIONAL GO") r.decision = Decision::conditional_go;
+  else if (d == "NO-GO") r.decision = Decision::no_go;
+  else throw std::runtime_error("unknown decision '" + d + "'");
+  r.summary = j.value("summary", "");
+  r.cells = j.value("cells", std::vector<CellResult>{});
+  r.attributions = j.value("attributions", std::vector<Attribution>{});
+  r.gates = j.value("gates", std::vector<GateCheck>{});
+  r.next_actions = j.value("next_actions", std::vector<std::string>{});
+  r.started_at = j.value("started_at", "");
+  r.wall_s = j.value("wall_s", 0.0);
+  r.command_line = j.value("command_line", "");
+}
+
+}  // namespace harness

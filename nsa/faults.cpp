@@ -1,0 +1,98 @@
+#include "nsa/faults.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace nsa {
+namespace detail {
+std::atomic<uint32_t> g_active_faults{0};
+}
+
+namespace {
+using F = Fault;
+const std::vector<FaultInfo> kFaults = {
+    {F::step5_deadlock, "step5_deadlock",
+     "Sequential prefill blocks forever at step 5: a true hang, no progress at all.", "sequential prefill"},
+    {F::host_sync_storm, "host_sync_storm",
+     "Sequential prefill forces a device→host sync per token per layer: very slow but progressing (the seeds' "
+     "\"step-5 hang\").",
+     "sequential prefill"},
+    {F::prefill_state_leak, "prefill_state_leak",
+     "Sequential prefill keeps a cache across steps that each new step's graph walks again: step time grows "
+     "geometrically.",
+     "sequential prefill"},
+    {F::fp16_softmax_overflow, "fp16_softmax_overflow",
+     "The 16-bit score path exponentiates without subtracting the row max: non-finite in fp16, finite in bf16/fp32.",
+     "batched prefill, fp16"},
+    {F::zero_gate_init, "zero_gate_init",
+     "Gate fc2 weight and bias initialised to zero: every gate is exactly 1/2 at start (constant gates), no NaN.",
+     "all paths"},
+    {F::uninit_offsets, "uninit_offsets",
+     "The window path's offsets buffer is left uninitialised: illegal memory access on the GPU, index error on the "
+     "CPU.",
+     "window branch"},
+    {F::flag_ignored, "flag_ignored",
+     "Switching a fast path's flag off leaves that path running: routing mismatch.", "flag routing"},
+    {F::inplace_saved_buffer, "inplace_saved_buffer",
+     "A workspace shared across layers is overwritten while saved for backward: autograd in-place error.",
+     "batched prefill, training"},
+    {F::empty_row_nan, "empty_row_nan",
+     "Selected-attention softmax over a row with no valid key yields NaN instead of 0; only some sequence lengths "
+     "produce such rows.",
+     "batched prefill"},
+    {F::causal_leak, "causal_leak", "Compressed blocks become visible one block early: future tokens leak.",
+     "compressed branch, all paths"},
+    {F::degenerate_attention, "degenerate_attention", "The selected branch attends to its first key only.",
+     "fast paths (batched, CUDA)"},
+    {F::topk_overflow, "topk_overflow",
+     "Top-n asks for n blocks even when fewer exist: index error on short sequences.", "batched prefill"},
+    {F::dead_projection, "dead_projection",
+     "The window branch's output is cut from autograd: its projections never train.", "all paths"},
+};
+}  // namespace
+
+const std::vector<FaultInfo>& fault_registry() { return kFaults; }
+
+const FaultInfo* find_fault(std::string_view name) {
+  for (auto& f : kFaults)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+void enable_faults(const std::vector<std::string>& names) {
+  uint32_t mask = 0;
+  for (auto& n : names) {
+    if (n.empty() || n == "none") continue;
+    const FaultInfo* f = find_fault(n);
+    if (!f) {
+      std::string known;
+      for (auto& k : kFaults) known += (known.empty() ? "" : ", ") + std::string(k.name);
+      throw FaultError("unknown fault '" + n + "' (known: " + known + ")");
+    }
+    mask |= 1u << static_cast<uint32_t>(f->id);
+  }
+  detail::g_active_faults.fetch_or(mask, std::memory_order_relaxed);
+}
+
+void enable_faults_csv(std::string_view csv) {
+  std::vector<std::string> names;
+  std::stringstream ss{std::string(csv)};
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) names.push_back(item);
+  }
+  enable_faults(names);
+}
+
+void disable_all_faults() { detail::g_active_faults.store(0, std::memory_order_relaxed); }
+
+std::vector<std::string> active_fault_names() {
+  std::vector<std::string> out;
+  for (auto& f : kFaults)
+    if (fault_on(f.id)) out.emplace_back(f.name);
+  return out;
+}
+
+}  // namespace nsa

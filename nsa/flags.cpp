@@ -1,0 +1,165 @@
+#include "nsa/flags.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace nsa {
+namespace {
+using T = FlagType;
+// The seeds' names are kept where the meaning is the same.
+const std::vector<FlagInfo> kFlags = {
+    {"NSA_PREFILL_BATCHED", T::boolean, "1",
+     "Prefill (training forward) vectorised over all positions; 0 runs it token by token through the decode path "
+     "with incremental caches (sequential prefill)."},
+    {"NSA_USE_SEL_PACK", T::boolean, "1",
+     "Batched selected attention by gathering each query's selected keys into a packed tensor (memory O(S·n·l'))."},
+    {"NSA_USE_SEL_MASK", T::boolean, "0",
+     "Batched selected attention through a dense S×S token mask (simple, O(S²) memory). Wins over NSA_USE_SEL_PACK "
+     "when both are set."},
+    {"NSA_FORCE_PARITY", T::boolean, "0",
+     "Run every NSA layer through the per-query reference path (slow, the oracle)."},
+    {"NSA_STOPGRAD_GATES", T::boolean, "0", "Detach the gate values: gate MLPs get no gradient."},
+    {"NSA_DISABLE_AUX_STATS", T::boolean, "0",
+     "Skip the auxiliary statistics the layer reports to observers (gate values, selected indices)."},
+    {"NSA_SDPA_NO_FLASH", T::boolean, "0",
+     "Keep the FlashAttention backend out of the dense SDPA calls (window branch on CUDA)."},
+    {"NSA_HEARTBEAT_EVERY", T::integer, "0",
+     "Sequential prefill: report progress every N tokens (0: once per layer)."},
+    {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},
+    {"NSA_USE_CUDA_SEL", T::boolean, "1", "Use the fused CUDA kernel for selected attention on CUDA tensors.", true},
+    {"NSA_USE_CUDA_WIN", T::boolean, "1", "Use the fused CUDA kernel for sliding-window attention on CUDA tensors.",
+     true},
+    {"NSA_USE_CUDA_CMP", T::boolean, "1",
+     "Use the fused CUDA kernels for compressed attention, block scores and top-n on CUDA tensors.", true},
+    {"NSA_FAULT", T::string, "",
+     "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
+};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+}  // namespace
+
+const std::vector<FlagInfo>& flag_registry() { return kFlags; }
+
+const FlagInfo* find_flag(std::string_view name) {
+  for (auto& f : kFlags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> close_flag_matches(std::string_view name) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (auto& f : kFlags) {
+    size_t d = edit_distance(name, f.name);
+    // A shared stem (NSA_USE_CUDA_…) is a match even when the tail differs more.
+    size_t common = 0;
+    while (common < name.size() && common < f.name.size() && name[common] == f.name[common]) ++common;
+    if (d <= 3 || common >= 10) scored.emplace_back(d, std::string(f.name));
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (auto& [d, n] : scored) out.push_back(n);
+  return out;
+}
+
+std::string_view to_string(FlagType t) {
+  switch (t) {
+    case FlagType::boolean: return "bool";
+    case FlagType::integer: return "int";
+    case FlagType::string: return "string";
+  }
+  return "?";
+}
+
+std::optional<std::string> check_flag_value(const FlagInfo& f, std::string_view value) {
+  switch (f.type) {
+    case FlagType::boolean: {
+      if (value == "0" || value == "1" || value == "true" || value == "false") return std::nullopt;
+      std::string l = lower(value);
+      if (l == "on" || l == "off" || l == "yes" || l == "no" || l == "y" || l == "n")
+        return "'" + std::string(value) + "' is a YAML 1.1 boolean word; write 0 or 1 (or true/false) so the value is not guessed";
+      return "expected 0 or 1 (or true/false), got '" + std::string(value) + "'";
+    }
+    case FlagType::integer: {
+      if (value.empty()) return "expected an integer, got an empty value";
+      size_t i = (value[0] == '-') ? 1 : 0;
+      if (i == value.size()) return "expected an integer, got '" + std::string(value) + "'";
+      for (; i < value.size(); ++i)
+        if (!std::isdigit(static_cast<unsigned char>(value[i])))
+          return "expected an integer, got '" + std::string(value) + "'";
+      return std::nullopt;
+    }
+    case FlagType::string: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Flags Flags::from_environment() {
+  Flags flags;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.rfind("NSA_", 0) != 0) continue;
+    auto eq = kv.find('=');
+    std::string_view name = kv.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1);
+    // Harness-internal variables are not model flags.
+    if (name.rfind("NSA_HARNESS_", 0) == 0) continue;
+    flags.set(name, value);
+  }
+  return flags;
+}
+
+void Flags::set(std::string_view name, std::string_view value) {
+  const FlagInfo* f = find_flag(name);
+  if (!f) {
+    std::string msg = "unknown flag " + std::string(name);
+    auto close = close_flag_matches(name);
+    if (!close.empty()) {
+      msg += " (did you mean ";
+      for (size_t i = 0; i < close.size() && i < 3; ++i) msg += (i ? ", " : "") + close[i];
+      msg += "?)";
+    }
+    throw FlagError(msg);
+  }
+  if (auto err = check_flag_value(*f, value)) throw FlagError(std::string(name) + ": " + *err);
+  values_[std::string(name)] = std::string(value);
+}
+
+std::string Flags::raw(std::string_view name) const {
+  const FlagInfo* f = find_flag(name);
+  if (!f) throw FlagError("unknown flag " + std::string(name) + " queried");
+  auto it = values_.find(std::string(name));
+  return it == values_.end() ? std::string(f->default_value) : it->second;
+}
+
+bool Flags::get_bool(std::string_view name) const {
+  auto v = raw(name);
+  return v == "1" || v == "true";
+}
+
+long long Flags::get_int(std::string_view name) const {
+  auto v = raw(name);
+  return v.empty() ? 0 : std::stoll(v);
+}
+
+std::string Flags::get_string(std::string_view name) const { return raw(name); }
+
+}  // namespace nsa

@@ -1,0 +1,71 @@
+#include "nsa/model.h"
+
+#include "nsa/faults.h"
+
+namespace nsa {
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  // Statistics in fp32 whatever the compute dtype.
+  auto xf = x.to(accum_dtype(x.scalar_type()));
+  auto y = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+  return (y * weight.to(y.scalar_type())).to(x.scalar_type());
+}
+
+Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg)) {
+  const int64_t D = cfg_.d_model, V = cfg_.vocab, F = cfg_.ffn_hidden_resolved();
+  auto normal = [&](std::vector<int64_t> shape, double std) { return (at::randn(shape, o) * std).requires_grad_(); };
+  auto ones = [&](int64_t n) { return at::ones({n}, o).requires_grad_(); };
+  embed_ = normal({V, D}, 0.02);
+  params_.emplace_back("embed", embed_);
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    BlockWeights b;
+    b.norm1 = ones(D);
+    b.norm2 = ones(D);
+    b.attn = init_nsa_weights(cfg_, o);
+    b.w_gate = normal({D, F}, 0.02);
+    b.w_up = normal({D, F}, 0.02);
+    // Residual-path outputs scaled down by depth (GPT-2 style) so deep stacks start stable.
+    b.w_down = normal({F, D}, 0.02 / std::sqrt(2.0 * cfg_.n_layers));
+    std::string p = "layers." + std::to_string(l) + ".";
+    params_.emplace_back(p + "norm1", b.norm1);
+    for (auto& [n, t] : b.attn.named()) params_.emplace_back(p + "attn." + n, t);
+    params_.emplace_back(p + "norm2", b.norm2);
+    params_.emplace_back(p + "mlp.w_gate", b.w_gate);
+    params_.emplace_back(p + "mlp.w_up", b.w_up);
+    params_.emplace_back(p + "mlp.w_down", b.w_down);
+    blocks_.push_back(std::move(b));
+  }
+  final_norm_ = ones(D);
+  head_ = normal({D, V}, 0.02);
+  params_.emplace_back("final_norm", final_norm_);
+  params_.emplace_back("head", head_);
+}
+
+at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, const Runtime& rt) {
+  auto x = embed_.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    Phase phase(rt, "layer", l);
+    auto& b = blocks_[l];
+    {
+      Phase attn(rt, "attention", l);
+      auto a = nsa_attention(b.attn, rms_norm(x, b.norm1, cfg_.norm_eps), cfg_, rt, l);
+      x = x + a;
+    }
+    auto h = rms_norm(x, b.norm2, cfg_.norm_eps);
+    auto m = at::matmul(at::silu(at::matmul(h, b.w_gate.to(compute))) * at::matmul(h, b.w_up.to(compute)),
+                        b.w_down.to(compute));
+    x = x + m;
+    if (rt.observer && rt.observer->wants_tensors()) rt.observer->tensor("block_out", l, -1, x.detach());
+  }
+  x = rms_norm(x, final_norm_, cfg_.norm_eps);
+  return at::matmul(x, head_.to(compute));
+}
+
+at::Tensor Model::loss(const at::Tensor& batch, at::ScalarType compute, const Runtime& rt) {
+  const int64_t S = batch.size(1) - 1;
+  auto inputs = batch.narrow(1, 0, S), targets = batch.narrow(1, 1, S);
+  auto logits = forward(inputs, compute, rt).to(accum_dtype(compute));
+  return at::cross_entropy_loss(logits.reshape({-1, cfg_.vocab}), targets.reshape({-1}));
+}
+
+}  // namespace nsa

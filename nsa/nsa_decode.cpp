@@ -1,0 +1,150 @@
+// Decoding one token at a time with incremental caches, and the sequential
+// prefill built on it. Compressed blocks are emitted the moment their last token
+// arrives, so a query can never see a block that is not complete.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "nsa/faults.h"
+#include "nsa/nsa_paths.h"
+
+namespace nsa {
+namespace {
+
+// softmax(q·Kᵀ·scale)·V for q [B,G,h,dk], K/V [B,G,n,·] (n may be 0) → [B,G,h,dv].
+at::Tensor attend_group(const at::Tensor& q, const at::Tensor& K, const at::Tensor& V, double scale,
+                        const at::Tensor& mask = {}) {
+  if (K.size(2) == 0) return at::zeros({q.size(0), q.size(1), q.size(2), V.size(-1)}, q.options());
+  auto s = at::matmul(q, K.transpose(-1, -2)) * scale;  // [B,G,h,n]
+  auto p = mask.defined() ? masked_softmax(s, mask) : at::softmax(s, -1);
+  return at::matmul(p, V);
+}
+
+// Stacks cached per-token tensors [B,G,dim] in [from, to) → [B,G,n,dim].
+at::Tensor stack_range(const std::vector<at::Tensor>& xs, int64_t from, int64_t to) {
+  std::vector<at::Tensor> part(xs.begin() + from, xs.begin() + to);
+  return at::stack(part, 2);
+}
+
+// Top-n for the single query t on the device (no host round trip): forced
+// blocks score +inf, a stable descending sort keeps ties in index order.
+at::Tensor top_n_one_query(const at::Tensor& scores, int64_t t, const NsaParams& P) {
+  const int64_t n_sel = scores.size(-1), cur = t / P.sel_block;
+  auto j = at::arange(n_sel, scores.options().dtype(at::kLong));
+  auto forced = (j == 0) | (j == cur) | (j == cur - 1);
+  auto key = scores.masked_fill(forced, std::numeric_limits<double>::infinity());
+  auto order = std::get<1>(key.sort(/*stable=*/true, -1, /*descending=*/true));
+  const int64_t n = std::min<int64_t>(P.sel_count, n_sel);
+  auto top = std::get<0>(order.narrow(-1, 0, n).sort(-1));
+  if (n == P.sel_count) return top;
+  auto pad = at::full({scores.size(0), scores.size(1), P.sel_count - n}, -1, top.options());
+  return at::cat({top, pad}, -1);
+}
+
+// Planted step-5 deadlock: waits on a condition nobody will ever signal.
+void deadlock_forever() {
+  static std::mutex mu;
+  static std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [] { return false; });
+}
+
+}  // namespace
+
+DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tensor (&k_t)[3], const at::Tensor (&v_t)[3],
+                      const NsaWeights& w, const ModelConfig& c, const Runtime& rt) {
+  const auto& P = c.nsa;
+  const auto acc = accum_dtype(q_t.scalar_type());
+  const int64_t B = q_t.size(0), H = c.n_heads, G = c.n_kv_groups, hpg = H / G;
+  const double scale = 1.0 / std::sqrt(double(c.d_k));
+  for (int b = 0; b < 3; ++b) {
+    cache.k[b].push_back(k_t[b]);
+    cache.v[b].push_back(v_t[b]);
+  }
+  const int64_t t = cache.length() - 1;
+  // Emit compressed block i when token t is its last: i·d + l − 1 == t.
+  if (t + 1 >= P.cmp_block && (t + 1 - P.cmp_block) % P.cmp_stride == 0) {
+    const int64_t start = t + 1 - P.cmp_block;
+    cache.kc.push_back(compress_blocks(stack_range(cache.k[0], start, t + 1), w.phi_k, P.phi));
+    cache.vc.push_back(compress_blocks(stack_range(cache.v[0], start, t + 1), w.phi_v, P.phi));
+  }
+  auto q = q_t.to(acc).view({B, G, hpg, c.d_k});
+  DecodeOut out;
+
+  // Compressed branch over every emitted block, and the per-block importances
+  // for selection (overlap sum, then over the group's heads).
+  const int64_t n_cmp = static_cast<int64_t>(cache.kc.size());
+  const int64_t n_sel = t / P.sel_block + 1;
+  at::Tensor scores;  // [B,G,n_sel]
+  if (n_cmp > 0) {
+    auto kc = at::stack(cache.kc, 2).to(acc), vc = at::stack(cache.vc, 2).to(acc);  // [B,G,n_cmp,·]
+    auto p = at::softmax(at::matmul(q, kc.transpose(-1, -2)) * scale, -1);        // [B,G,h,n_cmp]
+    out.o[0] = at::matmul(p, vc).view({B, H, c.d_v});
+    scores = at::matmul(p.detach(), overlap_matrix(n_cmp, n_sel, P, p.options())).sum(2);
+  } else {
+    out.o[0] = at::zeros({B, H, c.d_v}, q.options());
+    scores = at::zeros({B, G, n_sel}, q.options());
+  }
+  out.block_idx = top_n_one_query(scores, t, P);
+
+  // Selected branch: gather the chosen blocks' tokens ≤ t from the cache.
+  auto ks = stack_range(cache.k[1], 0, t + 1).to(acc), vs = stack_range(cache.v[1], 0, t + 1).to(acc);  // [B,G,t+1,·]
+  auto idx_dev = out.block_idx.to(q.device());
+  auto offs = at::arange(P.sel_block, idx_dev.options());
+  auto tok = (idx_dev.unsqueeze(-1) * P.sel_block + offs).flatten(-2);  // [B,G,n·l']
+  auto valid = (idx_dev.unsqueeze(-1) >= 0).expand({B, G, P.sel_count, P.sel_block}).flatten(-2) & (tok <= t);
+  auto safe = at::where(valid, tok, at::zeros_like(tok));
+  auto gk = ks.gather(2, safe.unsqueeze(-1).expand({B, G, safe.size(-1), c.d_k}));
+  auto gv = vs.gather(2, safe.unsqueeze(-1).expand({B, G, safe.size(-1), c.d_v}));
+  out.o[1] = attend_group(q, gk, gv, scale, valid.unsqueeze(2)).view({B, H, c.d_v});
+
+  // Window branch: the last w tokens.
+  const int64_t w0 = std::max<int64_t>(0, t - P.window + 1);
+  auto kw = stack_range(cache.k[2], w0, t + 1).to(acc), vw = stack_range(cache.v[2], w0, t + 1).to(acc);
+  out.o[2] = attend_group(q, kw, vw, scale).view({B, H, c.d_v});
+  return out;
+}
+
+BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const ModelConfig& c, const Runtime& rt,
+                             int layer) {
+  const int64_t B = pj.q.size(0), S = pj.q.size(1), H = c.n_heads;
+  if (fault_on(Fault::step5_deadlock) && rt.step == 5) deadlock_forever();
+  DecodeCache cache;
+  std::vector<at::Tensor> o[3], idx;
+  const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;
+  for (int64_t t = 0; t < S; ++t) {
+    at::Tensor k_t[3], v_t[3];
+    for (int b = 0; b < 3; ++b) {
+      k_t[b] = pj.k[b].select(1, t);
+      v_t[b] = pj.v[b].select(1, t);
+    }
+    auto r = decode_step(cache, pj.q.select(1, t), k_t, v_t, w, c, rt);
+    for (int b = 0; b < 3; ++b) o[b].push_back(r.o[b]);
+    idx.push_back(r.block_idx);
+    if (fault_on(Fault::host_sync_storm) && pj.q.is_cuda()) {
+      // Planted: a debug read-back of every token's output.
+      (void)r.o[2].sum().item<double>();
+      if (rt.observer) rt.observer->sync_point("per-token output read-back");
+    } else if (fault_on(Fault::host_sync_storm)) {
+      // On the CPU a read-back costs nothing: stand in for the device round trip.
+      (void)r.o[2].sum().item<double>();
+      std::this_thread::sleep_for(std::chrono::microseconds(1500));
+      if (rt.observer) rt.observer->sync_point("per-token output read-back");
+    }
+    if (rt.observer && ((t + 1) % every == 0 || t + 1 == S)) rt.observer->progress("prefill_tokens", t + 1, S);
+  }
+  BranchOutputs out;
+  const auto dt = pj.q.scalar_type();
+  for (int b = 0; b < 3; ++b) out.o[b] = at::stack(o[b], 1).to(dt).view({B, S, H, c.d_v});
+  out.block_idx = at::stack(idx, 1);  // [B,S,G,n]
+  if (rt.observer) {
+    rt.observer->route("cmp", "sequential");
+    rt.observer->route("slc", "sequential");
+    rt.observer->route("win", "sequential");
+  }
+  (void)layer;
+  return out;
+}
+
+}  // namespace nsa

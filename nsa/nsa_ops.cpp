@@ -1,0 +1,82 @@
+#include "nsa/nsa_ops.h"
+
+#include "nsa/faults.h"
+
+namespace nsa {
+
+at::ScalarType accum_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
+at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base) {
+  const int64_t S = x.size(1), dim = x.size(3), half = dim / 2;
+  auto fopts = x.options().dtype(accum_dtype(x.scalar_type()));
+  auto inv_freq = at::pow(base, -at::arange(0, half, fopts) / double(half));   // [half]
+  auto pos = at::arange(pos0, pos0 + S, fopts);                                // [S]
+  auto ang = at::outer(pos, inv_freq);                                         // [S, half]
+  auto cos = at::cat({ang.cos(), ang.cos()}, -1).view({1, S, 1, dim}).to(x.scalar_type());
+  auto sin = at::cat({ang.sin(), ang.sin()}, -1).view({1, S, 1, dim}).to(x.scalar_type());
+  auto x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  auto rotated = at::cat({-x2, x1}, -1);
+  return x * cos + rotated * sin;
+}
+
+Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c, int64_t pos0) {
+  const int64_t B = x.size(0), S = x.size(1);
+  const auto dt = x.scalar_type();
+  Projected p;
+  p.q = apply_rope(at::matmul(x, w.wq.to(dt)).view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
+  for (int b = 0; b < 3; ++b) {
+    auto k = at::matmul(x, w.wk[b].to(dt)).view({B, S, c.n_kv_groups, c.d_k});
+    p.k[b] = apply_rope(k, pos0, c.rope_base);
+    p.v[b] = at::matmul(x, w.wv[b].to(dt)).view({B, S, c.n_kv_groups, c.d_v});
+  }
+  return p;
+}
+
+at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, const std::string& kind) {
+  if (kind == "mean") return tokens.mean(-2);
+  const auto dt = tokens.scalar_type();
+  const int64_t l = tokens.size(-2), dim = tokens.size(-1);
+  auto shape = tokens.sizes().vec();
+  shape.pop_back();
+  shape.back() = l * dim;  // [..., l·dim]
+  auto flat = (tokens + phi.pe.to(dt)).reshape(shape);
+  auto h = at::silu(at::matmul(flat, phi.w1.to(dt)) + phi.b1.to(dt));
+  return at::matmul(h, phi.w2.to(dt)) + phi.b2.to(dt);
+}
+
+at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c) {
+  const auto dt = x.scalar_type();
+  auto h = at::silu(at::matmul(x, w.gate_w1.to(dt)) + w.gate_b1.to(dt));
+  auto logits = at::matmul(h, w.gate_w2.to(dt)) + w.gate_b2.to(dt);  // [B,S,3H], branch-major
+  auto g = at::sigmoid(logits.to(accum_dtype(dt)));
+  return g.view({x.size(0), x.size(1), 3, c.n_heads}).transpose(2, 3);  // [B,S,H,3]
+}
+
+at::Tensor combine_branches(const BranchOutputs& b, const at::Tensor& gates, const NsaWeights& w) {
+  const auto dt = b.o[0].scalar_type();
+  auto g = gates.to(dt);
+  auto o = b.o[0] * g.select(-1, 0).unsqueeze(-1) + b.o[1] * g.select(-1, 1).unsqueeze(-1) +
+           b.o[2] * g.select(-1, 2).unsqueeze(-1);  // [B,S,H,dv]
+  return at::matmul(o.flatten(2), w.wo.to(dt));
+}
+
+at::Tensor masked_softmax(const at::Tensor& scores, const at::Tensor& mask) {
+  // Fill masked entries with -inf *before* the max so that exp() never sees a
+  // masked value larger than the row max (its gradient would be 0·inf = NaN).
+  auto s = scores.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
+  auto m = std::get<0>(s.max(-1, /*keepdim=*/true)).detach();
+  m = at::where(at::isinf(m), at::zeros_like(m), m);  // empty row: max is -inf, subtract 0 instead
+  auto e = at::exp(s - m);
+  auto denom = e.sum(-1, /*keepdim=*/true);
+  return e / at::where(denom == 0, at::ones_like(denom), denom);
+}
+
+at::Tensor overlap_matrix(int64_t n_cmp, int64_t n_sel, const NsaParams& p, const at::TensorOptions& o) {
+  auto i = at::arange(n_cmp, o.dtype(at::kLong)).unsqueeze(1);
+  auto j = at::arange(n_sel, o.dtype(at::kLong)).unsqueeze(0);
+  auto a0 = i * p.cmp_stride, a1 = a0 + p.cmp_block;
+  auto b0 = j * p.sel_block, b1 = b0 + p.sel_block;
+  return ((a0 < b1) & (b0 < a1)).to(o.dtype());
+}
+
+}  // namespace nsa

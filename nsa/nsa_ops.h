@@ -1,0 +1,68 @@
+#pragma once
+// Building blocks shared by every NSA path: projections with RoPE, the
+// compression φ, the gate, masked softmax, block arithmetic. The paths differ
+// in how they walk positions (per query, vectorised, token by token), not in
+// these definitions.
+#include <ATen/ATen.h>
+
+#include "nsa/config.h"
+#include "nsa/nsa_weights.h"
+
+namespace nsa {
+
+// The per-branch inputs of the attention: q RoPE'd; k RoPE'd for every branch
+// (for cmp: the raw tokens, before compression); all [B,S,·,·].
+struct Projected {
+  at::Tensor q;           // [B,S,H,dk]
+  at::Tensor k[3], v[3];  // [B,S,G,dk], [B,S,G,dv]; index by Branch
+};
+
+// The three branch outputs and the selection each query made.
+struct BranchOutputs {
+  at::Tensor o[3];        // [B,S,H,dv]
+  at::Tensor block_idx;   // [B,S,G,n] int64, selection-block indices ascending, -1 padded
+};
+
+// x [B,S,D] (compute dtype) → Projected. `pos0` is the position of x's first token.
+Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c, int64_t pos0 = 0);
+
+// RoPE (base from config) on x [B,S,N,dim] at positions pos0 … pos0+S-1 (rotate-half form).
+at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base);
+
+// φ over blocks: tokens [..., l, dim] → [..., dim]. "mean": mean pooling; "mlp": the MLP with
+// intra-block position embedding.
+at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, const std::string& kind);
+
+// Gate values sigmoid(MLP(x)) as [B,S,H,3] (last dim: cmp, slc, win).
+at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c);
+
+// o_t = Σ_c g_c ⊙ o_c per head, concatenated, through W_O → [B,S,D].
+at::Tensor combine_branches(const BranchOutputs& b, const at::Tensor& gates, const NsaWeights& w);
+
+// softmax over the last dim restricted to `mask` (bool, broadcastable); a row
+// with no valid entry gives all zeros and zero gradient — never NaN.
+at::Tensor masked_softmax(const at::Tensor& scores, const at::Tensor& mask);
+
+// The dtype attention math runs in: float64 stays float64, everything else float32.
+at::ScalarType accum_dtype(at::ScalarType t);
+
+// Block arithmetic (DESIGN.md §2).
+inline int64_t num_cmp_blocks(int64_t S, const NsaParams& p) {
+  return S >= p.cmp_block ? (S - p.cmp_block) / p.cmp_stride + 1 : 0;
+}
+// Compressed blocks visible to query t: those whose last token is ≤ t.
+inline int64_t num_visible_cmp(int64_t t, const NsaParams& p) {
+  return t + 1 >= p.cmp_block ? (t + 1 - p.cmp_block) / p.cmp_stride + 1 : 0;
+}
+inline int64_t num_sel_blocks(int64_t S, const NsaParams& p) { return (S + p.sel_block - 1) / p.sel_block; }
+// Does compressed block i ([i·d, i·d+l)) overlap selection block j ([j·l', (j+1)·l'))?
+inline bool cmp_overlaps_sel(int64_t i, int64_t j, const NsaParams& p) {
+  int64_t a0 = i * p.cmp_stride, a1 = a0 + p.cmp_block;
+  int64_t b0 = j * p.sel_block, b1 = b0 + p.sel_block;
+  return a0 < b1 && b0 < a1;
+}
+
+// [n_cmp, n_sel] 0/1 matrix of cmp_overlaps_sel, in `dtype`.
+at::Tensor overlap_matrix(int64_t n_cmp, int64_t n_sel, const NsaParams& p, const at::TensorOptions& o);
+
+}  // namespace nsa

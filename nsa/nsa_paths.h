@@ -1,0 +1,51 @@
+#pragma once
+// The NSA attention paths. Each takes the same Projected inputs and returns the
+// three branch outputs plus the blocks each query selected; each must agree with
+// the reference (DESIGN.md §2).
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "nsa/nsa_ops.h"
+#include "nsa/runtime.h"
+
+namespace nsa {
+
+// Per-query brute force, written straight from the formulas; the oracle. Loops
+// over batch, position and head; any dtype including float64. Slow.
+BranchOutputs nsa_reference(const Projected& p, const NsaWeights& w, const ModelConfig& c);
+
+// Vectorised over all positions with masks / gathers (NSA_PREFILL_BATCHED=1).
+BranchOutputs nsa_batched(const Projected& p, const NsaWeights& w, const ModelConfig& c, const Runtime& rt, int layer);
+
+// Top-n for one query from its per-block scores (DESIGN §2): forced blocks 0,
+// ⌊t/l'⌋ and ⌊t/l'⌋−1, then the highest other candidates, ties → lower index.
+// Returns ascending block indices (at most n). Shared by reference and decode,
+// which compute the scores independently.
+std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, const NsaParams& p);
+
+// Incremental state of one layer for decoding: raw compression tokens, emitted
+// compressed blocks, selection/window keys and values. Out-of-place appends so
+// autograd can run through a sequential prefill.
+struct DecodeCache {
+  std::vector<at::Tensor> k[3], v[3];  // per token: [B,G,dk] / [B,G,dv]
+  std::vector<at::Tensor> kc, vc;      // per emitted compressed block: [B,G,dk] / [B,G,dv]
+  int64_t length() const { return static_cast<int64_t>(k[0].size()); }
+};
+
+// One decode step: appends token t's keys/values (each [B,G,·]) to the cache,
+// emits a compressed block when one completes, and attends q_t [B,H,dk].
+// Returns per-branch outputs [B,H,dv] and the selected blocks [B,G,n] (-1 padded).
+struct DecodeOut {
+  at::Tensor o[3];
+  at::Tensor block_idx;
+};
+DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tensor (&k_t)[3], const at::Tensor (&v_t)[3],
+                      const NsaWeights& w, const ModelConfig& c, const Runtime& rt);
+
+// Token by token through decode_step (NSA_PREFILL_BATCHED=0): the prefill of a
+// whole sequence, reporting progress to the observer.
+BranchOutputs nsa_sequential(const Projected& p, const NsaWeights& w, const ModelConfig& c, const Runtime& rt,
+                             int layer);
+
+}  // namespace nsa

@@ -1,0 +1,37 @@
+#pragma once
+// One layer's NSA attention parameters (DESIGN.md §2): a query projection, a
+// separate K/V projection per branch, the compression MLPs φ_K/φ_V with their
+// intra-block position embeddings, the gate MLP and the output projection.
+#include <ATen/ATen.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nsa/config.h"
+
+namespace nsa {
+
+struct PhiWeights {  // φ: flatten(block + pe) → Linear(l·dim → dim) → SiLU → Linear(dim → dim)
+  at::Tensor pe;      // [l, dim]
+  at::Tensor w1, b1;  // [l·dim, dim], [dim]
+  at::Tensor w2, b2;  // [dim, dim], [dim]
+};
+
+struct NsaWeights {
+  at::Tensor wq;                 // [D, H·dk]
+  at::Tensor wk[3], wv[3];       // per branch (cmp, slc, win): [D, G·dk], [D, G·dv]
+  PhiWeights phi_k, phi_v;       // unused (undefined) when phi == "mean"
+  at::Tensor gate_w1, gate_b1;   // [D, Dg], [Dg]
+  at::Tensor gate_w2, gate_b2;   // [Dg, 3H], [3H]  (column c·H + h is branch c of head h)
+  at::Tensor wo;                 // [H·dv, D]
+
+  // Every defined parameter with a stable dotted name ("wk.slc", "phi_k.w1", …).
+  std::vector<std::pair<std::string, at::Tensor>> named() const;
+};
+
+// Random init (normal, std 0.02; biases 0; gate fc2 N(0, 0.02) — never all-zero
+// unless the zero_gate_init fault is on). Parameters require grad.
+NsaWeights init_nsa_weights(const ModelConfig& c, const at::TensorOptions& opts);
+
+}  // namespace nsa

@@ -1,0 +1,60 @@
+#pragma once
+// One training step: forward, backward, clip, optimizer — with fp32 master
+// weights (parameters fp32, compute in 16-bit) or pure 16-bit parameters, and
+// dynamic loss scaling for fp16.
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+
+#include "nsa/model.h"
+#include "nsa/optim.h"
+
+namespace nsa {
+
+enum class Precision { fp32, bf16, fp16 };
+Precision precision_from_string(const std::string& s);  // throws std::invalid_argument
+at::ScalarType compute_dtype(Precision p);
+
+struct TrainConfig {
+  int steps = 8;
+  double lr = 3e-3;
+  int warmup_steps = 2;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;
+  Precision precision = Precision::fp32;
+  bool master_weights = true;
+};
+
+struct StepStats {
+  double loss = 0.0;       // unscaled; NaN when non-finite
+  double grad_norm = 0.0;  // before clipping; NaN/inf when non-finite
+  double lr = 0.0;
+  double loss_scale = 1.0;
+  bool skipped = false;    // fp16 overflow: optimizer step skipped
+};
+
+class Trainer {
+ public:
+  Trainer(Model& model, TrainConfig cfg);
+  // Runs step `step` (1-based) on `batch` [B,S+1] (already on the model's device).
+  StepStats step(int step, const at::Tensor& batch, Runtime& rt);
+
+  at::ScalarType param_dtype() const;
+  at::ScalarType compute() const { return compute_dtype(cfg_.precision); }
+  const TrainConfig& config() const { return cfg_; }
+  const AdamW& optimizer() const { return *opt_; }
+  const LossScaler& scaler() const { return scaler_; }
+  Model& model() { return model_; }
+
+ private:
+  Model& model_;
+  TrainConfig cfg_;
+  std::unique_ptr<AdamW> opt_;
+  LossScaler scaler_;
+};
+
+// The parameter dtype a TrainConfig implies (fp32 with master weights).
+at::ScalarType param_dtype_for(const TrainConfig& c);
+
+}  // namespace nsa

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs only what is missing, so it is a no-op on a machine that has everything
+# (the GPU machines: no network there, everything preinstalled).
+set -euo pipefail
+TORCH_VERSION=2.11.0
+PY=${PYTHON:-python3}
+
+missing_debs=()
+need() { # need <debian-package> <test-command...>
+  local pkg=$1; shift
+  if ! "$@" >/dev/null 2>&1; then missing_debs+=("$pkg"); fi
+}
+have_cmake_pkg() { # is <Name> findable by CMake's config mode?
+  cmake --find-package -DNAME="$1" -DCOMPILER_ID=GNU -DLANGUAGE=CXX -DMODE=EXIST >/dev/null 2>&1 ||
+    [ -n "$(find /usr/lib /usr/local/lib /usr/share /usr/local/share /opt -maxdepth 5 \
+            \( -iname "$1Config.cmake" -o -iname "$1-config.cmake" \) 2>/dev/null | head -n1)" ]
+}
+need cmake          command -v cmake
+need ninja-build    command -v ninja
+need g++            command -v g++
+need libyaml-cpp-dev    have_cmake_pkg yaml-cpp
+need nlohmann-json3-dev have_cmake_pkg nlohmann_json
+need libcli11-dev       have_cmake_pkg CLI11
+need libfmt-dev         have_cmake_pkg fmt
+need libgtest-dev       have_cmake_pkg GTest
+need libbenchmark-dev   have_cmake_pkg benchmark
+need ccache         command -v ccache
+
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  echo "install-deps: installing Debian packages: ${missing_debs[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing_debs[@]}"
+fi
+
+torch_ok() { $PY -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)"; }
+if ! torch_ok 2>/dev/null; then
+  echo "install-deps: installing torch==$TORCH_VERSION for $PY"
+  $PY -m pip install -q "torch==$TORCH_VERSION" numpy
+fi
+# torch warns on every start without numpy; install it only when missing.
+$PY -c "import numpy" 2>/dev/null || $PY -m pip install -q numpy || true
+echo "install-deps: all dependencies present"

@@ -1,0 +1,81 @@
+# Finds every external dependency of nsa-harness. No sources are vendored: each
+# package comes from the system (Debian -dev packages, the CUDA toolkit) or, for
+# libtorch, from the Python `torch` wheel's CMake prefix.
+
+# --- libtorch ---------------------------------------------------------------
+# PyTorch's C++ docs locate libtorch through the Python package; we pin the
+# version the GPU machines carry so CI and GPU builds compile the same API.
+set(NSA_TORCH_VERSION "2.11.0" CACHE STRING "libtorch version the build is pinned to")
+if(NOT Torch_DIR)
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -c "import torch,sys;sys.stdout.write(torch.utils.cmake_prefix_path+';'+torch.__version__)"
+    OUTPUT_VARIABLE _torch_info RESULT_VARIABLE _torch_rc ERROR_QUIET)
+  if(NOT _torch_rc EQUAL 0)
+    message(FATAL_ERROR "Python package 'torch' not found for ${Python3_EXECUTABLE}; run `make deps` (pip install torch==${NSA_TORCH_VERSION})")
+  endif()
+  list(GET _torch_info 0 _torch_prefix)
+  list(GET _torch_info 1 _torch_version)
+  string(REGEX REPLACE "\\+.*$" "" _torch_version_base "${_torch_version}")
+  if(NOT _torch_version_base VERSION_EQUAL NSA_TORCH_VERSION)
+    message(FATAL_ERROR "torch ${_torch_version} found, the build is pinned to ${NSA_TORCH_VERSION}")
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
+  set(NSA_TORCH_VERSION_FULL "${_torch_version}" CACHE INTERNAL "")
+endif()
+# Torch's config pulls in Caffe2's CUDA glue when the wheel is a CUDA build; that
+# only needs the toolkit's headers and stub libraries, not a GPU.
+find_package(Torch REQUIRED)
+
+# --- the small libraries ----------------------------------------------------
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(Threads REQUIRED)
+if(NSA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(NSA_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# yaml-cpp's exported target name changed across versions.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(NSA_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(NSA_YAML_TARGET yaml-cpp)
+endif()
+
+# --- CUDA -------------------------------------------------------------------
+# AUTO: on when the torch wheel is a CUDA build and nvcc exists. The kernels
+# compile without a GPU; nothing here runs them.
+set(NSA_CUDA "AUTO" CACHE STRING "Build the CUDA kernels and CUPTI/NVTX probes: ON, OFF or AUTO")
+set_property(CACHE NSA_CUDA PROPERTY STRINGS ON OFF AUTO)
+set(NSA_HAVE_CUDA OFF)
+if(NOT NSA_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  set(_torch_has_cuda OFF)
+  if(TARGET torch_cuda OR TARGET c10_cuda OR EXISTS "${TORCH_INSTALL_PREFIX}/lib/libtorch_cuda.so")
+    set(_torch_has_cuda ON)
+  endif()
+  if(CMAKE_CUDA_COMPILER AND _torch_has_cuda)
+    set(NSA_HAVE_CUDA ON)
+  elseif(NSA_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "NSA_CUDA=ON but nvcc (${CMAKE_CUDA_COMPILER}) or a CUDA build of torch is missing")
+  endif()
+endif()
+if(NSA_HAVE_CUDA)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  if(NOT CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
+    # Hopper first; sm_80 must keep building (DESIGN §5 of the kernels issue).
+    set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "" FORCE)
+  endif()
+  find_library(NSA_CUPTI_LIBRARY cupti
+    HINTS ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/lib64 ${CUDAToolkit_LIBRARY_DIR})
+  find_path(NSA_CUPTI_INCLUDE cupti.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include)
+endif()
+message(STATUS "nsa-harness: torch ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
