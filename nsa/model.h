@@ -30,6 +30,7 @@ class Model {
   // Every parameter with a stable name ("layers.0.attn.wk.slc", "embed", …).
   const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return params_; }
   const ModelConfig& config() const { return cfg_; }
+  const NsaWeights& attention_weights(int layer) const { return blocks_.at(layer).attn; }
 
  private:
   ModelConfig cfg_;

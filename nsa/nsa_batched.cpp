@@ -43,13 +43,20 @@ at::Tensor select_all(const at::Tensor& scores, const NsaParams& P, int64_t S) {
 }
 
 // Selected attention by gathering each query's selected tokens: q [B,G,h,S,dk].
-at::Tensor selected_pack(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& idx,
+// Queries run in tiles of kTileBlocks selection blocks; the last tile is padded
+// with queries that select nothing (their rows must come out as zeros).
+constexpr int64_t kTileBlocks = 3;
+at::Tensor selected_pack(const at::Tensor& q_in, const at::Tensor& k, const at::Tensor& v, const at::Tensor& idx_in,
                          const NsaParams& P, double scale) {
+  const int64_t S_real = q_in.size(3), tile = kTileBlocks * P.sel_block;
+  const int64_t pad = (tile - S_real % tile) % tile;
+  auto q = at::constant_pad_nd(q_in, {0, 0, 0, pad});
+  auto idx = at::constant_pad_nd(idx_in, {0, 0, 0, pad}, -1);
   const int64_t B = q.size(0), G = q.size(1), S = q.size(3), n = idx.size(-1), L = P.sel_block;
   auto offs = at::arange(L, idx.options()).view({1, 1, 1, 1, L});
   auto tok = (idx.unsqueeze(-1) * L + offs).view({B, G, S, n * L});   // token positions
   auto t = at::arange(S, idx.options()).view({1, 1, S, 1});
-  auto valid = (idx.unsqueeze(-1) >= 0).expand({B, G, S, n, L}).reshape({B, G, S, n * L}) & (tok <= t);
+  auto valid = (idx.unsqueeze(-1) >= 0).expand({B, G, S, n, L}).reshape({B, G, S, n * L}) & (tok <= t) & (tok < S_real);
   auto safe = at::where(valid, tok, at::zeros_like(tok));
   auto gather = [&](const at::Tensor& kv) {  // kv [B,G,S,dim] → [B,G,S,n·L,dim]
     auto flat = safe.view({B, G, S * n * L, 1}).expand({B, G, S * n * L, kv.size(-1)});
@@ -67,7 +74,7 @@ at::Tensor selected_pack(const at::Tensor& q, const at::Tensor& k, const at::Ten
   } else {
     p = masked_softmax(scores, valid.unsqueeze(2));
   }
-  return at::einsum("bghsn,bgsnd->bghsd", {p, vs});
+  return at::einsum("bghsn,bgsnd->bghsd", {p, vs}).narrow(3, 0, S_real);
 }
 
 // The same through a dense [S,S] token mask per group.
@@ -82,6 +89,25 @@ at::Tensor selected_mask(const at::Tensor& q, const at::Tensor& k, const at::Ten
   auto mask = blocks.index_select(-1, token_block) & (t.view({S, 1}) >= t.view({1, S}));  // [B,G,S,S]
   auto scores = at::matmul(q, k.unsqueeze(2).transpose(-1, -2)) * scale;    // [B,G,h,S,S]
   return at::matmul(masked_softmax(scores, mask.unsqueeze(2)), v.unsqueeze(2));
+}
+
+// Sliding window by gathering, for each query t, the keys offsets[t] + j for
+// j < count[t] (offsets[t] = max(0, t−w+1)): O(S·w) memory instead of O(S²).
+at::Tensor window_by_offsets(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const NsaParams& P,
+                             double scale) {
+  const int64_t B = q.size(0), G = q.size(1), S = q.size(3), W = std::min<int64_t>(P.window, S);
+  auto t = at::arange(S, q.options().dtype(at::kLong));
+  auto count = at::clamp_max(t + 1, W);                               // keys each query sees
+  auto offsets = at::empty({S}, t.options());
+  if (!fault_on(Fault::uninit_offsets)) offsets.copy_(t + 1 - count);  // planted: left as a debug allocator fills it
+  else offsets.fill_(0x7fffbeefLL);
+  auto j = at::arange(W, t.options());
+  auto valid = j.view({1, W}) < count.view({S, 1});                    // [S,W]
+  auto key = at::where(valid, offsets.view({S, 1}) + j.view({1, W}), at::zeros_like(valid, t.options()));
+  auto ks = k.index_select(2, key.flatten()).view({B, G, S, W, k.size(-1)});
+  auto vs = v.index_select(2, key.flatten()).view({B, G, S, W, v.size(-1)});
+  auto scores = at::einsum("bghsd,bgswd->bghsw", {q, ks}) * scale;
+  return at::einsum("bghsw,bgswd->bghsd", {masked_softmax(scores, valid), vs});
 }
 
 }  // namespace
@@ -149,10 +175,7 @@ BranchOutputs nsa_batched(const Projected& pj, const NsaWeights& w, const ModelC
   }
 
   // --- sliding window ----------------------------------------------------
-  auto kw = by_group(pj.k[2], acc), vw = by_group(pj.v[2], acc);
-  auto band = (t.view({S, 1}) >= t.view({1, S})) & (t.view({S, 1}) - t.view({1, S}) < P.window);
-  auto sw = at::matmul(q, kw.unsqueeze(2).transpose(-1, -2)) * scale;
-  out.o[2] = to_heads(at::matmul(masked_softmax(sw, band), vw.unsqueeze(2)));
+  out.o[2] = to_heads(window_by_offsets(q, by_group(pj.k[2], acc), by_group(pj.v[2], acc), P, scale));
   if (rt.observer) {
     rt.observer->route("cmp", "batched");
     rt.observer->route("win", "batched");

@@ -3,6 +3,7 @@
 // arrives, so a query can never see a block that is not complete.
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -110,6 +111,16 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
                              int layer) {
   const int64_t B = pj.q.size(0), S = pj.q.size(1), H = c.n_heads;
   if (fault_on(Fault::step5_deadlock) && rt.step == 5) deadlock_forever();
+  // Planted: a per-layer cache that survives across calls and doubles each time;
+  // every token walks all of it, so the prefill's cost doubles step over step.
+  static std::map<int, std::vector<at::Tensor>> leaked;
+  std::vector<at::Tensor>* leak = nullptr;
+  if (fault_on(Fault::prefill_state_leak)) {
+    leak = &leaked[layer];
+    if (leak->empty()) leak->push_back(at::zeros({1}, pj.q.options()));
+    std::vector<at::Tensor> copy = *leak;
+    leak->insert(leak->end(), copy.begin(), copy.end());
+  }
   DecodeCache cache;
   std::vector<at::Tensor> o[3], idx;
   const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;
@@ -120,6 +131,11 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
       v_t[b] = pj.v[b].select(1, t);
     }
     auto r = decode_step(cache, pj.q.select(1, t), k_t, v_t, w, c, rt);
+    if (leak) {
+      auto walked = at::zeros({1}, pj.q.options());
+      for (auto& x : *leak) walked = walked + x;
+      r.o[2] = r.o[2] + walked * 0;
+    }
     for (int b = 0; b < 3; ++b) o[b].push_back(r.o[b]);
     idx.push_back(r.block_idx);
     if (fault_on(Fault::host_sync_storm) && pj.q.is_cuda()) {
@@ -127,9 +143,9 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
       (void)r.o[2].sum().item<double>();
       if (rt.observer) rt.observer->sync_point("per-token output read-back");
     } else if (fault_on(Fault::host_sync_storm)) {
-      // On the CPU a read-back costs nothing: stand in for the device round trip.
+      // On the CPU a read-back costs nothing: stand in for a device round trip with a wait.
       (void)r.o[2].sum().item<double>();
-      std::this_thread::sleep_for(std::chrono::microseconds(1500));
+      std::this_thread::sleep_for(std::chrono::milliseconds(8));
       if (rt.observer) rt.observer->sync_point("per-token output read-back");
     }
     if (rt.observer && ((t + 1) % every == 0 || t + 1 == S)) rt.observer->progress("prefill_tokens", t + 1, S);

@@ -5,7 +5,18 @@
 namespace nsa {
 namespace {
 CudaBranchesFn g_cuda_branches = nullptr;
+
+// Planted (inplace_saved_buffer): the gates go through one workspace shared by
+// every layer; the next layer's copy overwrites what this layer saved for backward.
+at::Tensor through_shared_workspace(const at::Tensor& gates) {
+  static at::Tensor workspace;
+  if (!workspace.defined() || workspace.sizes() != gates.sizes() || workspace.scalar_type() != gates.scalar_type() ||
+      workspace.device() != gates.device())
+    workspace = at::empty_like(gates);
+  workspace.copy_(gates);
+  return workspace;
 }
+}  // namespace
 
 void register_cuda_branches(CudaBranchesFn fn) { g_cuda_branches = fn; }
 
@@ -50,6 +61,7 @@ at::Tensor nsa_attention(const NsaWeights& w, const at::Tensor& x, const ModelCo
     rt.observer->tensor("block_idx", layer, static_cast<int>(Branch::slc), br.block_idx);
     for (int b = 0; b < 3; ++b) rt.observer->tensor("branch_out", layer, b, br.o[b].detach());
   }
+  if (fault_on(Fault::inplace_saved_buffer)) gates = through_shared_workspace(gates);
   auto y = combine_branches(br, gates, w);
   if (branches_out) *branches_out = br;
   return y;

@@ -18,3 +18,9 @@ nsa_add_test(nsa_model_test
           test_support.cpp
   LIBS nsa)
 target_precompile_headers(nsa_model_test REUSE_FROM nsa)
+
+# libtorch's include directory carries its own {fmt} headers (a newer major
+# version than the system library), and they shadow the system ones in every
+# target that sees libtorch's includes. Such targets use {fmt} header-only, so
+# no symbol from the other version is ever needed at link time.
+target_compile_definitions(nsa PUBLIC FMT_HEADER_ONLY=1)

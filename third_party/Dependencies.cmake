@@ -25,6 +25,11 @@ if(NOT Torch_DIR)
 endif()
 # Torch's config pulls in Caffe2's CUDA glue when the wheel is a CUDA build; that
 # only needs the toolkit's headers and stub libraries, not a GPU.
+# Torch's CUDA glue adds -gencode flags for TORCH_CUDA_ARCH_LIST, by default every
+# architecture of the wheel down to sm_50, which nvcc 13 rejects: name ours.
+if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
+endif()
 find_package(Torch REQUIRED)
 
 # --- the small libraries ----------------------------------------------------

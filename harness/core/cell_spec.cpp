@@ -127,7 +127,8 @@ void from_json(const json& j, CellSpec& c) {
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.probes.clear();
-  for (auto& [name, p] : j.value("probes", json::object()).items())
+  const json probes = j.value("probes", json::object());  // named: items() must not outlive its json
+  for (auto& [name, p] : probes.items())
     c.probes[name] = ProbeSpec{p.value("enabled", true), p.value("every", 1), p.value("options", json::object())};
   const json& w = j.value("watchdog", json::object());
   c.watchdog.first_step_timeout_s = w.value("first_step_timeout_s", c.watchdog.first_step_timeout_s);

@@ -1,0 +1,146 @@
+#include "harness/analysis/attribution.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/analysis/test_support.h"
+
+namespace harness {
+namespace {
+using testing::make_cell;
+
+std::vector<std::string> statements(const std::vector<Attribution>& as) {
+  std::vector<std::string> s;
+  for (auto& a : as) s.push_back(a.statement);
+  return s;
+}
+
+TEST(Attribution, ConsistentFlipSaysBypassesAndNamesTheFlag) {
+  std::vector<CellResult> cells{
+      make_cell({{"prefill", "sequential"}, {"seq_len", "128"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"seq_len", "128"}}, Outcome::pass),
+      make_cell({{"prefill", "sequential"}, {"seq_len", "512"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"seq_len", "512"}}, Outcome::pass)};
+  auto as = attribute(cells);
+  // seq_len pairs are both-fail or both-pass: no evidence on that axis.
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].axis, "prefill");
+  EXPECT_EQ(as[0].failing_value, "sequential");
+  EXPECT_EQ(as[0].passing_value, "batched");
+  EXPECT_EQ(as[0].statement,
+            "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) at step 5 seen with "
+            "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs");
+  EXPECT_EQ(as[0].cells, (std::vector<std::string>{"prefill=sequential,seq_len=128", "prefill=batched,seq_len=128",
+                                                   "prefill=sequential,seq_len=512", "prefill=batched,seq_len=512"}));
+}
+
+TEST(Attribution, DifferentStepsAreNotSummarisedAsOne) {
+  std::vector<CellResult> cells{
+      make_cell({{"prefill", "sequential"}, {"seq_len", "128"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"seq_len", "128"}}, Outcome::pass),
+      make_cell({{"prefill", "sequential"}, {"seq_len", "512"}}, Outcome::hang, "stall", 3),
+      make_cell({{"prefill", "batched"}, {"seq_len", "512"}}, Outcome::pass)};
+  EXPECT_EQ(statements(attribute(cells)),
+            std::vector<std::string>{"prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) seen with "
+                                     "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs"});
+}
+
+TEST(Attribution, InconsistentFlipCountsThePairsAndNeverSaysBypasses) {
+  std::vector<CellResult> cells{
+      make_cell({{"prefill", "sequential"}, {"precision", "fp32"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"precision", "fp32"}}, Outcome::pass),
+      make_cell({{"prefill", "sequential"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5)};
+  EXPECT_EQ(statements(attribute(cells)),
+            (std::vector<std::string>{
+                "prefill=batched (NSA_PREFILL_BATCHED=1) turns the hang (stall) at step 5 seen with "
+                "prefill=sequential (NSA_PREFILL_BATCHED=0) into a pass in only 1 of 2 pairs; of the rest, "
+                "1 fails the same way",
+                "precision=fp32 turns the hang (stall) at step 5 seen with precision=fp16 into a pass in only "
+                "1 of 2 pairs; of the rest, 1 fails the same way"}));
+}
+
+TEST(Attribution, TwoAxesTwoBugsAreAttributedSeparately) {
+  // Sequential prefill hangs at any precision; batched fp16 goes non-finite.
+  std::vector<CellResult> cells{
+      make_cell({{"prefill", "sequential"}, {"precision", "bf16"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "sequential"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5),
+      make_cell({{"prefill", "batched"}, {"precision", "bf16"}}, Outcome::pass),
+      make_cell({{"prefill", "batched"}, {"precision", "fp16"}}, Outcome::fail, "non_finite", 2)};
+  EXPECT_EQ(statements(attribute(cells)),
+            (std::vector<std::string>{
+                "prefill=batched (NSA_PREFILL_BATCHED=1) turns the hang (stall) at step 5 seen with "
+                "prefill=sequential (NSA_PREFILL_BATCHED=0) into a pass in only 1 of 2 pairs; of the rest, "
+                "1 fails with non_finite",
+                "precision=bf16 bypasses the non-finite values (non_finite) at step 2 seen with precision=fp16 "
+                "in 1 of 1 pairs"}));
+}
+
+TEST(Attribution, OneFailingValueAmongThreeIsAPartition) {
+  std::vector<CellResult> cells;
+  for (const char* seq : {"128", "512"})
+    for (const char* p : {"fp32", "bf16", "fp16"})
+      cells.push_back(make_cell({{"seq_len", seq}, {"precision", p}},
+                                std::string(p) == "fp16" ? Outcome::fail : Outcome::pass,
+                                std::string(p) == "fp16" ? std::optional<std::string>("non_finite") : std::nullopt, 2));
+  auto as = attribute(cells);
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].axis, "precision");
+  EXPECT_EQ(as[0].failing_value, "fp16");
+  EXPECT_EQ(as[0].passing_value, "fp32, bf16");
+  EXPECT_EQ(as[0].statement, "Non-finite values (non_finite) at step 2 only with precision=fp16; fp32 and bf16 pass");
+}
+
+TEST(Attribution, SeveralFailingNumericValuesArePhrasedWithAt) {
+  std::vector<CellResult> cells{
+      make_cell({{"seq_len", "128"}}, Outcome::pass),
+      make_cell({{"seq_len", "512"}}, Outcome::fail, "non_finite", 1),
+      make_cell({{"seq_len", "1024"}}, Outcome::pass),
+      make_cell({{"seq_len", "2048"}}, Outcome::fail, "non_finite", 3)};
+  auto as = attribute(cells);
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].statement, "Non-finite values (non_finite) only at seq_len=512, 2048; 128 and 1024 pass");
+}
+
+TEST(Attribution, NoPartitionWhenAPassingValueFailsTheSameWayElsewhere) {
+  // fp16 fails at both lengths, but bf16 also fails at 512: "only with fp16" would be false.
+  std::vector<CellResult> cells{
+      make_cell({{"seq_len", "128"}, {"precision", "fp32"}}, Outcome::pass),
+      make_cell({{"seq_len", "128"}, {"precision", "bf16"}}, Outcome::pass),
+      make_cell({{"seq_len", "128"}, {"precision", "fp16"}}, Outcome::fail, "non_finite", 2),
+      make_cell({{"seq_len", "512"}, {"precision", "fp32"}}, Outcome::pass),
+      make_cell({{"seq_len", "512"}, {"precision", "bf16"}}, Outcome::fail, "non_finite", 2),
+      make_cell({{"seq_len", "512"}, {"precision", "fp16"}}, Outcome::fail, "non_finite", 2)};
+  for (auto& s : statements(attribute(cells))) {
+    EXPECT_EQ(s.find(" only with "), std::string::npos) << s;
+    EXPECT_EQ(s.find(" only at "), std::string::npos) << s;
+  }
+}
+
+TEST(Attribution, SkippedCellsFormNoPairs) {
+  std::vector<CellResult> cells{make_cell({{"device", "cpu"}}, Outcome::fail, "parity", 1),
+                                make_cell({{"device", "cuda"}}, Outcome::skip, "no_cuda")};
+  EXPECT_TRUE(attribute(cells).empty());
+}
+
+TEST(Attribution, TheFaultAxisIsNeverAttributed) {
+  std::vector<CellResult> cells{
+      make_cell({{"fault", "none"}, {"prefill", "sequential"}}, Outcome::pass),
+      make_cell({{"fault", "none"}, {"prefill", "batched"}}, Outcome::pass),
+      make_cell({{"fault", "sync_per_token"}, {"prefill", "sequential"}}, Outcome::slow_step, "slow_host_syncs", 5),
+      make_cell({{"fault", "sync_per_token"}, {"prefill", "batched"}}, Outcome::pass)};
+  auto as = attribute(cells);
+  ASSERT_EQ(as.size(), 1u);
+  EXPECT_EQ(as[0].axis, "prefill");
+  EXPECT_EQ(as[0].statement,
+            "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the slow step (slow_host_syncs) at step 5 seen with "
+            "prefill=sequential (NSA_PREFILL_BATCHED=0) in 1 of 1 pairs");
+}
+
+TEST(Attribution, NoFailuresNoStatements) {
+  std::vector<CellResult> cells{make_cell({{"prefill", "sequential"}}, Outcome::pass),
+                                make_cell({{"prefill", "batched"}}, Outcome::pass)};
+  EXPECT_TRUE(attribute(cells).empty());
+}
+
+}  // namespace
+}  // namespace harness

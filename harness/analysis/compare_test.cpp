@@ -1,0 +1,104 @@
+#include "harness/analysis/compare.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/analysis/test_support.h"
+
+namespace harness {
+namespace {
+using testing::add_steps;
+using testing::make_cell;
+
+RunResult run_of(std::vector<CellResult> cells) {
+  RunResult r;
+  r.scenario = {{"name", "s"}};
+  r.cells = std::move(cells);
+  return r;
+}
+
+TEST(Compare, PassToFailureIsARegression) {
+  auto a = run_of({make_cell({{"prefill", "batched"}}, Outcome::pass)});
+  auto b = run_of({make_cell({{"prefill", "batched"}}, Outcome::hang, "stall", 5)});
+  auto c = compare(a, b);
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::regression);
+  EXPECT_EQ(c.changes[0].before, "pass");
+  EXPECT_EQ(c.changes[0].after, "hang (stall)");
+  EXPECT_EQ(compare_exit_code(c), 1);
+}
+
+TEST(Compare, FailureToPassIsAFixAndNoRegression) {
+  auto c = compare(run_of({make_cell({}, Outcome::fail, "non_finite", 2)}), run_of({make_cell({}, Outcome::pass)}));
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::fix);
+  EXPECT_EQ(compare_exit_code(c), 0);
+}
+
+TEST(Compare, NewAndRemovedCellsAreListedButAreNoRegression) {
+  auto a = run_of({make_cell({{"seq_len", "128"}}, Outcome::pass)});
+  auto b = run_of({make_cell({{"seq_len", "512"}}, Outcome::fail, "non_finite", 1)});
+  auto c = compare(a, b);
+  ASSERT_EQ(c.changes.size(), 2u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::new_cell);
+  EXPECT_EQ(c.changes[0].cell, "seq_len=512");
+  EXPECT_EQ(c.changes[1].kind, ChangeKind::removed_cell);
+  EXPECT_EQ(c.changes[1].cell, "seq_len=128");
+  EXPECT_FALSE(c.has_regression());
+}
+
+TEST(Compare, OneFailureTurningIntoAnotherIsAChange) {
+  auto c = compare(run_of({make_cell({}, Outcome::hang, "stall")}), run_of({make_cell({}, Outcome::crash, "signal")}));
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::changed);
+  EXPECT_FALSE(c.has_regression());
+}
+
+TEST(Compare, StepTimeJitterIsNoise) {
+  auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
+  add_steps(ca, {900, 100, 104, 97, 101, 99});
+  add_steps(cb, {50, 106, 103, 108, 104, 105});  // medians 100 vs 105: 5% < 10%
+  EXPECT_TRUE(compare(run_of({ca}), run_of({cb})).changes.empty());
+}
+
+TEST(Compare, ASlowdownBeyondTenPercentAndTheSpreadIsARegression) {
+  auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
+  add_steps(ca, {900, 100, 101, 99, 100, 100});
+  add_steps(cb, {900, 150, 151, 149, 150, 150});
+  auto c = compare(run_of({ca}), run_of({cb}));
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::slower);
+  EXPECT_EQ(c.changes[0].before, "100.0 ms");
+  EXPECT_EQ(c.changes[0].after, "150.0 ms");
+  EXPECT_EQ(compare_exit_code(c), 1);
+}
+
+TEST(Compare, ANoisyBaselineRaisesTheThreshold) {
+  // A's steps spread widely (MAD 30 → spread 44.5, threshold 133 ms): +20% does not count.
+  auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
+  add_steps(ca, {500, 70, 130, 100, 70, 130});
+  add_steps(cb, {500, 120, 120, 120, 120, 120});
+  EXPECT_TRUE(compare(run_of({ca}), run_of({cb})).changes.empty());
+}
+
+TEST(Compare, ASpeedUpIsReportedButIsNoRegression) {
+  auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
+  add_steps(ca, {1, 200, 200, 200});
+  add_steps(cb, {1, 100, 100, 100});
+  auto c = compare(run_of({ca}), run_of({cb}));
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::faster);
+  EXPECT_EQ(compare_exit_code(c), 0);
+}
+
+TEST(StepTimeStats, DropsTheWarmUpStepAndSkippedSteps) {
+  auto c = make_cell({}, Outcome::pass);
+  add_steps(c, {5000, 10, 12, 1000});
+  c.steps[3].skipped = true;
+  auto s = step_time_stats(c);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->steps, 2u);
+  EXPECT_DOUBLE_EQ(s->median_ms, 11.0);
+}
+
+}  // namespace
+}  // namespace harness

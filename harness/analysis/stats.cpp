@@ -1,0 +1,25 @@
+#include "harness/analysis/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace harness {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double mad_spread(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = median(v);
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - m));
+  // 1.4826 = 1/Φ⁻¹(3/4): makes the MAD a consistent estimator of σ.
+  return 1.4826 * median(std::move(dev));
+}
+
+}  // namespace harness

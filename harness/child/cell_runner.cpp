@@ -1,0 +1,170 @@
+#include "harness/child/cell_runner.h"
+
+#include <ATen/DeviceAccelerator.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "harness/child/phase_stack.h"
+#include "harness/probes/probe.h"
+#include "nsa/faults.h"
+
+namespace harness::child {
+namespace {
+namespace ev = protocol::ev;
+using Clock = std::chrono::steady_clock;
+
+// Bridges the model's observer hooks to events, the phase stack and the probes' tap.
+class ChildObserver : public nsa::Observer {
+ public:
+  ChildObserver(protocol::EventWriter& events, PhaseStack& stack, TensorTap& tap)
+      : events_(events), stack_(stack), tap_(tap) {}
+  void set_step(int step) { step_ = step; stack_.set_step(step); }
+  void set_capture(bool on) { capture_ = on; }
+
+  void phase_begin(std::string_view name, int layer) override {
+    stack_.push(name, layer);
+    nlohmann::json e = {{"name", name}, {"step", step_}};
+    if (layer >= 0) e["layer"] = layer;
+    events_.emit(ev::phase_begin, std::move(e));
+  }
+  void phase_end(std::string_view name, int layer) override {
+    stack_.pop();
+    nlohmann::json e = {{"name", name}, {"step", step_}};
+    if (layer >= 0) e["layer"] = layer;
+    events_.emit(ev::phase_end, std::move(e));
+  }
+  void progress(std::string_view what, int64_t done, int64_t total) override {
+    events_.emit(ev::progress, {{"what", what}, {"done", done}, {"total", total}, {"step", step_}});
+  }
+  bool wants_tensors() const override { return capture_; }
+  void tensor(std::string_view name, int layer, int branch, const at::Tensor& t) override {
+    if (capture_) tap_.entries.push_back({std::string(name), layer, branch, t});
+  }
+  void sync_point(std::string_view) override { ++tap_.sync_points; }
+  void route(std::string_view branch, std::string_view impl) override { tap_.routes[std::string(branch)] = impl; }
+
+ private:
+  protocol::EventWriter& events_;
+  PhaseStack& stack_;
+  TensorTap& tap_;
+  int step_ = 0;
+  bool capture_ = false;
+};
+
+at::Device resolve_device(const std::string& wanted) {
+  const bool have_cuda = at::hasCUDA();
+  if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
+  return (wanted == "cuda" || (wanted == "auto" && have_cuda)) ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
+
+void sync_device(const at::Device& d) {
+  if (d.is_cuda()) at::accelerator::synchronizeDevice(d.index());
+}
+
+nlohmann::json platform_json(const at::Device& d) {
+  nlohmann::json p = {{"device", d.str()}, {"libtorch", TORCH_VERSION}, {"threads", at::get_num_threads()}};
+  return p;
+}
+
+std::string error_kind(const std::string& msg) {
+  if (msg.rfind("no_cuda:", 0) == 0) return "no_cuda";
+  return "exception";
+}
+
+}  // namespace
+
+int run_cell(const CellSpec& spec, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(out_dir);
+  protocol::EventWriter events((fs::path(out_dir) / protocol::kEventsFile).string());
+  PhaseStack stack;
+  stack.install_signal_handler((fs::path(out_dir) / protocol::kStacksFile).string());
+  TensorTap tap;
+  ChildObserver observer(events, stack, tap);
+  int step = 0;
+  try {
+    nsa::Runtime rt;
+    rt.flags = nsa::Flags::from_environment();
+    for (auto& [k, v] : spec.flags) rt.flags.set(k, v);
+    rt.resolve();
+    nsa::disable_all_faults();
+    nsa::enable_faults(spec.faults);
+    nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
+    const at::Device device = resolve_device(spec.device);
+    at::manual_seed(spec.train.seed);
+
+    nsa::TrainConfig tc;
+    tc.steps = spec.train.steps;
+    tc.lr = spec.train.lr;
+    tc.warmup_steps = spec.train.warmup_steps;
+    tc.weight_decay = spec.train.weight_decay;
+    tc.grad_clip = spec.train.grad_clip;
+    tc.precision = nsa::precision_from_string(spec.train.precision);
+    tc.master_weights = spec.train.master_weights;
+    nsa::Model model(spec.model, at::TensorOptions().dtype(nsa::param_dtype_for(tc)).device(device));
+    nsa::Trainer trainer(model, tc);
+    nsa::DataSource data(spec.train.data, spec.train.seed);
+    auto probes = make_probes(spec);
+    rt.observer = &observer;
+
+    events.emit(ev::start, {{"pid", ::getpid()}, {"cell", spec.id}, {"steps", spec.train.steps},
+                            {"device", device.str()}, {"platform", platform_json(device)},
+                            {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()}});
+    ProbeContext ctx{spec, model, trainer, rt, events, tap, device};
+    for (auto& p : probes) p->on_start(ctx);
+
+    const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;
+    for (step = 1; step <= spec.train.steps; ++step) {
+      bool capture = false, keep_params = false;
+      for (auto& p : probes) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
+      tap.clear();
+      observer.set_step(step);
+      observer.set_capture(capture);
+      events.emit(ev::step_begin, {{"step", step}});
+      auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).to(device);
+      std::vector<at::Tensor> before;
+      if (keep_params)
+        for (auto& [n, p] : model.parameters()) before.push_back(p.detach().clone());
+      sync_device(device);
+      auto t0 = Clock::now();
+      nsa::StepStats st;
+      {
+        nsa::Phase phase(rt, "step");
+        st = trainer.step(step, batch, rt);
+      }
+      sync_device(device);
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      nlohmann::json e = {{"step", step},       {"step_ms", ms},
+                          {"tok_s", tokens / (ms / 1000.0)}, {"tokens", tokens},
+                          {"skipped", st.skipped}, {"host_syncs", tap.sync_points},
+                          {"lr", st.lr},         {"loss_scale", st.loss_scale}};
+      e["loss"] = std::isfinite(st.loss) ? nlohmann::json(st.loss) : nlohmann::json(std::isnan(st.loss) ? "nan" : "inf");
+      e["grad_norm"] = std::isfinite(st.grad_norm) ? nlohmann::json(st.grad_norm) : nlohmann::json("non-finite");
+      events.emit(ev::step_end, std::move(e));
+      ctx.step = step;
+      ctx.batch = batch;
+      ctx.stats = st;
+      ctx.params_before = std::move(before);
+      observer.set_capture(false);
+      for (auto& p : probes) p->on_step_end(ctx);
+      ctx.params_before.clear();
+    }
+    observer.set_step(spec.train.steps);
+    for (auto& p : probes) p->on_run_end(ctx);
+    events.emit(ev::done, {{"steps_completed", spec.train.steps}});
+    return 0;
+  } catch (const c10::Error& e) {
+    events.emit(ev::error, {{"kind", "exception"}, {"message", e.what_without_backtrace()}, {"step", step},
+                            {"phase", stack.text()}, {"type", "c10::Error"}});
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    events.emit(ev::error, {{"kind", error_kind(msg)}, {"message", msg}, {"step", step}, {"phase", stack.text()}});
+  }
+  return 1;
+}
+
+}  // namespace harness::child

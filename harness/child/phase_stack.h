@@ -1,0 +1,26 @@
+#pragma once
+// The child's current phase stack ("step 5 > forward > layer 1 > attention"),
+// kept in a fixed buffer so a signal handler can write it out with write(2)
+// alone when the supervisor asks for stacks of a stalled child.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace harness::child {
+
+class PhaseStack {
+ public:
+  void push(std::string_view name, int layer);
+  void pop();
+  void set_step(int step);
+  // Installs the handler for protocol::kStackSignal writing to `path`.
+  void install_signal_handler(const std::string& path);
+  std::string text() const;
+
+ private:
+  void publish();  // copies the rendered stack into the signal-safe buffer
+  std::vector<std::string> frames_;
+  int step_ = 0;
+};
+
+}  // namespace harness::child

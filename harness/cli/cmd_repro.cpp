@@ -1,0 +1,54 @@
+// `nsa-harness repro DIR --cell ID [-o FILE]`: a standalone scenario that
+// reproduces one cell of a finished run (every setting explicit).
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/minimize.h"
+#include "harness/report/render_all.h"
+#include "harness/scenario/repro_yaml.h"
+#include "harness/supervisor/runner.h"
+
+namespace harness::cli {
+
+CellSpec load_cell_spec(const std::string& run_dir, const std::string& id) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(run_dir) / "cells" / supervisor::cell_dir_name(id) / "cell.json";
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("no cell '" + id + "' in " + run_dir + " (looked for " + p.string() + ")");
+  return nlohmann::json::parse(in).get<CellSpec>();
+}
+
+int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, const std::string& out,
+              const std::string& self_exe) {
+  RunResult run = load_results(dir);
+  const CellResult* result = nullptr;
+  for (auto& c : run.cells)
+    if (c.id == cell) result = &c;
+  if (!result) {
+    fmt::print(stderr, "nsa-harness repro: {} has no cell '{}'\n", dir, cell);
+    return kExitInvalidInput;
+  }
+  CellSpec spec = load_cell_spec(dir, cell);
+  std::string comment = "Reproduces cell '" + cell + "' of " + dir + " (outcome " + std::string(to_string(result->outcome)) +
+                        (result->reason ? ", reason " + *result->reason : "") + ").";
+  if (minimize) {
+    MinimizeResult m = minimize_cell(spec, *result, self_exe, dir + "/minimize");
+    spec = m.cell;
+    comment += " Minimized in " + std::to_string(m.probes) + " probe runs (" + std::to_string(m.cached) +
+               " answered from cache); signature: " + m.signature + ".";
+    fmt::print(stderr, "minimized in {} probes ({} cached), signature {}\n", m.probes, m.cached, m.signature);
+  }
+  std::string yaml = cell_to_scenario_yaml(spec, comment);
+  if (out.empty()) {
+    fmt::print("{}", yaml);
+  } else {
+    std::ofstream(out) << yaml;
+    fmt::print(stderr, "wrote {}\nrun it: nsa-harness run {}\n", out, out);
+  }
+  return 0;
+}
+
+}  // namespace harness::cli

@@ -1,0 +1,40 @@
+#pragma once
+// One function per subcommand (one file each); main.cpp wires them to CLI11.
+// Each returns the process exit status (DESIGN.md §5–6):
+//   0 GO / success, 1 NO-GO, 3 CONDITIONAL GO, 2 invalid input or usage, other = harness failure.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace harness::cli {
+
+inline constexpr int kExitInvalidInput = 2;
+inline constexpr int kExitHarnessFailure = 4;
+
+struct RunOptions {
+  std::string scenario;
+  std::string out;          // run directory; empty → runs/<scenario>-<timestamp>
+  std::string only;         // --only GLOB
+  std::string device;       // --device auto|cpu|cuda (empty: the scenario's)
+  int jobs = 1;
+  bool resume = false;
+  std::string self_exe;     // path of this executable (children are spawned from it)
+  std::string command_line;
+};
+
+int cmd_run(const RunOptions& o);
+int cmd_validate(const std::vector<std::string>& files);
+int cmd_report(const std::string& dir, const std::string& out_file);
+int cmd_compare(const std::string& a, const std::string& b);
+int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, const std::string& out,
+              const std::string& self_exe);
+int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs);
+int cmd_list(const std::string& what);
+int cmd_cell(const std::string& spec_file, const std::string& out_dir);
+
+// The scenario `run` uses when none is given.
+std::string default_scenario_path();
+// Absolute path of the running executable.
+std::string self_executable(const char* argv0);
+
+}  // namespace harness::cli

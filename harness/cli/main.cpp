@@ -1,0 +1,84 @@
+// nsa-harness: the command line. Subcommands come from one table; each lives in
+// its own file (cmd_*.cpp). One top-level catch maps errors to exit codes.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "harness/cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace harness::cli;
+  CLI::App app{"nsa-harness: run NSA scenario matrices, watch every run, write go/no-go reports"};
+  app.require_subcommand(1);
+  std::string self = self_executable(argv[0]);
+
+  RunOptions run;
+  auto* c_run = app.add_subcommand("run", "run a scenario matrix (default: scenarios/default.yaml)");
+  c_run->add_option("scenario", run.scenario, "scenario file");
+  c_run->add_option("--out", run.out, "run directory (default runs/<name>-<time>)");
+  c_run->add_option("--only", run.only, "only cells whose id matches this glob (';' separates several)");
+  c_run->add_option("--device", run.device, "override the scenario's device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  c_run->add_option("--jobs", run.jobs, "cells run side by side")->check(CLI::PositiveNumber);
+  c_run->add_flag("--resume", run.resume, "skip cells that already have a result in --out");
+
+  std::vector<std::string> validate_files;
+  auto* c_validate = app.add_subcommand("validate", "check scenario files without running them");
+  c_validate->add_option("files", validate_files, "scenario files")->required();
+
+  std::string report_dir, report_out;
+  auto* c_report = app.add_subcommand("report", "re-render report.md (and the other reports) from results.json");
+  c_report->add_option("dir", report_dir, "run directory")->required();
+  c_report->add_option("-o,--output", report_out, "markdown file to write (default DIR/report.md)");
+
+  std::string cmp_a, cmp_b;
+  auto* c_compare = app.add_subcommand("compare", "outcome and step-time changes between two runs");
+  c_compare->add_option("a", cmp_a, "baseline run directory")->required();
+  c_compare->add_option("b", cmp_b, "new run directory")->required();
+
+  std::string repro_dir, repro_cell, repro_out;
+  bool minimize = false;
+  auto* c_repro = app.add_subcommand("repro", "write a standalone scenario reproducing one cell");
+  c_repro->add_option("dir", repro_dir, "run directory")->required();
+  c_repro->add_option("--cell", repro_cell, "cell id")->required();
+  c_repro->add_flag("--minimize", minimize, "shrink while the failure signature stays the same");
+  c_repro->add_option("-o,--output", repro_out, "scenario file to write (default: print)");
+
+  std::string selftest_out;
+  int selftest_jobs = 1;
+  auto* c_selftest = app.add_subcommand("selftest", "run the fault catalogue: expected vs found");
+  c_selftest->add_option("--out", selftest_out, "run directory");
+  c_selftest->add_option("--jobs", selftest_jobs, "cells run side by side")->check(CLI::PositiveNumber);
+
+  std::string list_what;
+  auto* c_list = app.add_subcommand("list", "list flags, faults, probes or configs");
+  c_list->add_option("what", list_what, "flags | faults | probes | configs")
+      ->required()
+      ->check(CLI::IsMember({"flags", "faults", "probes", "configs"}));
+
+  std::string cell_spec, cell_out;
+  auto* c_cell = app.add_subcommand("cell", "internal: run one cell in this process (what `run` spawns)");
+  c_cell->add_option("--spec", cell_spec, "cell.json")->required();
+  c_cell->add_option("--out", cell_out, "cell directory")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitInvalidInput;
+  }
+  try {
+    for (int i = 0; i < argc; ++i) run.command_line += (i ? " " : "") + std::string(argv[i]);
+    run.self_exe = self;
+    if (*c_run) return cmd_run(run);
+    if (*c_validate) return cmd_validate(validate_files);
+    if (*c_report) return cmd_report(report_dir, report_out);
+    if (*c_compare) return cmd_compare(cmp_a, cmp_b);
+    if (*c_repro) return cmd_repro(repro_dir, repro_cell, minimize, repro_out, self);
+    if (*c_selftest) return cmd_selftest(self, selftest_out, selftest_jobs);
+    if (*c_list) return cmd_list(list_what);
+    if (*c_cell) return cmd_cell(cell_spec, cell_out);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "nsa-harness: {}\n", e.what());
+    return kExitHarnessFailure;
+  }
+  return kExitInvalidInput;
+}

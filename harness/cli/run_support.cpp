@@ -1,0 +1,96 @@
+#include "harness/cli/run_support.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "harness/cli/platform.h"
+#include "harness/supervisor/runner.h"
+
+namespace harness::cli {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+CellResult skipped(const CellSpec& c, const std::string& why) {
+  CellResult r;
+  r.id = c.id;
+  r.axes = c.axes;
+  r.outcome = Outcome::skip;
+  r.reason = std::string(reason::no_cuda);
+  r.steps_planned = c.train.steps;
+  Finding f;
+  f.code = std::string(reason::no_cuda);
+  f.severity = Severity::info;
+  f.title = "skipped: " + why;
+  f.detail = why;
+  r.findings.push_back(f);
+  if (c.expect) {
+    r.expect = c.expect;
+    r.expect_met = c.expect->value("outcome", "") == "skip";
+  }
+  return r;
+}
+
+}  // namespace
+
+bool cuda_available() {
+  static const bool have = at::hasCUDA();
+  return have;
+}
+
+RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
+                        bool resume, const std::string& self_exe, const std::string& scenario_path) {
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult run;
+  run.started_at = now_iso8601();
+  run.platform = detect_platform();
+  run.scenario = {{"name", sc.name}, {"file", scenario_path}, {"hash", sc.hash}, {"description", sc.description}};
+
+  std::vector<CellSpec> runnable;
+  std::vector<CellResult> skips;
+  for (auto& c : cells) {
+    if (c.device == "cuda" && !cuda_available())
+      skips.push_back(skipped(c, "the cell needs a CUDA device and none is available here"));
+    else
+      runnable.push_back(c);
+  }
+  supervisor::RunOptions ro;
+  ro.run_dir = dir;
+  ro.jobs = jobs;
+  ro.resume = resume;
+  ro.progress = &std::cerr;
+  auto argv = [&](const CellSpec&, const std::string& cell_dir) {
+    return std::vector<std::string>{self_exe, "cell", "--spec", cell_dir + "/cell.json", "--out", cell_dir};
+  };
+  auto results = runnable.empty() ? std::vector<CellResult>{} : supervisor::run_cells(runnable, argv, ro);
+
+  // Keep the scenario's cell order in the report.
+  for (auto& c : cells) {
+    auto put = [&](CellResult r) {
+      r.repro_command = "nsa-harness run " + scenario_path + " --only " + shell_quote(c.id);
+      nlohmann::json g = {{"min_tok_s", c.gates.min_tok_s ? nlohmann::json(*c.gates.min_tok_s) : nlohmann::json(nullptr)},
+                          {"max_step_ms", c.gates.max_step_ms ? nlohmann::json(*c.gates.max_step_ms) : nlohmann::json(nullptr)},
+                          {"require_finite", c.gates.require_finite},
+                          {"require_loss_falls", c.gates.require_loss_falls}};
+      r.extra["gates_spec"] = g;
+      run.cells.push_back(std::move(r));
+    };
+    bool found = false;
+    for (auto& r : results)
+      if (r.id == c.id) { put(r); found = true; break; }
+    if (!found)
+      for (auto& r : skips)
+        if (r.id == c.id) { put(r); break; }
+  }
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+}  // namespace harness::cli

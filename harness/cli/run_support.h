@@ -1,0 +1,21 @@
+#pragma once
+// Running a list of cells and assembling the RunResult (shared by run,
+// selftest and repro --minimize).
+#include <string>
+#include <vector>
+
+#include "harness/core/cell_spec.h"
+#include "harness/core/results.h"
+#include "harness/scenario/scenario.h"
+
+namespace harness::cli {
+
+// Spawns `self_exe cell …` per cell under the supervisor; cells that cannot run
+// here (CUDA on a CPU box) become skips without a process.
+RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
+                        bool resume, const std::string& self_exe, const std::string& scenario_path);
+
+// Is a CUDA device usable from this process?
+bool cuda_available();
+
+}  // namespace harness::cli

@@ -1,0 +1,101 @@
+// Gate statistics per layer: the mean share of each branch, how much gates vary
+// over tokens, saturation, constant gates, and the fc2 weight norm. Constant
+// gates are a warning (the branches are mixed blindly), never a cause of NaN.
+#include "harness/probes/probes.h"
+
+namespace harness {
+namespace {
+
+class GatesProbe : public Probe {
+ public:
+  explicit GatesProbe(const ProbeSpec& ps) : spec_(ps) {}
+  std::string name() const override { return "gates"; }
+  bool wants_tensors(int step) const override { return step == 1 || probe_due(spec_, step); }
+
+  void on_step_end(ProbeContext& ctx) override {
+    nlohmann::json layers = nlohmann::json::array();
+    for (auto& e : ctx.tap.entries) {
+      if (e.name != "gates") continue;
+      auto g = e.value.to(at::kFloat);                      // [B,S,H,3]
+      auto share = g / g.sum(-1, true).clamp_min(1e-12);    // each branch's share of the gate mass
+      auto mean_share = share.mean({0, 1, 2});              // [3]
+      auto std_tokens = g.std(1).mean();                    // spread over positions
+      double saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean().item<double>();
+      double spread = std_tokens.item<double>();
+      std::string w2 = "layers." + std::to_string(e.layer) + ".attn.gate.w2";
+      double fc2_norm = 0;
+      for (auto& [n, p] : ctx.model.parameters())
+        if (n == w2) fc2_norm = p.detach().to(at::kFloat).norm().item<double>();
+      nlohmann::json row = {{"layer", e.layer},
+                            {"share_cmp", mean_share[0].item<double>()},
+                            {"share_slc", mean_share[1].item<double>()},
+                            {"share_win", mean_share[2].item<double>()},
+                            {"std_over_tokens", spread},
+                            {"saturated_fraction", saturated},
+                            {"mean_gate", g.mean().item<double>()},
+                            {"fc2_norm", fc2_norm}};
+      layers.push_back(row);
+      check(ctx, e.layer, row, spread, saturated);
+    }
+    if (!layers.empty()) last_ = {{"step", ctx.step}, {"layers", layers}};
+  }
+  void on_run_end(ProbeContext& ctx) override {
+    if (!last_.is_null()) ctx.table("gates", last_);
+  }
+
+ private:
+  void check(ProbeContext& ctx, int layer, const nlohmann::json& row, double spread, double saturated) {
+    if (spread < 1e-6 && !warned_constant_) {
+      warned_constant_ = true;
+      Finding f;
+      f.code = std::string(reason::gates_constant);
+      f.severity = Severity::warning;
+      f.title = "gates are constant over tokens in layer " + std::to_string(layer) + " (mean " +
+                fmt_double(row["mean_gate"].get<double>()) + ")";
+      f.detail = "Every token gets the same gate values, so the three branches are mixed in fixed proportions. With a "
+                 "zero-initialised gate fc2 (norm " + fmt_double(row["fc2_norm"].get<double>()) +
+                 ") the gates are exactly sigmoid(0) = 0.5 until fc2 learns. This slows learning; it does not make "
+                 "values non-finite.";
+      f.location = "layer " + std::to_string(layer) + " / gate";
+      f.evidence = row;
+      ctx.report(f);
+    }
+    if (saturated > 0.9 && !warned_saturated_) {
+      warned_saturated_ = true;
+      Finding f;
+      f.code = std::string(reason::gates_saturated);
+      f.severity = Severity::warning;
+      f.title = "gates saturated in layer " + std::to_string(layer);
+      f.detail = fmt_double(100 * saturated) + "% of gate values are below 0.01 or above 0.99: those branches get no gradient through the gate.";
+      f.location = "layer " + std::to_string(layer) + " / gate";
+      f.evidence = row;
+      ctx.report(f);
+    }
+    for (int b = 0; b < 3; ++b) {
+      static const char* keys[3] = {"share_cmp", "share_slc", "share_win"};
+      double s = row[keys[b]].get<double>();
+      auto& g = ctx.spec.gates;
+      bool low = g.min_branch_share && s < *g.min_branch_share, high = g.max_branch_share && s > *g.max_branch_share;
+      if ((low || high) && !warned_bounds_) {
+        warned_bounds_ = true;
+        Finding f;
+        f.code = std::string(reason::gate_branch_share);
+        f.severity = Severity::blocking;
+        f.title = std::string("branch ") + keys[b] + " share " + fmt_double(s) + " outside the gate bounds in layer " + std::to_string(layer);
+        f.location = "layer " + std::to_string(layer) + " / gate";
+        f.evidence = row;
+        ctx.report(f);
+      }
+    }
+  }
+
+  ProbeSpec spec_;
+  nlohmann::json last_;
+  bool warned_constant_ = false, warned_saturated_ = false, warned_bounds_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_gates_probe(const ProbeSpec& ps) { return std::make_unique<GatesProbe>(ps); }
+
+}  // namespace harness

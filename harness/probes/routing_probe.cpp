@@ -1,0 +1,67 @@
+// Routing: which implementation computed each branch (as the layer reports it)
+// against what the flags asked for; flags that cannot take effect here.
+#include "harness/probes/probes.h"
+
+namespace harness {
+namespace {
+
+class RoutingProbe : public Probe {
+ public:
+  std::string name() const override { return "routing"; }
+  void on_start(ProbeContext& ctx) override {
+    if (ctx.device.is_cuda()) return;
+    for (const char* flag : {"NSA_USE_CUDA_SEL", "NSA_USE_CUDA_WIN", "NSA_USE_CUDA_CMP"}) {
+      auto it = ctx.spec.flags.find(flag);
+      if (it == ctx.spec.flags.end() || !ctx.rt.flags.get_bool(flag)) continue;
+      Finding f;
+      f.code = std::string(reason::flag_no_effect);
+      f.severity = Severity::warning;
+      f.title = std::string(flag) + "=1 cannot take effect on the CPU";
+      f.detail = "The flag selects a CUDA kernel; this cell runs on the CPU, so the batched ATen path ran instead.";
+      f.location = flag;
+      ctx.report(f);
+    }
+  }
+  void on_step_end(ProbeContext& ctx) override {
+    if (checked_ || ctx.tap.routes.empty()) return;
+    checked_ = true;
+    auto& rt = ctx.rt;
+    nlohmann::json table = nlohmann::json::array();
+    for (auto& [branch, impl] : ctx.tap.routes) {
+      std::string expected, flag;
+      if (rt.force_reference) expected = "reference", flag = "NSA_FORCE_PARITY=1";
+      else if (!rt.prefill_batched) expected = "sequential", flag = "NSA_PREFILL_BATCHED=0";
+      else if (ctx.device.is_cuda() && impl.rfind("cuda", 0) == 0) expected = impl;  // checked against kernels by CUPTI
+      else if (branch == "slc") {
+        if (rt.sel_mask) expected = "batched.mask", flag = "NSA_USE_SEL_MASK=1";
+        else expected = "batched.pack", flag = rt.sel_pack ? "NSA_USE_SEL_PACK=1" : "NSA_USE_SEL_MASK=0";
+      } else expected = "batched", flag = "NSA_PREFILL_BATCHED=1";
+      bool ok = impl == expected;
+      table.push_back({{"branch", branch}, {"ran", impl}, {"expected", expected}, {"flag", flag}, {"ok", ok}});
+      if (!ok) {
+        Finding f;
+        f.code = std::string(reason::routing_mismatch);
+        f.severity = Severity::blocking;
+        f.title = "branch " + branch + " ran '" + impl + "' although " + flag + " asks for '" + expected + "'";
+        f.detail = "The flag did not route the branch where it says: the implementation that actually ran reports "
+                   "itself as '" + impl + "'.";
+        f.location = "branch " + branch;
+        f.evidence = {{"branch", branch}, {"ran", impl}, {"expected", expected}, {"flag", flag}};
+        ctx.report(f);
+      }
+    }
+    ctx.table("routing", {{"step", ctx.step}, {"branches", table}});
+  }
+
+ private:
+  bool checked_ = false;
+};
+
+
+}  // namespace
+
+std::unique_ptr<Probe> make_routing_probe(const ProbeSpec&) { return std::make_unique<RoutingProbe>(); }
+// The kernel trace itself lives in harness/trace; on a CPU cell there is nothing to trace.
+std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec&) { return nullptr; }
+
+}  // namespace harness

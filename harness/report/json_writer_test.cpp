@@ -1,0 +1,76 @@
+#include <cmath>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "harness/report/atomic_file.h"
+#include "harness/report/render_all.h"
+#include "harness/report/report_fixtures.h"
+#include "harness/report/report_writer.h"
+#include "harness/report/temp_dir.h"
+
+namespace harness {
+namespace {
+using ::testing::HasSubstr;
+
+TEST(JsonWriter, TopLevelFieldsFollowTheContract) {
+  testing::TempDir dir;
+  JsonWriter().write(testing::prefill_hang_run(), dir.str());
+  auto j = nlohmann::json::parse(read_file(dir.str() + "/results.json"));
+  EXPECT_EQ(j.at("decision"), "CONDITIONAL GO");
+  EXPECT_EQ(j.at("scenario").at("name"), "prefill_hang");
+  EXPECT_EQ(j.at("platform").at("gpu"), "NVIDIA H200");
+  ASSERT_EQ(j.at("cells").size(), 4u);
+  const auto& cell = j.at("cells")[0];
+  for (const char* key : {"id", "axes", "outcome", "reason", "steps_completed", "metrics", "findings"})
+    EXPECT_TRUE(cell.contains(key)) << key;
+  EXPECT_EQ(cell.at("id"), "prefill=sequential,seq_len=128");
+  EXPECT_EQ(cell.at("outcome"), "hang");
+  EXPECT_EQ(cell.at("reason"), "stall");
+  EXPECT_TRUE(j.at("cells")[1].at("reason").is_null());
+}
+
+TEST(JsonWriter, RoundTripsThroughLoadResults) {
+  testing::TempDir dir;
+  for (const RunResult& original : {testing::prefill_hang_run(), testing::fp16_nan_run()}) {
+    JsonWriter().write(original, dir.str());
+    RunResult back = load_results(dir.str());
+    EXPECT_EQ(nlohmann::json(back), nlohmann::json(original));
+    // NaN survives as NaN (JSON has none; results.h spells it "nan").
+    for (size_t i = 0; i < original.cells.size(); ++i) {
+      if (original.cells[i].metrics.last_loss && std::isnan(*original.cells[i].metrics.last_loss)) {
+        EXPECT_TRUE(std::isnan(*back.cells[i].metrics.last_loss));
+      }
+    }
+  }
+  EXPECT_TRUE(std::isnan(load_results(dir.str()).cells[1].metrics.last_loss.value()));
+}
+
+TEST(LoadResults, NamesTheFileOnBadJson) {
+  testing::TempDir dir;
+  std::ofstream(dir.str() + "/results.json") << "{\"decision\": \"MAYBE\"}";
+  EXPECT_THAT([&] { load_results(dir.str()); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("results.json: unknown decision 'MAYBE'")));
+}
+
+TEST(RenderAll, WritesEveryFileAndNoTmp) {
+  testing::TempDir dir;
+  std::string out = dir.str() + "/run";  // created by render_all
+  render_all(testing::prefill_hang_run(), out);
+  for (const char* f : {"results.json", "report.md", "junit.xml", "loss.svg", "step_time.svg"})
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
+  EXPECT_TRUE(testing::tmp_files(out).empty());
+}
+
+TEST(RenderAll, ReRenderingFromResultsJsonGivesTheSameReport) {
+  testing::TempDir dir;
+  render_all(testing::fp16_nan_run(), dir.str());
+  std::string first = read_file(dir.str() + "/report.md");
+  render_all(load_results(dir.str()), dir.str());
+  EXPECT_EQ(read_file(dir.str() + "/report.md"), first);
+  EXPECT_FALSE(std::filesystem::exists(dir.str() + "/loss.svg"));  // no steps, no charts
+}
+
+}  // namespace
+}  // namespace harness

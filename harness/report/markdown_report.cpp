@@ -1,0 +1,164 @@
+#include "harness/report/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include "harness/analysis/judgement.h"
+#include "harness/report/atomic_file.h"
+#include "harness/report/markdown_findings.h"
+#include "harness/report/report_writer.h"
+#include "harness/report/text_format.h"
+
+namespace harness {
+
+namespace {
+
+std::string decision_icon(Decision d) {
+  switch (d) {
+    case Decision::go: return "✅";
+    case Decision::conditional_go: return "⚠️";
+    case Decision::no_go: return "❌";
+  }
+  return "";
+}
+
+std::string outcome_cell(Outcome o) {
+  if (o == Outcome::pass) return "✅ pass";
+  if (o == Outcome::skip) return "⏭️ skip";
+  return "❌ " + std::string(to_string(o));
+}
+
+std::string title_date(const RunResult& r) {
+  if (r.started_at.size() >= 10) return r.started_at.substr(0, 10);
+  std::string d = field_text(r.platform, "date");
+  return d.size() >= 10 ? d.substr(0, 10) : d;
+}
+
+std::string header(const RunResult& r) {
+  std::string name = field_text(r.scenario, "name");
+  std::string s = fmt::format("# {} Test Engineer Report - {}\n\n", title_date(r), name);
+  s += "**Date**: " + (r.started_at.empty() ? field_text(r.platform, "date") : r.started_at) + "  \n";
+  s += fmt::format("**Platform**: GPU {}, SM {}, driver {}, CUDA {}, libtorch {}  \n", field_text(r.platform, "gpu"),
+                   field_text(r.platform, "sm"), field_text(r.platform, "driver"), field_text(r.platform, "cuda"),
+                   field_text(r.platform, "libtorch"));
+  s += fmt::format("**Revision**: git {}, scenario hash {}  \n", field_text(r.platform, "git"),
+                   field_text(r.scenario, "hash"));
+  s += "**Scenario**: " + code(name);
+  if (std::string file = field_text(r.scenario, "file"); file != "n/a") s += " (" + file + ")";
+  s += "  \n";
+  if (!r.command_line.empty()) s += "**Command**: " + code(r.command_line) + "  \n";
+  s += fmt::format("**Decision**: **{}** {}\n", to_string(r.decision), decision_icon(r.decision));
+  if (std::string d = field_text(r.scenario, "description"); d != "n/a") s += "\n> " + table_cell(d) + "\n";
+  return s;
+}
+
+std::string matrix(const RunResult& r) {
+  bool expectations = false;
+  for (auto& c : r.cells) expectations |= c.expect.has_value();
+  std::string s = "| Cell | Outcome | Reason | Steps | Last loss | tok/s | Step ms (median) |";
+  s += expectations ? " Expected |\n|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|\n";
+  for (auto& c : r.cells) {
+    s += fmt::format("| {} | {} | {} | {}/{} | {} | {} | {} |", table_cell(code(c.id)), outcome_cell(c.outcome),
+                     c.reason ? table_cell(*c.reason) : "—", c.steps_completed, c.steps_planned,
+                     number_text(c.metrics.last_loss, 4), number_text(c.metrics.tok_s, 1),
+                     number_text(c.metrics.step_ms_median, 1));
+    if (expectations) s += !c.expect ? " — |" : c.expect_met.value_or(false) ? " ✅ met |" : " ❌ not met |";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string attribution_section(const RunResult& r) {
+  if (r.attributions.empty()) {
+    for (auto& c : r.cells)
+      if (judge(c).kind == Judgement::Kind::fail)
+        return "No single setting flip turns a failing cell into a passing one in this matrix.\n";
+    return "Nothing failed; there is nothing to attribute.\n";
+  }
+  std::string s;
+  for (auto& a : r.attributions) {
+    s += "- " + a.statement + ".\n";
+    if (!a.cells.empty()) {
+      s += "  Cells:";
+      for (size_t i = 0; i < a.cells.size(); ++i) s += (i ? ", " : " ") + code(a.cells[i]);
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+std::string gates_section(const RunResult& r) {
+  if (r.gates.empty()) return "No acceptance gates were set.\n";
+  std::string s = "| Gate | Cell | Required | Measured | Met |\n|---|---|---|---|---|\n";
+  for (auto& g : r.gates)
+    s += "| " + g.gate + " | " + table_cell(code(g.cell)) + " | " + table_cell(g.required) + " | " +
+         table_cell(g.measured) + " | " + (g.met ? "✅" : "❌") + " |\n";
+  return s;
+}
+
+std::string repro_section(const RunResult& r) {
+  std::string body;
+  for (auto& c : r.cells) {
+    Judgement j = judge(c);
+    if (j.kind != Judgement::Kind::fail) continue;
+    if (!body.empty()) body += "\n";
+    body += fmt::format("# {}: {} ({})\n", c.id, j.outcome, j.reason);
+    body += (c.repro_command.empty() ? "# (no repro command recorded)" : c.repro_command) + "\n";
+  }
+  if (body.empty()) return "Nothing failed; nothing to reproduce.\n";
+  return "```bash\n" + body + "```\n";
+}
+
+std::string charts_section(const RunResult& r) {
+  if (!has_step_data(r)) return "No step data recorded; no charts.\n";
+  return fmt::format("![Loss per step]({})\n\n![Step time per step]({})\n", kLossChartFile, kStepTimeChartFile);
+}
+
+std::string artifacts_section(const RunResult& r) {
+  std::string s = fmt::format("- Run: {}, {}, {}", code(kResultsFile), code(kReportFile), code(kJunitFile));
+  if (has_step_data(r)) s += fmt::format(", {}, {}", code(kLossChartFile), code(kStepTimeChartFile));
+  s += "\n";
+  for (auto& c : r.cells) {
+    s += "- " + code(c.id) + ":";
+    if (c.artifacts.empty()) s += " none recorded";
+    for (size_t i = 0; i < c.artifacts.size(); ++i) s += (i ? ", " : " ") + code(c.artifacts[i]);
+    s += "\n";
+  }
+  return s;
+}
+
+std::string actions_section(const RunResult& r) {
+  if (r.next_actions.empty()) return "None.\n";
+  std::string s;
+  for (size_t i = 0; i < r.next_actions.size(); ++i) s += fmt::format("{}. {}\n", i + 1, r.next_actions[i]);
+  return s;
+}
+
+}  // namespace
+
+bool has_step_data(const RunResult& run) {
+  for (auto& c : run.cells)
+    if (!c.steps.empty()) return true;
+  return false;
+}
+
+std::string render_markdown(const RunResult& r) {
+  std::string s = header(r);
+  auto section = [&](const char* title, const std::string& body) { s += fmt::format("\n## {}\n\n{}", title, body); };
+  section("Executive Summary", (r.summary.empty() ? "No summary recorded." : r.summary) + "\n");
+  section("Comparison Matrix", matrix(r));
+  section("What Decides the Outcome", attribution_section(r));
+  section("Findings", render_findings_section(r));
+  section("Acceptance Gates", gates_section(r));
+  section("Reproduce", repro_section(r));
+  section("Charts", charts_section(r));
+  section("Artifacts", artifacts_section(r));
+  section("Next Actions", actions_section(r));
+  s += "\n---\n\n*Generated by nsa-harness from this run's results.json; re-render with `nsa-harness report DIR`.*\n";
+  return s;
+}
+
+void MarkdownWriter::write(const RunResult& run, const std::string& dir) {
+  write_file_atomic(dir + "/" + kReportFile, render_markdown(run));
+}
+
+}  // namespace harness

@@ -1,0 +1,60 @@
+#include "harness/report/markdown_report.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/report/atomic_file.h"
+#include "harness/report/golden.h"
+#include "harness/report/report_fixtures.h"
+
+namespace harness {
+namespace {
+
+std::string golden(const char* name) { return read_file(std::string(NSA_REPORT_TESTDATA) + "/" + name); }
+
+TEST(MarkdownReport, PrefillHangMatchesTheHandWrittenGolden) {
+  EXPECT_TRUE(testing::matches_golden(golden("prefill_hang.md"), render_markdown(testing::prefill_hang_run())));
+}
+
+TEST(MarkdownReport, Fp16NanMatchesTheHandWrittenGolden) {
+  EXPECT_TRUE(testing::matches_golden(golden("fp16_nan.md"), render_markdown(testing::fp16_nan_run())));
+}
+
+TEST(MarkdownReport, AnEmptyRunStillHasEverySection) {
+  RunResult r;
+  std::string md = render_markdown(r);
+  EXPECT_EQ(md.rfind("# n/a Test Engineer Report - n/a\n", 0), 0u) << md;
+  for (const char* section : {"## Executive Summary", "## Comparison Matrix", "## What Decides the Outcome",
+                              "## Findings", "## Acceptance Gates", "## Reproduce", "## Charts", "## Artifacts",
+                              "## Next Actions"})
+    EXPECT_NE(md.find(std::string("\n") + section + "\n"), std::string::npos) << section;
+  EXPECT_NE(md.find("**Decision**: **GO** ✅"), std::string::npos);
+  EXPECT_NE(md.find("Nothing failed; there is nothing to attribute."), std::string::npos);
+  EXPECT_NE(md.find("No findings."), std::string::npos);
+}
+
+TEST(MarkdownReport, AFailingCellWithoutFindingsStillGetsASubsection) {
+  RunResult r;
+  CellResult c;
+  c.id = "default";
+  c.outcome = Outcome::crash;
+  c.reason = "signal";
+  c.term_signal = 11;
+  r.cells = {c};
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("### 1. crash without a recorded finding (`signal`)\n\n- Cells: `default`\n- Signal: 11\n"),
+            std::string::npos)
+      << md;
+}
+
+TEST(MarkdownReport, PipesInValuesDoNotBreakTheTable) {
+  RunResult r;
+  CellResult c;
+  c.id = "data=bytes:a|b";
+  c.outcome = Outcome::fail;
+  c.reason = "parity";
+  r.cells = {c};
+  EXPECT_NE(render_markdown(r).find("| `data=bytes:a\\|b` | ❌ fail | parity |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,74 @@
+#include "harness/scenario/diagnostic.h"
+
+#include <algorithm>
+
+namespace harness {
+
+std::string format_diagnostic(const Diagnostic& d) {
+  std::string out = d.file;
+  if (d.line > 0) out += ":" + std::to_string(d.line) + ":" + std::to_string(std::max(d.col, 1));
+  out += ": ";
+  if (!d.key_path.empty()) out += d.key_path + ": ";
+  out += d.message + "\n";
+  if (d.line > 0 && !d.source_line.empty()) {
+    out += d.source_line + "\n";
+    // Keep the line's own tabs in the caret's indent so it lines up in any terminal.
+    std::string pad;
+    for (int i = 0; i + 1 < d.col && i < static_cast<int>(d.source_line.size()); ++i)
+      pad += d.source_line[i] == '\t' ? '\t' : ' ';
+    out += pad + "^\n";
+  }
+  return out;
+}
+
+namespace {
+std::string join_formatted(const std::vector<Diagnostic>& diags) {
+  std::string all;
+  for (auto& d : diags) all += format_diagnostic(d);
+  return all;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+ScenarioError::ScenarioError(std::vector<Diagnostic> diags)
+    : std::runtime_error(join_formatted(diags)), diagnostics(std::move(diags)) {}
+
+std::string did_you_mean_ranked(const std::vector<std::string>& ranked) {
+  if (ranked.empty()) return "";
+  std::string out = " (did you mean ";
+  size_t n = std::min<size_t>(ranked.size(), 3);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) out += (i + 1 == n) ? " or " : ", ";
+    out += "'" + ranked[i] + "'";
+  }
+  return out + "?)";
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  // Typos of our short keys are one or two edits away; longer names (probe and
+  // fault names) tolerate one more before a suggestion stops being helpful.
+  const size_t limit = word.size() > 8 ? 3 : 2;
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d <= limit) scored.emplace_back(d, c);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> ranked;
+  for (auto& [d, c] : scored) ranked.push_back(c);
+  return did_you_mean_ranked(ranked);
+}
+
+}  // namespace harness

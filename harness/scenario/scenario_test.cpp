@@ -1,0 +1,173 @@
+// The shipped scenarios load into the cells one derives by hand from the
+// format doc; hashes are stable; count limits hold.
+#include "harness/scenario/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/scenario/matrix.h"
+
+namespace harness {
+namespace {
+
+const std::string S = NSA_SCENARIOS_DIR;
+
+LoadOptions opts() {
+  LoadOptions o;
+  o.configs_dir = NSA_CONFIGS_DIR;
+  return o;
+}
+
+std::vector<std::string> ids(const Scenario& s) {
+  std::vector<std::string> out;
+  for (auto& c : s.cells) out.push_back(c.id);
+  return out;
+}
+
+TEST(Scenario, DefaultScenarioIsPrefillTimesPrecision) {
+  Scenario s = load_scenario(S + "/default.yaml", opts());
+  EXPECT_EQ(s.name, "default");
+  EXPECT_EQ(ids(s), (std::vector<std::string>{
+                        "prefill=sequential,precision=fp32", "prefill=sequential,precision=bf16",
+                        "prefill=batched,precision=fp32", "prefill=batched,precision=bf16"}));
+  EXPECT_EQ(s.axis_names, (std::vector<std::string>{"prefill", "precision"}));
+  const std::vector<std::string> batched = {"0", "0", "1", "1"};
+  const std::vector<std::string> precision = {"fp32", "bf16", "fp32", "bf16"};
+  for (size_t i = 0; i < s.cells.size(); ++i) {
+    const CellSpec& c = s.cells[i];
+    SCOPED_TRACE(c.id);
+    EXPECT_EQ(c.flags.at("NSA_PREFILL_BATCHED"), batched[i]);
+    EXPECT_EQ(c.train.precision, precision[i]);
+    EXPECT_EQ(c.train.steps, 6);
+    EXPECT_EQ(c.train.batch, 2);
+    EXPECT_EQ(c.train.seq_len, 64);
+    EXPECT_EQ(c.device, "auto");
+    EXPECT_EQ(c.model_name, "tiny");
+    EXPECT_EQ(c.model.d_model, 64);
+    EXPECT_EQ(c.probes.size(), 13u);
+    for (auto& [name, p] : c.probes) {
+      EXPECT_TRUE(p.enabled) << name;
+      EXPECT_EQ(p.every, 1) << name;
+    }
+    EXPECT_FALSE(c.expect.has_value());
+  }
+  EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(Scenario, ExtendsExcludeAndInclude) {
+  Scenario s = load_scenario(S + "/examples/prefill_paths.yaml", opts());
+  // 2 × 2 × 2 = 8, minus sequential at 128 (2 cells), + one added cell.
+  EXPECT_EQ(ids(s), (std::vector<std::string>{
+                        "prefill=sequential,seq_len=64,precision=fp32",
+                        "prefill=sequential,seq_len=64,precision=bf16",
+                        "prefill=batched,seq_len=64,precision=fp32,NSA_USE_SEL_MASK=1",
+                        "prefill=batched,seq_len=64,precision=bf16,NSA_USE_SEL_MASK=1",
+                        "prefill=batched,seq_len=128,precision=fp32,NSA_USE_SEL_MASK=1",
+                        "prefill=batched,seq_len=128,precision=bf16,NSA_USE_SEL_MASK=1",
+                        "prefill=batched,seq_len=256,precision=fp16",
+                    }));
+  EXPECT_EQ(s.axis_names, (std::vector<std::string>{"prefill", "seq_len", "precision", "NSA_USE_SEL_MASK"}));
+  for (auto& c : s.cells) {
+    SCOPED_TRACE(c.id);
+    EXPECT_EQ(c.train.steps, 3);        // this file
+    EXPECT_EQ(c.train.seed, 7u);        // the base
+    EXPECT_EQ(c.train.batch, 2);        // the base
+    EXPECT_EQ(c.device, "cpu");
+    EXPECT_EQ(c.flags.at("NSA_HEARTBEAT_EVERY"), "16");
+    EXPECT_FALSE(c.probes.at("cupti").enabled);
+    EXPECT_EQ(c.probes.at("learning").every, 2);
+    EXPECT_EQ(c.watchdog.stall_timeout_s, 20);
+    EXPECT_EQ(c.watchdog.step_timeout_s, 120);  // default
+  }
+  EXPECT_EQ(s.cells[2].flags.at("NSA_USE_SEL_MASK"), "1");
+  EXPECT_EQ(s.cells[4].train.seq_len, 128);
+  EXPECT_EQ(s.cells[6].train.seq_len, 256);
+  EXPECT_EQ(s.cells[6].train.precision, "fp16");
+  EXPECT_EQ(s.cells[6].flags.count("NSA_USE_SEL_MASK"), 0u);
+  EXPECT_EQ(s.cells[0].flags.at("NSA_PREFILL_BATCHED"), "0");
+  EXPECT_EQ(s.resolved.at("train").at("steps"), 3);
+  EXPECT_EQ(s.resolved.at("train").at("seed"), 7);
+  EXPECT_EQ(s.resolved.at("name"), "prefill_paths");
+  EXPECT_FALSE(s.resolved.contains("extends"));
+}
+
+TEST(Scenario, IncludeSetsExpectationsPerCell) {
+  Scenario s = load_scenario(S + "/examples/fault_selftest.yaml", opts());
+  ASSERT_EQ(ids(s), (std::vector<std::string>{"fault=none", "fault=causal_leak", "fault=empty_row_nan",
+                                              "fault=topk_overflow,seq_len=32"}));
+  using nlohmann::json;
+  EXPECT_EQ(*s.cells[0].expect, (json{{"outcome", "pass"}}));
+  EXPECT_EQ(*s.cells[1].expect, (json{{"outcome", "fail"}, {"reason", "causality"}}));
+  EXPECT_EQ(*s.cells[2].expect, (json{{"outcome", "fail"}, {"reason", "non_finite"}}));
+  EXPECT_EQ(*s.cells[3].expect, (json{{"outcome", "error"}, {"reason", "index_out_of_range"}}));
+  EXPECT_TRUE(s.cells[0].faults.empty());
+  EXPECT_EQ(s.cells[1].faults, (std::vector<std::string>{"causal_leak"}));
+  EXPECT_EQ(s.cells[3].faults, (std::vector<std::string>{"topk_overflow"}));
+  EXPECT_EQ(s.cells[3].train.seq_len, 32);
+  EXPECT_FALSE(s.cells[0].probes.at("learning").enabled);
+}
+
+TEST(Scenario, DeviceOverrideWinsOverTheFile) {
+  LoadOptions o = opts();
+  o.device_override = "cpu";
+  for (auto& c : load_scenario(S + "/default.yaml", o).cells) EXPECT_EQ(c.device, "cpu");
+}
+
+TEST(Scenario, HashIsStableAndFollowsContentNotPath) {
+  const std::string text = "name: h\ntrain: {steps: 2}\nmatrix: {precision: [fp32, bf16]}\n";
+  Scenario a = load_scenario_text(text, "a/one.yaml", opts());
+  Scenario b = load_scenario_text(text, "b/two.yaml", opts());
+  Scenario c = load_scenario_text("name: h\ntrain: {steps: 3}\nmatrix: {precision: [fp32, bf16]}\n", "a/one.yaml",
+                                  opts());
+  EXPECT_EQ(a.hash.size(), 16u);
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_NE(a.hash, c.hash);
+  EXPECT_EQ(a.hash, load_scenario_text(text, "a/one.yaml", opts()).hash);
+}
+
+std::string axis(int n) {
+  std::string v;
+  for (int i = 1; i <= n; ++i) v += (i > 1 ? ", " : "") + std::to_string(i);
+  return "[" + v + "]";
+}
+
+TEST(Scenario, WarnsAbove64CellsAndRefusesAbove256) {
+  Scenario s = load_scenario_text("name: big\nmatrix:\n  seq_len: " + axis(9) + "\n  steps: " + axis(8) + "\n",
+                                  "big.yaml", opts());
+  EXPECT_EQ(s.cells.size(), 72u);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "matrix expands to 72 cells (more than 64): each cell is a process that trains a model");
+  try {
+    load_scenario_text("name: huge\nmatrix:\n  seq_len: " + axis(17) + "\n  steps: " + axis(16) + "\n", "huge.yaml",
+                       opts());
+    FAIL() << "a 272-cell matrix loaded";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "huge.yaml:2:1: matrix: expands to 272 cells, more than the limit of 256: split the scenario or "
+              "exclude cells\nmatrix:\n^\n");
+  }
+}
+
+TEST(Scenario, ModelAndPhiAxes) {
+  Scenario s = load_scenario_text("name: m\ntrain: {seq_len: 64}\nmatrix:\n  phi: [mean]\n  model: [smoke, tiny]\n",
+                                  "m.yaml", opts());
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].id, "phi=mean,model=smoke");
+  EXPECT_EQ(s.cells[0].model_name, "smoke");
+  EXPECT_EQ(s.cells[0].model.d_model, 256);
+  // phi applies after the model, whatever the axis order.
+  EXPECT_EQ(s.cells[0].model.nsa.phi, "mean");
+  EXPECT_EQ(s.cells[1].model.nsa.phi, "mean");
+}
+
+TEST(Scenario, InlineModelStartsFromBase) {
+  Scenario s = load_scenario_text("name: m\nmodel:\n  base: tiny\n  n_layers: 1\n", "m.yaml", opts());
+  ASSERT_EQ(s.cells.size(), 1u);
+  EXPECT_EQ(s.cells[0].id, "default");
+  EXPECT_EQ(s.cells[0].model_name, "inline");
+  EXPECT_EQ(s.cells[0].model.n_layers, 1);
+  EXPECT_EQ(s.cells[0].model.d_model, 64);
+  EXPECT_EQ(s.cells[0].model.nsa.cmp_block, 8);
+}
+
+}  // namespace
+}  // namespace harness

@@ -1,0 +1,185 @@
+#include "harness/supervisor/classify.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/protocol/events.h"
+#include "harness/supervisor/classify_steps.h"
+#include "harness/supervisor/error_text.h"
+#include "harness/supervisor/run_findings.h"
+
+namespace harness::supervisor {
+namespace {
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::vector<json> events_of(const std::vector<json>& events, std::string_view kind) {
+  std::vector<json> out;
+  for (const auto& e : events)
+    if (e.value("ev", "") == kind) out.push_back(e);
+  return out;
+}
+
+// The child's own diagnoses; a malformed one is kept as a warning about the
+// protocol rather than dropped silently.
+std::vector<Finding> child_findings(const std::vector<json>& events) {
+  std::vector<Finding> out;
+  for (const auto& e : events_of(events, protocol::ev::finding)) {
+    try {
+      out.push_back(e.at("finding").get<Finding>());
+    } catch (const std::exception& ex) {
+      Finding f;
+      f.code = std::string(reason::protocol);
+      f.severity = Severity::warning;
+      f.title = "unreadable finding event";
+      f.detail = ex.what();
+      f.evidence = {{"event", e}};
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+// The blocking finding with the lowest step; findings without a step come last.
+const Finding* first_blocking(const std::vector<Finding>& findings) {
+  const Finding* best = nullptr;
+  for (const auto& f : findings) {
+    if (f.severity != Severity::blocking) continue;
+    if (!best || (f.step && (!best->step || *f.step < *best->step))) best = &f;
+  }
+  return best;
+}
+
+std::vector<std::string> artifacts(const SupervisedRun& run) {
+  std::vector<std::string> out;
+  for (const char* name : {protocol::kEventsFile, protocol::kStderrFile, protocol::kStacksFile, "gdb_stacks.txt",
+                           protocol::kTraceFile}) {
+    fs::path p = fs::path(run.cell_dir) / name;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) continue;
+    out.push_back(run.artifacts_relative_to.empty() ? p.string()
+                                                    : fs::relative(p, run.artifacts_relative_to, ec).string());
+  }
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Decision {
+  Outcome outcome;
+  Finding finding;
+};
+
+// The child exited on its own (or died of a signal): decide from its last words.
+Decision decide_exit(const SupervisedRun& run, const std::vector<Finding>& found,
+                     const std::optional<Finding>& slow) {
+  const std::string stderr_tail = read_tail(run.cell_dir + "/" + protocol::kStderrFile, kStderrTailBytes);
+  const auto errors = events_of(run.events, protocol::ev::error);
+  auto text = diagnose_error_text(errors, stderr_tail);
+  if (run.term_signal) {
+    // An uncaught C++ exception ends in abort(): an error with its text, not a bare SIGABRT.
+    if (text && (text->is_cuda() || *run.term_signal == SIGABRT))
+      return {text->outcome, error_finding(run, *text, stderr_tail)};
+    return {Outcome::crash, signal_finding(run, text, stderr_tail)};
+  }
+  const bool no_events = run.events.empty();
+  if (run.exit_code.value_or(0) != 0) {
+    if (text) return {text->outcome, error_finding(run, *text, stderr_tail)};
+    if (no_events && run.malformed_lines > 0)
+      return {Outcome::crash, plain_finding(run, reason::protocol, "child wrote no usable events",
+                                            "Every line of events.jsonl was malformed.", stderr_tail)};
+    return {Outcome::crash,
+            plain_finding(run, reason::exit_nonzero, "exited with status " + std::to_string(*run.exit_code),
+                          "The child exited non-zero without an error event or error text.", stderr_tail)};
+  }
+  if (no_events)
+    return {Outcome::crash, plain_finding(run, reason::protocol, "child wrote no usable events",
+                                          std::to_string(run.malformed_lines) + " malformed line(s), no event.",
+                                          stderr_tail)};
+  if (!errors.empty() && text) return {text->outcome, error_finding(run, *text, stderr_tail)};
+  if (events_of(run.events, protocol::ev::done).empty())
+    return {Outcome::crash, plain_finding(run, reason::protocol, "exited 0 without a done event",
+                                          "The child stopped early but claimed success.", stderr_tail)};
+  for (const auto& f : found)
+    if (f.code == reason::no_cuda) return {Outcome::skip, f};
+  if (const Finding* b = first_blocking(found)) return {Outcome::fail, *b};
+  if (slow) return {Outcome::slow_step, *slow};
+  return {Outcome::pass, Finding{}};
+}
+}  // namespace
+
+bool expectation_met(const json& expect, Outcome outcome, const std::optional<std::string>& reason,
+                     const std::vector<Finding>& findings) {
+  if (!expect.is_object() || !expect.contains("outcome")) return false;
+  if (expect.at("outcome") != to_string(outcome)) return false;
+  if (expect.contains("reason") && !expect.at("reason").is_null()) {
+    if (reason) return expect.at("reason") == *reason;
+    // A passing cell has no deciding reason; an expected warning must be among its findings.
+    for (const auto& f : findings)
+      if (expect.at("reason") == f.code) return true;
+    return false;
+  }
+  return true;
+}
+
+CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
+  CellResult r;
+  r.id = spec.id;
+  r.axes = spec.axes;
+  r.steps_planned = spec.train.steps;
+  r.steps = steps_from_events(run.events);
+  r.steps_completed = static_cast<int>(r.steps.size());
+  r.metrics = metrics_from(r.steps, run.events);
+  r.wall_s = run.wall_s;
+  r.exit_code = run.exit_code;
+  r.term_signal = run.term_signal;
+  r.artifacts = artifacts(run);
+  if (!spec.scenario_file.empty())
+    r.repro_command = "nsa-harness run " + shell_quote(spec.scenario_file) + " --only " + shell_quote(spec.id);
+  for (const auto& p : events_of(run.events, protocol::ev::probe))
+    r.extra[p.value("name", "unnamed")] = p.value("data", json::object());
+  if (run.malformed_lines > 0) r.extra["malformed_event_lines"] = run.malformed_lines;
+
+  std::vector<Finding> found = child_findings(run.events);
+  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, spec.gates);
+  Decision d{Outcome::pass, Finding{}};
+  if (!run.launch_error.empty()) {
+    d = {Outcome::crash, plain_finding(run, kReasonLaunchFailed, "could not start the child",
+                                       run.launch_error, "")};
+  } else if (run.killed_by == KillReason::cancelled) {
+    d = {Outcome::skip, plain_finding(run, kReasonCancelled, "run cancelled before the cell finished", "", "")};
+    d.finding.severity = Severity::info;
+  } else if (run.killed_by != KillReason::none) {
+    const bool hang = run.killed_by == KillReason::stall || run.killed_by == KillReason::first_step_timeout;
+    d = {hang ? Outcome::hang : Outcome::step_timeout, watchdog_finding(run)};
+  } else {
+    d = decide_exit(run, found, slow);
+  }
+
+  r.outcome = d.outcome;
+  if (d.outcome != Outcome::pass) r.reason = d.finding.code;
+  // The deciding finding first; the child's own findings after it, once each.
+  if (!d.finding.code.empty()) r.findings.push_back(d.finding);
+  for (auto& f : found) {
+    bool same = f.code == d.finding.code && f.step == d.finding.step && f.title == d.finding.title;
+    if (!same) r.findings.push_back(std::move(f));
+  }
+  // A slow step that did not decide the outcome is still worth a warning.
+  if (slow && d.outcome != Outcome::slow_step) {
+    slow->severity = Severity::warning;
+    r.findings.push_back(*slow);
+  }
+  if (spec.expect) {
+    r.expect = spec.expect;
+    r.expect_met = expectation_met(*spec.expect, r.outcome, r.reason, r.findings);
+  }
+  return r;
+}
+
+}  // namespace harness::supervisor

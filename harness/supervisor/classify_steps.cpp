@@ -1,0 +1,183 @@
+#include "harness/supervisor/classify_steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace harness::supervisor {
+namespace {
+using nlohmann::json;
+
+// Numbers in events may be non-finite, written as "nan"/"inf" strings or null.
+double number(const json& j, double fallback) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto s = j.get<std::string>();
+    if (s == "nan" || s == "NaN") return std::nan("");
+    if (s == "inf" || s == "Infinity") return INFINITY;
+    if (s == "-inf" || s == "-Infinity") return -INFINITY;
+  }
+  if (j.is_null()) return std::nan("");
+  return fallback;
+}
+
+double field(const json& e, const char* key, double fallback) {
+  auto it = e.find(key);
+  return it == e.end() ? fallback : number(*it, fallback);
+}
+
+// Indices of the steps that count for timing: all but the warm-up step.
+std::vector<size_t> timed(const std::vector<StepRecord>& steps) {
+  std::vector<size_t> idx;
+  for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) idx.push_back(i);
+  return idx;
+}
+
+// The first run of kGrowthSteps consecutive steps each ≥ kGrowthRatio × the one before.
+std::optional<std::pair<size_t, size_t>> growth_run(const std::vector<StepRecord>& steps) {
+  size_t run = 0;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    bool grew = steps[i - 1].step_ms > 0 && steps[i].step_ms >= kGrowthRatio * steps[i - 1].step_ms;
+    run = grew ? run + 1 : 0;
+    if (run >= static_cast<size_t>(kGrowthSteps)) {
+      size_t end = i;
+      while (end + 1 < steps.size() && steps[end + 1].step_ms >= kGrowthRatio * steps[end].step_ms) ++end;
+      return std::make_pair(i - run, end);
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
+  std::vector<StepRecord> out;
+  for (const auto& e : events) {
+    if (e.value("ev", "") != "step_end") continue;
+    StepRecord s;
+    s.step = e.value("step", static_cast<int>(out.size()));
+    s.loss = field(e, "loss", std::nan(""));
+    s.step_ms = field(e, "step_ms", 0.0);
+    s.tok_s = field(e, "tok_s", 0.0);
+    s.skipped = e.value("skipped", false);
+    s.host_syncs = static_cast<int>(field(e, "host_syncs", 0.0));
+    out.push_back(s);
+  }
+  return out;
+}
+
+CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector<json>& events) {
+  CellMetrics m;
+  std::vector<double> tok, ms;
+  for (size_t i : timed(steps)) {
+    tok.push_back(steps[i].tok_s);
+    ms.push_back(steps[i].step_ms);
+  }
+  if (!ms.empty()) {
+    m.tok_s = median(tok);
+    m.step_ms_median = median(ms);
+    m.step_ms_max = *std::max_element(ms.begin(), ms.end());
+    m.first_loss = steps.front().loss;
+    m.last_loss = steps.back().loss;
+  }
+  for (const auto& e : events) {
+    if (e.value("ev", "") != "metric" || e.value("name", "") != "peak_mem_bytes") continue;
+    double v = field(e, "value", std::nan(""));
+    if (std::isfinite(v) && (!m.peak_mem_bytes || v > *m.peak_mem_bytes)) m.peak_mem_bytes = v;
+  }
+  return m;
+}
+
+namespace {
+constexpr double kMinSlowExcessMs = 2000.0;
+}
+
+std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
+                                      const GateSpec& gates) {
+  const std::vector<size_t> idx = timed(steps);
+  struct Slow {
+    size_t i;
+    double median_others;
+  };
+  std::vector<Slow> slow;
+  for (size_t i : idx) {
+    std::vector<double> others;
+    for (size_t j : idx)
+      if (j != i) others.push_back(steps[j].step_ms);
+    double med = median(others);
+    // A relative outlier must also be absolutely slow: on a shared CPU a 100 ms step can take
+    // 600 ms when another process runs, and such scheduling noise is not a diagnosis.
+    bool over_factor = others.size() >= 2 && steps[i].step_ms > watchdog.slow_step_factor * med &&
+                       steps[i].step_ms - med > kMinSlowExcessMs;
+    bool over_gate = gates.max_step_ms && steps[i].step_ms > *gates.max_step_ms;
+    if (over_factor || over_gate) slow.push_back({i, med});
+  }
+  if (slow.empty()) return std::nullopt;
+
+  // The slowest step speaks for the others.
+  const Slow worst = *std::max_element(slow.begin(), slow.end(), [&](const Slow& a, const Slow& b) {
+    return steps[a.i].step_ms < steps[b.i].step_ms;
+  });
+  const StepRecord& s = steps[worst.i];
+  std::vector<double> other_syncs;
+  for (size_t j : idx)
+    if (j != worst.i) other_syncs.push_back(steps[j].host_syncs);
+  double med_syncs = other_syncs.empty() ? 0.0 : median(other_syncs);
+
+  Finding f;
+  f.severity = Severity::blocking;
+  f.step = s.step;
+  json slow_steps = json::array();
+  for (const auto& x : slow) slow_steps.push_back({{"step", steps[x.i].step}, {"step_ms", steps[x.i].step_ms}});
+  f.evidence = {{"step_ms", s.step_ms},
+                {"median_others_ms", std::isnan(worst.median_others) ? json(nullptr) : json(worst.median_others)},
+                {"slow_step_factor", watchdog.slow_step_factor},
+                {"max_step_ms", gates.max_step_ms ? json(*gates.max_step_ms) : json(nullptr)},
+                {"host_syncs", s.host_syncs},
+                {"median_host_syncs_others", med_syncs},
+                {"slow_steps", slow_steps}};
+  std::string base = std::isnan(worst.median_others)
+                         ? fmt::format("step {} took {:.1f} ms", s.step, s.step_ms)
+                         : fmt::format("step {} took {:.1f} ms, {:.1f}× the median of the other steps ({:.1f} ms)",
+                                       s.step, s.step_ms, s.step_ms / worst.median_others, worst.median_others);
+  if (gates.max_step_ms && s.step_ms > *gates.max_step_ms) base += fmt::format(" (gate: ≤ {} ms)", *gates.max_step_ms);
+
+  if (s.host_syncs >= kHostSyncsHigh && s.host_syncs >= kHostSyncsRatio * med_syncs) {
+    f.code = std::string(reason::slow_host_syncs);
+    f.title = fmt::format("step {} slow with {} host syncs", s.step, s.host_syncs);
+    f.detail = base + fmt::format("; it made {} host–device synchronisations against a median of {} in the "
+                                  "other steps: the step is bound by host syncs, not compute.",
+                                  s.host_syncs, med_syncs);
+  } else if (s.host_syncs >= kHostSyncsHigh && med_syncs >= kHostSyncsHigh) {
+    // Every step is slow and every step is full of syncs (the seeds' "hang"): no outlier
+    // exists, but the syncs are still the explanation the run shows.
+    f.code = std::string(reason::slow_host_syncs);
+    f.title = fmt::format("steps slow with ~{} host syncs each", s.host_syncs);
+    f.detail = base + fmt::format("; every step makes about {} host–device synchronisations (median {}): the run "
+                                  "progresses, but is bound by host syncs, not compute.",
+                                  s.host_syncs, med_syncs);
+  } else if (auto g = growth_run(steps)) {
+    f.code = std::string(reason::slow_step_growth);
+    f.title = fmt::format("step time grows step over step (steps {}–{})", steps[g->first].step, steps[g->second].step);
+    json growth = json::array();
+    for (size_t i = g->first; i <= g->second; ++i) growth.push_back(steps[i].step_ms);
+    f.evidence["growth_ms"] = growth;
+    f.detail = base + fmt::format("; step times grow by ≥ {}× per step from step {} to step {}: cost that "
+                                  "accumulates across steps (a cache, a graph or a buffer that keeps growing).",
+                                  kGrowthRatio, steps[g->first].step, steps[g->second].step);
+  } else {
+    f.code = std::string(reason::slow_step);
+    f.title = fmt::format("slow step {}", s.step);
+    f.detail = base + "; no host-sync or growth pattern explains it.";
+  }
+  return f;
+}
+
+}  // namespace harness::supervisor

@@ -1,0 +1,45 @@
+#pragma once
+// Step timing: the per-step records, the cell's metrics, and whether some step
+// was slow and why. Pure functions of the events, unit-tested by hand-written
+// sequences.
+//
+// Warm-up: the first step pays for lazy initialisation (allocator, cuDNN/cuBLAS
+// autotuning, kernel loading), so it is left out of the medians and of the
+// slow-step check whenever there is more than one step. Otherwise every GPU run
+// would have a "slow" first step and the real slow steps would hide behind it.
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/cell_spec.h"
+#include "harness/core/results.h"
+
+namespace harness::supervisor {
+
+// A slow step with host syncs counts as sync-bound when it made at least this
+// many syncs and this many times the median of the other steps.
+inline constexpr int kHostSyncsHigh = 50;
+inline constexpr double kHostSyncsRatio = 10.0;
+// Step times growing by this factor step over step, for this many consecutive
+// steps, name the slowness "growth".
+inline constexpr double kGrowthRatio = 1.5;
+inline constexpr int kGrowthSteps = 3;
+
+// One record per step_end event, in arrival order.
+std::vector<StepRecord> steps_from_events(const std::vector<nlohmann::json>& events);
+
+// Medians over steps after the first, max step time, peak memory (largest
+// "peak_mem_bytes" metric), first/last loss.
+CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector<nlohmann::json>& events);
+
+// The slow-step finding (severity blocking; code slow_host_syncs,
+// slow_step_growth or slow_step), or nullopt when no step was slow. A step is
+// slow when it took more than watchdog.slow_step_factor × the median of the
+// other steps (needs at least two others) or more than gates.max_step_ms.
+std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
+                                      const GateSpec& gates);
+
+double median(std::vector<double> v);  // NaN for an empty vector
+
+}  // namespace harness::supervisor

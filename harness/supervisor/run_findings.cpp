@@ -1,0 +1,163 @@
+#include "harness/supervisor/run_findings.h"
+
+#include <fmt/format.h>
+
+#include "harness/protocol/events.h"
+#include "harness/supervisor/phase_stack.h"
+
+namespace harness::supervisor {
+namespace {
+using nlohmann::json;
+
+constexpr size_t kStderrEvidenceLines = 40;
+constexpr size_t kStacksEvidenceBytes = 16u << 10;
+constexpr size_t kLastEvents = 10;
+
+json open_phases_json(const std::vector<OpenPhase>& phases) {
+  json out = json::array();
+  for (const auto& p : phases) {
+    json j{{"name", p.name}, {"t", p.t}};
+    j["step"] = p.step ? json(*p.step) : json(nullptr);
+    j["layer"] = p.layer ? json(*p.layer) : json(nullptr);
+    out.push_back(j);
+  }
+  return out;
+}
+
+// What the child was doing: its open phases, stacks and last events.
+void add_hang_evidence(const SupervisedRun& run, Finding& f) {
+  auto phases = open_phases(run.events);
+  auto step = run.step_in_progress ? run.step_in_progress : step_in_progress(run.events);
+  f.step = step;
+  f.location = describe(phases, step);
+  f.evidence["open_phases"] = open_phases_json(phases);
+  f.evidence["seconds_since_last_event"] = run.since_last_event_s;
+  f.evidence["killed_after_s"] = run.kill_at_s;
+  f.evidence["last_events"] = last_events(run.events, kLastEvents);
+  if (!run.stacks) return;
+  const auto& st = *run.stacks;
+  f.evidence["stack_signal_delivered"] = st.signalled;
+  f.evidence["stacks_written"] = st.stacks_written;
+  f.evidence["debugger"] = st.debugger;
+  f.evidence["debugger_status"] = st.debugger_status;
+  std::string stacks = read_tail(run.cell_dir + "/" + protocol::kStacksFile, kStacksEvidenceBytes);
+  if (!stacks.empty()) f.evidence["phase_stack"] = stacks;
+  std::string gdb = read_tail(run.cell_dir + "/gdb_stacks.txt", kStacksEvidenceBytes);
+  if (!gdb.empty()) f.evidence["native_stacks"] = gdb;
+}
+}  // namespace
+
+std::string last_lines(const std::string& text, size_t n) {
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (size_t k = 0; k < n && pos != std::string::npos && pos > 0; ++k) pos = text.rfind('\n', pos - 1);
+  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
+Finding watchdog_finding(const SupervisedRun& run) {
+  Finding f;
+  f.severity = Severity::blocking;
+  add_hang_evidence(run, f);
+  const std::string where = f.location.empty() ? "" : " in " + f.location;
+  switch (run.killed_by) {
+    case KillReason::stall:
+      f.code = std::string(reason::stall);
+      f.title = fmt::format("no event for {:.1f} s{}", run.since_last_event_s, where);
+      f.detail = fmt::format("The child wrote nothing for {:.1f} s (stall deadline) and was killed after its "
+                             "stacks were collected. Nothing progressed: a deadlock, a blocking wait or a "
+                             "kernel that never returns.", run.since_last_event_s);
+      break;
+    case KillReason::first_step_timeout:
+      f.code = std::string(reason::first_step_timeout);
+      f.title = fmt::format("no step finished within {:.1f} s{}", run.kill_at_s, where);
+      f.detail = fmt::format("The first step_end did not arrive within the first-step deadline ({:.1f} s "
+                             "after start); the last event came {:.1f} s before the kill.",
+                             run.kill_at_s, run.since_last_event_s);
+      break;
+    default: {  // step_timeout or the overall wall cap: events were still flowing
+      f.code = std::string(reason::step_timeout);
+      const bool wall = run.killed_by == KillReason::max_wall;
+      f.title = wall ? fmt::format("run exceeded its wall-time cap ({:.1f} s){}", run.kill_at_s, where)
+                     : fmt::format("step {} ran {:.1f} s without ending",
+                                   run.step_in_progress.value_or(-1), run.step_elapsed_s);
+      f.detail = fmt::format("Events kept arriving ({} progress/phase events during the step, {:.2f} per "
+                             "second) but the step did not end: slow or livelocked, not stuck.",
+                             run.step_events, run.progress_rate);
+      f.evidence["step_elapsed_s"] = run.step_elapsed_s;
+      f.evidence["progress_events"] = run.step_events;
+      f.evidence["progress_rate_per_s"] = run.progress_rate;
+      f.evidence["wall_cap"] = wall;
+    }
+  }
+  return f;
+}
+
+Finding signal_finding(const SupervisedRun& run, const std::optional<ErrorDiagnosis>& text,
+                       const std::string& stderr_tail) {
+  const int sig = run.term_signal.value_or(0);
+  Finding f;
+  f.code = std::string(reason::signal);
+  f.severity = Severity::blocking;
+  f.title = "killed by " + signal_name(sig);
+  f.detail = fmt::format("The child died of {} (signal {}).", signal_name(sig), sig);
+  auto step = step_in_progress(run.events);
+  f.step = step;
+  f.location = describe(open_phases(run.events), step);
+  f.evidence = {{"signal", sig}, {"signal_name", signal_name(sig)},
+                {"stderr_tail", last_lines(stderr_tail, kStderrEvidenceLines)},
+                {"last_events", last_events(run.events, kLastEvents)}};
+  if (text) f.evidence["message"] = text->message;
+  return f;
+}
+
+Finding error_finding(const SupervisedRun& run, const ErrorDiagnosis& d, const std::string& stderr_tail) {
+  Finding f;
+  f.code = d.reason;
+  f.severity = Severity::blocking;
+  f.step = d.step ? d.step : step_in_progress(run.events);
+  f.evidence = {{"message", d.message}, {"source", d.source},
+                {"stderr_tail", last_lines(stderr_tail, kStderrEvidenceLines)},
+                {"last_events", last_events(run.events, kLastEvents)}};
+  if (!d.op.empty()) f.evidence["op"] = d.op;
+  if (d.is_cuda()) {
+    std::string kernel = last_kernel_from(run.events);
+    f.title = d.reason == reason::cuda_illegal_address ? "CUDA illegal memory access (error 700)" : "CUDA error";
+    if (!kernel.empty()) {
+      f.title += " after kernel " + kernel;
+      f.location = "kernel " + kernel;
+      f.evidence["last_kernel"] = kernel;
+    }
+    f.detail = "The CUDA context reported: " + d.message +
+               ". A CUDA error is sticky: everything after it in the process fails too.";
+  } else if (d.reason == reason::autograd_inplace) {
+    f.title = d.op.empty() ? "autograd: tensor modified by an inplace operation"
+                           : "autograd: output of " + d.op + " modified by an inplace operation";
+    if (!d.op.empty()) f.location = "op " + d.op;
+    f.detail = "Backward found a tensor saved for gradient computation overwritten in place: " + d.message;
+  } else if (d.reason == reason::index_out_of_range) {
+    f.title = "index out of range";
+    f.detail = "An index fell outside its tensor: " + d.message;
+  } else {
+    f.title = "exception: " + (d.message.size() > 160 ? d.message.substr(0, 160) + "…" : d.message);
+    f.detail = "The child stopped on an exception: " + d.message;
+  }
+  if (f.location.empty()) f.location = describe(open_phases(run.events), f.step);
+  return f;
+}
+
+Finding plain_finding(const SupervisedRun& run, std::string_view code, std::string title, std::string detail,
+                      const std::string& stderr_tail) {
+  Finding f;
+  f.code = std::string(code);
+  f.severity = Severity::blocking;
+  f.title = std::move(title);
+  f.detail = std::move(detail);
+  f.evidence = {{"stderr_tail", last_lines(stderr_tail, kStderrEvidenceLines)},
+                {"event_lines", run.event_lines},
+                {"malformed_lines", run.malformed_lines},
+                {"last_events", last_events(run.events, kLastEvents)}};
+  if (!run.launch_error.empty()) f.evidence["launch_error"] = run.launch_error;
+  return f;
+}
+
+}  // namespace harness::supervisor

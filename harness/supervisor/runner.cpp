@@ -1,0 +1,186 @@
+#include "harness/supervisor/runner.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "harness/protocol/events.h"
+#include "harness/supervisor/classify.h"
+#include "harness/supervisor/run_progress.h"
+
+namespace harness::supervisor {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Directory names stay well under NAME_MAX (255) with room for the hash.
+constexpr size_t kMaxDirName = 160;
+// Slack on top of a cell's own deadlines before the wall cap fires: process
+// start-up, stack collection, the final done/exit.
+constexpr double kWallSlackS = 60.0;
+// Files a previous attempt may have left; removed before a cell runs again so
+// that appended events from two attempts never mix.
+constexpr const char* kStaleFiles[] = {protocol::kEventsFile, protocol::kStacksFile, "gdb_stacks.txt",
+                                       protocol::kTraceFile, protocol::kResultFile};
+
+bool safe_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == ',' || c == '=' || c == '+' || c == '-';
+}
+
+// FNV-1a: stable across compilers and runs, unlike std::hash.
+std::string short_hash(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return fmt::format("{:08x}", h);
+}
+
+CellResult cancelled_result(const CellSpec& cell) {
+  SupervisedRun run;
+  run.killed_by = KillReason::cancelled;
+  return classify(cell, run);
+}
+
+// One cell, start to finish. Never throws: every failure becomes a result.
+CellResult run_one(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt, int slot) {
+  const std::string dir = (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string();
+  SupervisedRun run;
+  run.cell_dir = dir;
+  run.artifacts_relative_to = opt.run_dir;
+  try {
+    fs::create_directories(dir);
+    for (const char* name : kStaleFiles) fs::remove(fs::path(dir) / name);
+    write_file_atomic(dir + "/" + protocol::kCellSpecFile, json(cell).dump(2) + "\n");
+    ChildLaunch launch;
+    launch.argv = argv(cell, dir);
+    launch.env = opt.env;
+    if (!opt.device_slots.empty())
+      launch.env["CUDA_VISIBLE_DEVICES"] = opt.device_slots[static_cast<size_t>(slot) % opt.device_slots.size()];
+    launch.output_path = dir + "/" + protocol::kStderrFile;
+    launch.cell_dir = dir;
+    SupervisorOptions sup = opt.supervisor;
+    if (sup.max_wall_s <= 0) sup.max_wall_s = derived_max_wall_s(cell);
+    Hooks hooks;
+    hooks.cancelled = opt.cancelled;
+    run = supervise(launch, cell.watchdog, hooks, sup);
+    run.artifacts_relative_to = opt.run_dir;
+  } catch (const std::exception& e) {
+    run.launch_error = fmt::format("preparing cell '{}' in {}: {}", cell.id, dir, e.what());
+  }
+  return classify(cell, run);
+}
+}  // namespace
+
+std::string cell_dir_name(const std::string& id) {
+  std::string name;
+  bool changed = false;
+  for (char c : id) {
+    name += safe_char(c) ? c : '_';
+    changed |= !safe_char(c);
+  }
+  if (name.empty() || name[0] == '.' || name[0] == '-') {  // never ".", "..", hidden, or an option
+    name.insert(name.begin(), '_');
+    changed = true;
+  }
+  if (name.size() > kMaxDirName) {
+    name.resize(kMaxDirName);
+    changed = true;
+  }
+  return changed ? name + "~" + short_hash(id) : name;
+}
+
+double derived_max_wall_s(const CellSpec& cell) {
+  const auto& w = cell.watchdog;
+  return w.first_step_timeout_s + std::max(1, cell.train.steps) * w.step_timeout_s + w.stall_timeout_s + kWallSlackS;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error("error writing " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+std::optional<CellResult> load_result(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return json::parse(in).get<CellResult>();
+  } catch (const std::exception&) {
+    return std::nullopt;  // half-written or foreign: the cell runs again
+  }
+}
+
+std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const ArgvBuilder& argv,
+                                  const RunOptions& opt) {
+  std::vector<CellResult> results(cells.size());
+  std::vector<bool> todo(cells.size(), true);
+  bool tty = opt.progress_is_tty.value_or(opt.progress == &std::cerr && isatty(fileno(stderr)));
+  RunProgress progress(opt.progress, tty, static_cast<int>(cells.size()));
+
+  if (opt.resume) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      auto path = fs::path(opt.run_dir) / "cells" / cell_dir_name(cells[i].id) / protocol::kResultFile;
+      auto r = load_result(path.string());
+      if (!r || r->id != cells[i].id) continue;
+      results[i] = std::move(*r);
+      todo[i] = false;
+      progress.resumed(results[i]);
+    }
+  }
+
+  std::atomic<size_t> next{0};
+  std::mutex result_mu;
+  auto worker = [&](int slot) {
+    // PR_SET_PDEATHSIG is tied to this thread: each child is spawned, watched
+    // and reaped here, and the thread outlives every child it started.
+    while (true) {
+      size_t i = next++;
+      if (i >= cells.size()) return;
+      if (!todo[i]) continue;
+      const CellSpec& cell = cells[i];
+      CellResult r;
+      if (opt.cancelled && opt.cancelled()) {
+        r = cancelled_result(cell);
+      } else {
+        progress.started(cell.id);
+        r = run_one(cell, argv, opt, slot);
+        // A cancelled cell has no result file: --resume runs it again.
+        if (r.reason != kReasonCancelled) {
+          try {
+            auto dir = fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id);
+            write_file_atomic((dir / protocol::kResultFile).string(), json(r).dump(2) + "\n");
+          } catch (const std::exception& e) {
+            r.extra["result_write_error"] = e.what();
+          }
+        }
+        progress.finished(r);
+      }
+      std::lock_guard<std::mutex> lock(result_mu);
+      if (opt.on_result) opt.on_result(r);
+      results[i] = std::move(r);
+    }
+  };
+  const int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(cells.size())));
+  std::vector<std::thread> threads;
+  for (int s = 0; s < jobs; ++s) threads.emplace_back(worker, s);
+  for (auto& t : threads) t.join();
+  progress.done();
+  return results;
+}
+
+}  // namespace harness::supervisor

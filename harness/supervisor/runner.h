@@ -1,0 +1,60 @@
+#pragma once
+// The matrix runner: every cell in its own child process, `jobs` at a time,
+// each cell's directory under <run dir>/cells/<cell_dir_name(id)>/ holding
+// cell.json (written before launch), the child's artifacts and result.json
+// (written atomically when the cell finishes, so a killed run never leaves a
+// half-written result that --resume would trust). A cell that cannot even be
+// launched becomes a crash result; nothing a cell does aborts the run.
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/core/cell_spec.h"
+#include "harness/core/results.h"
+#include "harness/supervisor/watchdog.h"
+
+namespace harness::supervisor {
+
+// The child's command line for one cell; the CLI returns
+// {exe, "cell", "--spec", <cell dir>/cell.json, "--out", <cell dir>}.
+using ArgvBuilder = std::function<std::vector<std::string>(const CellSpec& cell, const std::string& cell_dir)>;
+
+struct RunOptions {
+  std::string run_dir;
+  int jobs = 1;
+  // One entry per device; job slot i gets CUDA_VISIBLE_DEVICES=device_slots[i % n].
+  // Empty: the variable is left as it is.
+  std::vector<std::string> device_slots;
+  bool resume = false;
+  std::map<std::string, std::string> env;  // extra environment for every child
+  // max_wall_s 0 here means "derive per cell": first-step deadline + steps × step deadline + slack.
+  SupervisorOptions supervisor;
+  std::ostream* progress = nullptr;        // nullptr: no progress output
+  std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr
+  std::function<bool()> cancelled;         // polled; true stops launching and kills running cells
+  std::function<void(const CellResult&)> on_result;  // called (serialised) as each cell finishes
+};
+
+// Results in the order of `cells` (resumed cells included, read back from disk).
+std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const ArgvBuilder& argv,
+                                  const RunOptions& options);
+
+// A readable, file-name-safe directory name for a cell id. Characters outside
+// [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very
+// long) a short stable hash of the id is appended so that distinct ids never
+// share a directory.
+std::string cell_dir_name(const std::string& id);
+
+// The wall-time cap for one cell: its own deadlines summed, plus slack.
+double derived_max_wall_s(const CellSpec& cell);
+
+// Writes `text` to `path` through `path`.tmp and rename(). Throws with the path on failure.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+// The result stored in `path`, or nullopt when missing or unreadable.
+std::optional<CellResult> load_result(const std::string& path);
+
+}  // namespace harness::supervisor

@@ -1,0 +1,71 @@
+#pragma once
+// The watchdog loop: run one child, tail its events, apply the deadlines of a
+// WatchdogSpec (cell_spec.h), and on a deadline collect stacks and kill the
+// process group. What happened is returned as a plain value for classify().
+//
+//   stall_timeout_s       no new event line at all for that long       → stall
+//   first_step_timeout_s  start → first step_end                       → first_step_timeout
+//   step_timeout_s        a step_begin without its step_end that long  → step_timeout
+//                         (events may still flow: slow or livelock)
+//   max_wall_s            the whole run (SupervisorOptions)            → max_wall
+// All deadlines apply at once; the first to expire decides. Every wait in here
+// has a deadline, so the harness itself cannot hang on a child.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/cell_spec.h"
+#include "harness/supervisor/child_process.h"
+#include "harness/supervisor/stack_capture.h"
+
+namespace harness::supervisor {
+
+enum class KillReason { none, stall, first_step_timeout, step_timeout, max_wall, cancelled };
+std::string_view to_string(KillReason r);
+
+struct SupervisorOptions {
+  double poll_interval_s = 0.05;
+  double kill_grace_s = 3.0;     // SIGTERM → SIGKILL
+  double max_wall_s = 0.0;       // 0: no overall cap beyond the other deadlines
+  StackCaptureOptions stacks;
+};
+
+struct Hooks {
+  std::function<void(const nlohmann::json& event)> on_event;  // each parsed event, in order
+  std::function<bool()> cancelled;                            // polled; true kills the child
+};
+
+struct SupervisedRun {
+  std::string cell_dir;
+  std::string artifacts_relative_to;  // the run dir; classify lists artifacts relative to it (absolute if empty)
+  std::vector<nlohmann::json> events;
+  size_t event_lines = 0;        // complete lines, parsed or not
+  size_t malformed_lines = 0;
+  std::string launch_error;      // non-empty: the child never started
+  int pid = -1;
+  std::optional<int> exit_code;
+  std::optional<int> term_signal;
+  bool group_empty = true;       // every process of the group confirmed gone
+  double wall_s = 0.0;
+
+  KillReason killed_by = KillReason::none;
+  double kill_at_s = 0.0;                  // since start, when the deadline fired
+  double since_last_event_s = 0.0;         // at the kill (or at exit)
+  std::optional<int> step_in_progress;     // step begun and not ended at the kill
+  double step_elapsed_s = 0.0;             // how long that step had run
+  int step_events = 0;                     // progress/phase events during that step
+  double progress_rate = 0.0;              // step_events per second of the step
+  std::optional<StackCapture> stacks;      // set when stacks were collected
+};
+
+// Spawns `launch`, watches it until it exits or a deadline fires, reaps its
+// whole process group. Never throws for a child's failure to start: that is
+// recorded in launch_error.
+SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, const Hooks& hooks = {},
+                        const SupervisorOptions& options = {});
+
+}  // namespace harness::supervisor

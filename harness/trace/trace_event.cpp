@@ -1,0 +1,187 @@
+#include "harness/trace/trace_event.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+namespace harness::trace {
+
+TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::uint32_t stream,
+                                   std::uint32_t correlation, std::uint64_t start,
+                                   std::uint64_t end, Dim3 grid, Dim3 block) {
+  TraceEvent e;
+  e.kind = EventKind::kernel;
+  e.name = std::move(name);
+  e.device = device;
+  e.stream = stream;
+  e.correlation_id = correlation;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.grid = grid;
+  e.block = block;
+  return e;
+}
+
+TraceEvent TraceEvent::make_memcpy(CopyKind kind, std::uint64_t bytes, std::uint32_t device,
+                                   std::uint32_t stream, std::uint32_t correlation,
+                                   std::uint64_t start, std::uint64_t end, bool async) {
+  TraceEvent e;
+  e.kind = EventKind::memcpy;
+  e.name = "Memcpy " + std::string(to_string(kind));
+  e.copy_kind = kind;
+  e.bytes = bytes;
+  e.device = device;
+  e.stream = stream;
+  e.correlation_id = correlation;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.async = async;
+  switch (kind) {  // the usual memory kinds; the CUPTI converter overwrites them
+    case CopyKind::dtoh: e.src_kind = MemoryKind::device; e.dst_kind = MemoryKind::pageable; break;
+    case CopyKind::htod: e.src_kind = MemoryKind::pageable; e.dst_kind = MemoryKind::device; break;
+    case CopyKind::dtod: e.src_kind = e.dst_kind = MemoryKind::device; break;
+    default: break;
+  }
+  return e;
+}
+
+TraceEvent TraceEvent::make_memset(std::uint64_t bytes, std::uint32_t device, std::uint32_t stream,
+                                   std::uint32_t correlation, std::uint64_t start,
+                                   std::uint64_t end) {
+  TraceEvent e;
+  e.kind = EventKind::memset;
+  e.name = "Memset";
+  e.bytes = bytes;
+  e.device = device;
+  e.stream = stream;
+  e.correlation_id = correlation;
+  e.start_ns = start;
+  e.end_ns = end;
+  return e;
+}
+
+TraceEvent TraceEvent::make_api(std::string name, std::uint32_t correlation, std::uint32_t thread,
+                                std::uint64_t start, std::uint64_t end, ApiDomain domain) {
+  TraceEvent e;
+  e.kind = EventKind::api;
+  e.name = std::move(name);
+  e.correlation_id = correlation;
+  e.thread = thread;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.api_domain = domain;
+  return e;
+}
+
+TraceEvent TraceEvent::make_marker(MarkerPhase phase, std::uint64_t id, std::string name,
+                                   std::string domain, std::uint32_t thread, std::uint64_t at) {
+  TraceEvent e;
+  e.kind = EventKind::marker;
+  e.marker_phase = phase;
+  e.marker_id = id;
+  e.name = std::move(name);
+  e.domain = std::move(domain);
+  e.thread = thread;
+  e.start_ns = e.end_ns = at;
+  e.range_source = RangeSource::cupti_marker;
+  return e;
+}
+
+TraceEvent TraceEvent::make_range(std::string name, std::uint32_t thread, std::uint64_t start,
+                                  std::uint64_t end, RangeSource source, std::string domain) {
+  TraceEvent e;
+  e.kind = EventKind::range;
+  e.name = std::move(name);
+  e.thread = thread;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.range_source = source;
+  e.domain = std::move(domain);
+  return e;
+}
+
+std::string strip_api_suffix(std::string_view name) {
+  // CUPTI: "<api>[_ptsz|_ptds][_vNNNN]"; strip the version first, then the stream suffix.
+  auto v = name.rfind("_v");
+  if (v != std::string_view::npos && v + 2 < name.size() &&
+      name.find_first_not_of("0123456789", v + 2) == std::string_view::npos) {
+    name = name.substr(0, v);
+  }
+  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      name = name.substr(0, name.size() - suffix.size());
+    }
+  }
+  return std::string(name);
+}
+
+SyncKind classify_sync_api(std::string_view api_name) {
+  const std::string n = strip_api_suffix(api_name);
+  if (n == "cudaStreamSynchronize" || n == "cuStreamSynchronize") return SyncKind::stream;
+  if (n == "cudaDeviceSynchronize" || n == "cudaThreadSynchronize" || n == "cuCtxSynchronize")
+    return SyncKind::device;
+  if (n == "cudaEventSynchronize" || n == "cuEventSynchronize") return SyncKind::event;
+  return SyncKind::none;
+}
+
+bool is_launch_api(std::string_view api_name) {
+  const std::string n = strip_api_suffix(api_name);
+  return n.rfind("cudaLaunch", 0) == 0 || n.rfind("__cudaLaunch", 0) == 0 ||
+         n.rfind("cuLaunch", 0) == 0;
+}
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
+}
+
+std::string_view to_string(EventKind k) {
+  switch (k) {
+    case EventKind::kernel: return "kernel";
+    case EventKind::memcpy: return "memcpy";
+    case EventKind::memset: return "memset";
+    case EventKind::api: return "api";
+    case EventKind::marker: return "marker";
+    case EventKind::range: return "range";
+  }
+  return "?";
+}
+
+std::string_view to_string(CopyKind k) {
+  switch (k) {
+    case CopyKind::unknown: return "unknown";
+    case CopyKind::htod: return "HtoD";
+    case CopyKind::dtoh: return "DtoH";
+    case CopyKind::dtod: return "DtoD";
+    case CopyKind::htoh: return "HtoH";
+    case CopyKind::peer: return "PtoP";
+  }
+  return "?";
+}
+
+std::string_view to_string(RangeSource s) {
+  switch (s) {
+    case RangeSource::none: return "none";
+    case RangeSource::cupti_marker: return "cupti_marker";
+    case RangeSource::host_recorder: return "host_recorder";
+  }
+  return "?";
+}
+
+TraceCounters& TraceCounters::operator+=(const TraceCounters& o) {
+  records_dropped_by_cupti += o.records_dropped_by_cupti;
+  buffer_requests_refused += o.buffer_requests_refused;
+  events_dropped_store_full += o.events_dropped_store_full;
+  events_dropped_retained_full += o.events_dropped_retained_full;
+  ranges_dropped += o.ranges_dropped;
+  records_ignored += o.records_ignored;
+  tracing_errors += o.tracing_errors;
+  return *this;
+}
+
+}  // namespace harness::trace

@@ -1,0 +1,164 @@
+// Pass 2 of the trace processor (see trace_processor.h).
+#include "harness/trace/trace_processor.h"
+
+#include <algorithm>
+#include <map>
+
+namespace harness::trace {
+namespace {
+
+bool inside_runtime_call(const CorrelationIndex& idx, std::uint32_t thread, std::uint64_t t) {
+  auto it = idx.runtime_calls.find(thread);
+  if (it == idx.runtime_calls.end()) return false;
+  const auto& calls = it->second;
+  auto pos = std::upper_bound(calls.begin(), calls.end(), std::make_pair(t, UINT64_MAX));
+  if (pos == calls.begin()) return false;
+  --pos;
+  return pos->first <= t && t <= pos->second;
+}
+
+class Pass2 {
+ public:
+  Pass2(const CorrelationIndex& idx, const ProcessorOptions& opt) : idx_(idx), opt_(opt) {}
+
+  void kernel(const TraceEvent& e, TraceSummary& s) {
+    const std::uint64_t d = e.duration_ns();
+    KernelRow& row = kernels_[e.name];
+    if (row.count == 0 || d < row.min_ns) row.min_ns = d;
+    row.max_ns = std::max(row.max_ns, d);
+    ++row.count;
+    row.total_ns += d;
+    ++s.kernel_count;
+    s.kernel_ns += d;
+    PhaseRow& phase = phases_[phase_of(e, s.correlation)];
+    ++phase.kernels;
+    phase.gpu_ns += d;
+  }
+
+  void api(const TraceEvent& e) {
+    const SyncKind kind = classify_sync_api(e.name);
+    if (kind == SyncKind::none) return;
+    if (e.api_domain == ApiDomain::driver && inside_runtime_call(idx_, e.thread, e.start_ns)) {
+      return;  // the runtime call around it is already counted
+    }
+    StepSyncs& s = step_for(e.start_ns);
+    if (kind == SyncKind::stream) ++s.stream_syncs;
+    if (kind == SyncKind::device) ++s.device_syncs;
+    if (kind == SyncKind::event) ++s.event_syncs;
+  }
+
+  void memcpy(const TraceEvent& e) {
+    if (e.copy_kind != CopyKind::dtoh) return;
+    // Charge the copy to the step in which the host asked for it.
+    const TraceEvent* launch = launch_of(e);
+    StepSyncs& s = step_for(launch ? launch->start_ns : e.start_ns);
+    ++s.dtoh_copies;
+    if (!e.async) ++s.dtoh_blocking;
+  }
+
+  void finish(TraceSummary& s) {
+    for (auto& [name, row] : kernels_) {
+      row.name = name;
+      row.display_name = demangle(name);
+      row.mean_ns = static_cast<double>(row.total_ns) / static_cast<double>(row.count);
+      row.share = s.kernel_ns ? static_cast<double>(row.total_ns) / s.kernel_ns : 0.0;
+      s.kernels.push_back(row);
+    }
+    std::sort(s.kernels.begin(), s.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+    });
+    for (auto& [path, row] : phases_) {
+      row.path = path;
+      row.share = s.kernel_ns ? static_cast<double>(row.gpu_ns) / s.kernel_ns : 0.0;
+      s.phases.push_back(row);
+    }
+    std::sort(s.phases.begin(), s.phases.end(), [](const PhaseRow& a, const PhaseRow& b) {
+      return a.gpu_ns != b.gpu_ns ? a.gpu_ns > b.gpu_ns : a.path < b.path;
+    });
+    for (auto& [step, syncs] : steps_) {
+      syncs.step = step;
+      if (step < 0) {
+        s.outside_steps = syncs;
+      } else {
+        s.steps.push_back(syncs);
+      }
+    }
+    // Every step window appears, even one without a single sync: "0 syncs in
+    // step 4" is a finding too.
+    for (const HostRange& r : idx_.ranges.steps()) {
+      if (steps_.count(*r.step) == 0) s.steps.push_back(StepSyncs{*r.step});
+    }
+    std::sort(s.steps.begin(), s.steps.end(),
+              [](const StepSyncs& a, const StepSyncs& b) { return a.step < b.step; });
+  }
+
+ private:
+  const TraceEvent* launch_of(const TraceEvent& e) const {
+    auto it = idx_.api_by_correlation.find(e.correlation_id);
+    return it == idx_.api_by_correlation.end() ? nullptr : it->second;
+  }
+
+  std::string phase_of(const TraceEvent& k, CorrelationStats& stats) const {
+    const TraceEvent* launch = launch_of(k);
+    if (launch == nullptr) {
+      ++stats.kernels_uncorrelated;
+      return opt_.uncorrelated_phase;
+    }
+    ++stats.kernels_correlated;
+    if (const HostRange* r = idx_.ranges.innermost_phase(launch->thread, launch->start_ns)) {
+      return r->path;
+    }
+    // libtorch runs backward on its own device threads, which open no ranges;
+    // the step thread sits inside backward() meanwhile, so its open range is the
+    // phase. Counted, so the report can say how much was attributed this way.
+    auto step_thread = idx_.ranges.step_thread();
+    if (step_thread && *step_thread != launch->thread &&
+        idx_.ranges.innermost(launch->thread, launch->start_ns) == nullptr) {
+      if (const HostRange* r = idx_.ranges.innermost_phase(*step_thread, launch->start_ns)) {
+        ++stats.kernels_via_step_thread;
+        return r->path;
+      }
+    }
+    return opt_.no_range_phase;
+  }
+
+  StepSyncs& step_for(std::uint64_t t) { return steps_[idx_.ranges.step_at(t).value_or(-1)]; }
+
+  const CorrelationIndex& idx_;
+  const ProcessorOptions& opt_;
+  std::map<std::string, KernelRow> kernels_;
+  std::map<std::string, PhaseRow> phases_;
+  std::map<int, StepSyncs> steps_;
+};
+
+}  // namespace
+
+TraceSummary process_trace(const std::vector<TraceEvent>& events, const TraceCounters& counters,
+                           const ProcessorOptions& opt) {
+  const CorrelationIndex idx = correlate(events, opt);  // pass 1
+  TraceSummary s;
+  s.range_source = idx.range_source;
+  s.ranges_used = idx.ranges.size();
+  s.correlation.markers_paired = idx.markers_paired;
+  s.correlation.markers_unpaired = idx.markers_unpaired;
+  Pass2 pass(idx, opt);
+  for (const TraceEvent& e : events) {  // pass 2
+    switch (e.kind) {
+      case EventKind::kernel: pass.kernel(e, s); break;
+      case EventKind::api: pass.api(e); break;
+      case EventKind::memcpy: pass.memcpy(e); break;
+      default: break;
+    }
+  }
+  for (const auto& [corr, api] : idx.api_by_correlation) {
+    if (is_launch_api(api->name) && idx.gpu_correlations.count(corr) == 0) {
+      ++s.correlation.launches_without_kernel;
+    }
+  }
+  pass.finish(s);
+  s.counters = counters;
+  s.truncated = counters.truncated();
+  return s;
+}
+
+}  // namespace harness::trace

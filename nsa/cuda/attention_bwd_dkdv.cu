@@ -1,0 +1,186 @@
+// Attention backward, dk and dv, for the three NSA branches (one body, three
+// names). Key-centric and deterministic: no float atomics anywhere.
+//
+// Versions: v1 only. SIMT fp32. One CTA owns a tile of key_tile keys of one KV
+// group and streams, in chunks of R rows, every (query, head) row that can see
+// one of its keys:
+//     dv[c] += sum_r P[r][c] * dO[r]
+//     dk[c] += sum_r dS[r][c] * (scale * q[r])
+// with P = exp(scale q.k - lse) and dS = P * (dO.v - delta). The rows come from
+//   Window      queries [k0, k1 - 1 + w)            (contiguous)
+//   Compressed  queries [k0*d + l - 1, S)            (contiguous)
+//   Selected    the reverse index: the queries that chose the selection block
+//               holding the tile, ascending, built on the GPU by a stable sort
+//               of block_idx (attention_launch.cpp). One CTA per (block, sub-tile).
+// Every key is owned by exactly one CTA, which writes it even when no query saw
+// it (zeros), so an unwritten gradient cannot hide. Summation order is fixed,
+// so results are bitwise reproducible (NSA_CUDA_DETERMINISTIC is always true).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/cuda_check.h"
+
+namespace nsa::cuda {
+namespace {
+
+template <typename T, Branch BR>
+__device__ void attn_bwd_dkdv_body(const AttnParams& p) {
+  extern __shared__ float smem[];
+  const int R = p.rows, BK = p.key_tile, DK = p.dk, DV = p.dv, ldk = DK + 1, ldv = DV + 1;
+  float* Ks = smem;               // [BK][DK+1]
+  float* Vs = Ks + BK * ldk;      // [BK][DV+1]
+  float* dKs = Vs + BK * ldv;     // [BK][DK]
+  float* dVs = dKs + BK * DK;     // [BK][DV]
+  float* Qs = dVs + BK * DV;      // [R][DK+1]  q * scale
+  float* dOs = Qs + R * ldk;      // [R][DV+1]
+  float* Ps = dOs + R * ldv;      // [R][BK+1]
+  float* dSs = Ps + R * (BK + 1); // [R][BK+1]
+  float* row_lse = dSs + R * (BK + 1);
+  float* row_delta = row_lse + R;
+  int* row_t = reinterpret_cast<int*>(row_delta + R);
+
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const T* dout = static_cast<const T*>(p.dout);
+  const int tid = threadIdx.x;
+  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
+
+  // This CTA's keys [k0, k1) and its query list.
+  int k0, k1, q_lo = 0, n_q = 0;
+  const int* q_list = nullptr;  // Selected: rev_query + offset; else queries q_lo + i
+  if (BR == Branch::Selected) {
+    const int tiles_per_block = ceil_div(p.sel_block, BK);
+    const int j = blockIdx.x / tiles_per_block, sub = blockIdx.x % tiles_per_block;
+    k0 = j * p.sel_block + sub * BK;
+    k1 = imin(imin(k0 + BK, (j + 1) * p.sel_block), p.Sk);
+    const int64_t key = (int64_t(b) * p.G + g) * p.n_blocks + j;
+    const int64_t off = p.rev_offset[key];
+    q_list = p.rev_query + off;
+    n_q = int(p.rev_offset[key + 1] - off);
+  } else {
+    k0 = blockIdx.x * BK;
+    k1 = imin(k0 + BK, p.Sk);
+    int q_hi;
+    contiguous_query_range(BR, k0, k1, p.S, p.window, p.cmp_block, p.cmp_stride, &q_lo, &q_hi);
+    n_q = q_hi - q_lo;
+  }
+  if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
+
+  for (int i = tid; i < BK * DK; i += blockDim.x) {
+    const int c = i / DK, d = i % DK, key = k0 + c;
+    Ks[c * ldk + d] = key < k1 ? to_f(k[row_offset(b, key, g, p.Sk, p.G, DK) + d]) : 0.f;
+    dKs[i] = 0.f;
+  }
+  for (int i = tid; i < BK * DV; i += blockDim.x) {
+    const int c = i / DV, e = i % DV, key = k0 + c;
+    Vs[c * ldv + e] = key < k1 ? to_f(v[row_offset(b, key, g, p.Sk, p.G, DV) + e]) : 0.f;
+    dVs[i] = 0.f;
+  }
+
+  const int64_t n_rows = int64_t(n_q) * p.h;  // row = (query index, head)
+  for (int64_t base = 0; base < n_rows; base += R) {
+    __syncthreads();  // previous chunk's readers are done; first pass: tile loaded
+    // 1. Load the chunk's rows.
+    for (int r = tid; r < R; r += blockDim.x) {
+      const int64_t ri = base + r;
+      int t = -1;
+      if (ri < n_rows) t = (BR == Branch::Selected) ? q_list[ri / p.h] : q_lo + int(ri / p.h);
+      row_t[r] = t;
+      const int64_t li = (int64_t(b) * p.S + imax(t, 0)) * p.H + g * p.h + int(ri % p.h);
+      row_lse[r] = t >= 0 ? p.lse[li] : INFINITY;
+      row_delta[r] = t >= 0 ? p.delta[li] : 0.f;
+    }
+    __syncthreads();
+    for (int i = tid; i < R * DK; i += blockDim.x) {
+      const int r = i / DK, d = i % DK, t = row_t[r];
+      const int hq = g * p.h + int((base + r) % p.h);
+      Qs[r * ldk + d] = t >= 0 ? to_f(q[row_offset(b, t, hq, p.S, p.H, DK) + d]) * p.scale : 0.f;
+    }
+    for (int i = tid; i < R * DV; i += blockDim.x) {
+      const int r = i / DV, e = i % DV, t = row_t[r];
+      const int hq = g * p.h + int((base + r) % p.h);
+      dOs[r * ldv + e] = t >= 0 ? to_f(dout[row_offset(b, t, hq, p.S, p.H, DV) + e]) : 0.f;
+    }
+    __syncthreads();
+    // 2. P and dS for every (row, key); 0 where invisible.
+    for (int i = tid; i < R * BK; i += blockDim.x) {
+      const int r = i / BK, c = i % BK, key = k0 + c, t = row_t[r];
+      float pr = 0.f, ds = 0.f;
+      if (t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride)) {
+        float s = 0.f, dp = 0.f;
+        for (int d = 0; d < DK; ++d) s += Qs[r * ldk + d] * Ks[c * ldk + d];
+        for (int e = 0; e < DV; ++e) dp += dOs[r * ldv + e] * Vs[c * ldv + e];
+        pr = expf(s - row_lse[r]);
+        ds = pr * (dp - row_delta[r]);
+      }
+      Ps[r * (BK + 1) + c] = pr;
+      dSs[r * (BK + 1) + c] = ds;
+    }
+    __syncthreads();
+    // 3. dV += P^T dO, dK += dS^T (scale q).
+    for (int i = tid; i < BK * DV; i += blockDim.x) {
+      const int c = i / DV, e = i % DV;
+      float acc = dVs[i];
+      for (int r = 0; r < R; ++r) acc += Ps[r * (BK + 1) + c] * dOs[r * ldv + e];
+      dVs[i] = acc;
+    }
+    for (int i = tid; i < BK * DK; i += blockDim.x) {
+      const int c = i / DK, d = i % DK;
+      float acc = dKs[i];
+      for (int r = 0; r < R; ++r) acc += dSs[r * (BK + 1) + c] * Qs[r * ldk + d];
+      dKs[i] = acc;
+    }
+  }
+  __syncthreads();
+
+  T* dk = static_cast<T*>(p.dk_out);
+  T* dv = static_cast<T*>(p.dv_out);
+  for (int i = tid; i < BK * DK; i += blockDim.x) {
+    const int c = i / DK, d = i % DK, key = k0 + c;
+    if (key < k1) dk[row_offset(b, key, g, p.Sk, p.G, DK) + d] = T(dKs[i]);
+  }
+  for (int i = tid; i < BK * DV; i += blockDim.x) {
+    const int c = i / DV, e = i % DV, key = k0 + c;
+    if (key < k1) dv[row_offset(b, key, g, p.Sk, p.G, DV) + e] = T(dVs[i]);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_window_bwd_dkdv_kernel(AttnParams p) {
+  attn_bwd_dkdv_body<T, Branch::Window>(p);
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_compressed_bwd_dkdv_kernel(AttnParams p) {
+  attn_bwd_dkdv_body<T, Branch::Compressed>(p);
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_selected_bwd_dkdv_kernel(AttnParams p) {
+  attn_bwd_dkdv_body<T, Branch::Selected>(p);
+}
+
+template <typename T>
+void launch(Branch br, AttnParams& p) {
+  choose_key_tiling(p);
+  const size_t smem = dkdv_smem_floats(p.rows, p.key_tile, p.dk, p.dv) * sizeof(float);
+  const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, p.key_tile)
+                                             : ceil_div(p.Sk, p.key_tile);
+  const dim3 grid(n_tiles, p.B * p.G);
+  auto kernel = br == Branch::Window       ? nsa_window_bwd_dkdv_kernel<T>
+                : br == Branch::Compressed ? nsa_compressed_bwd_dkdv_kernel<T>
+                                           : nsa_selected_bwd_dkdv_kernel<T>;
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void launch_attention_bwd_dkdv(Branch br, at::ScalarType dtype, AttnParams& p) {
+  if (p.Sk == 0 || p.B == 0) return;
+  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dk, dv)", [&] { launch<scalar_t>(br, p); });
+}
+
+}  // namespace nsa::cuda

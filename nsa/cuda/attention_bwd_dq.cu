@@ -1,0 +1,153 @@
+// Attention backward, dq, for the three NSA branches (one body, three names).
+//
+// Versions: v1 only. SIMT fp32, flash-style recompute: the same query-centric
+// tiling and key walk as the forward (attention_fwd.cu), with the saved
+// logsumexp giving P = exp(s - lse) directly (no second softmax pass) and
+// delta = rowsum(dO * O) giving dS = P * (dP - delta):
+//     dq[r] = scale * sum_c dS[r][c] * k[c]
+// Why query-centric: each dq row is owned by one CTA, so no atomics and the
+// result is deterministic. dk/dv are the key-centric kernel's job
+// (attention_bwd_dkdv.cu).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/cuda_check.h"
+
+namespace nsa::cuda {
+namespace {
+
+template <typename T, Branch BR>
+__device__ void attn_bwd_dq_body(const AttnParams& p) {
+  constexpr int BC = kKeyTile;
+  extern __shared__ float smem[];
+  const int R = p.rows, DK = p.dk, DV = p.dv, ldk = DK + 1, ldv = DV + 1;
+  float* Qs = smem;                 // [R][DK+1]  q * scale
+  float* dOs = Qs + R * ldk;        // [R][DV+1]
+  float* Ks = dOs + R * ldv;        // [BC][DK+1]
+  float* Vs = Ks + BC * ldk;        // [BC][DV+1]
+  float* dQs = Vs + BC * ldv;       // [R][DK]    sum_c dS * k (scale applied at the end)
+  float* Ss = dQs + R * DK;         // [R][BC+1]  dS
+  float* row_lse = Ss + R * (BC + 1);
+  float* row_delta = row_lse + R;
+  int* row_t = reinterpret_cast<int*>(row_delta + R);
+  int* row_hq = row_t + R;
+
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const T* dout = static_cast<const T*>(p.dout);
+  const int tid = threadIdx.x;
+  const int n_chunks = ceil_div(p.h, p.head_chunk);
+  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
+  const int b = bg / p.G, g = bg % p.G;
+  const int t0 = blockIdx.x * p.q_tile;
+  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
+
+  for (int r = tid; r < R; r += blockDim.x) {
+    const int t = t0 + r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
+    const bool valid = t < p.S && head < p.h;
+    row_t[r] = valid ? t : -1;
+    row_hq[r] = g * p.h + imin(head, p.h - 1);
+    const int64_t ri = valid ? (int64_t(b) * p.S + t) * p.H + row_hq[r] : 0;
+    row_lse[r] = valid ? p.lse[ri] : INFINITY;
+    row_delta[r] = valid ? p.delta[ri] : 0.f;
+  }
+  __syncthreads();
+  for (int i = tid; i < R * DK; i += blockDim.x) {
+    const int r = i / DK, d = i % DK, t = row_t[r];
+    Qs[r * ldk + d] = t >= 0 ? to_f(q[row_offset(b, t, row_hq[r], p.S, p.H, DK) + d]) * p.scale : 0.f;
+    dQs[i] = 0.f;
+  }
+  for (int i = tid; i < R * DV; i += blockDim.x) {
+    const int r = i / DV, e = i % DV, t = row_t[r];
+    dOs[r * ldv + e] = t >= 0 ? to_f(dout[row_offset(b, t, row_hq[r], p.S, p.H, DV) + e]) : 0.f;
+  }
+  __syncthreads();
+
+  const int n_seg = (BR == Branch::Selected) ? p.n_sel : 1;
+  for (int seg = 0; seg < n_seg; ++seg) {
+    int lo, hi;
+    if (BR == Branch::Selected) {
+      const int j = p.block_idx[(int64_t(b) * p.S + t0) * p.G * p.n_sel + g * p.n_sel + seg];
+      selected_key_range(j, t0, p.Sk, p.sel_block, &lo, &hi);
+    } else {
+      contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
+    }
+    for (int kt = lo; kt < hi; kt += BC) {
+      // 1. Load the K/V tile.
+      for (int i = tid; i < BC * DK; i += blockDim.x) {
+        const int c = i / DK, d = i % DK, key = kt + c;
+        Ks[c * ldk + d] = key < hi ? to_f(k[row_offset(b, key, g, p.Sk, p.G, DK) + d]) : 0.f;
+      }
+      for (int i = tid; i < BC * DV; i += blockDim.x) {
+        const int c = i / DV, e = i % DV, key = kt + c;
+        Vs[c * ldv + e] = key < hi ? to_f(v[row_offset(b, key, g, p.Sk, p.G, DV) + e]) : 0.f;
+      }
+      __syncthreads();
+      // 2. dS = P * (dO.v - delta), P = exp(q.k*scale - lse); 0 where invisible.
+      for (int i = tid; i < R * BC; i += blockDim.x) {
+        const int r = i / BC, c = i % BC, key = kt + c, t = row_t[r];
+        float ds = 0.f;
+        if (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride)) {
+          float s = 0.f, dp = 0.f;
+          for (int d = 0; d < DK; ++d) s += Qs[r * ldk + d] * Ks[c * ldk + d];
+          for (int e = 0; e < DV; ++e) dp += dOs[r * ldv + e] * Vs[c * ldv + e];
+          ds = expf(s - row_lse[r]) * (dp - row_delta[r]);
+        }
+        Ss[r * (BC + 1) + c] = ds;
+      }
+      __syncthreads();
+      // 3. dQ += dS K.
+      for (int i = tid; i < R * DK; i += blockDim.x) {
+        const int r = i / DK, d = i % DK;
+        float acc = dQs[i];
+        for (int c = 0; c < BC; ++c) acc += Ss[r * (BC + 1) + c] * Ks[c * ldk + d];
+        dQs[i] = acc;
+      }
+      __syncthreads();
+    }
+  }
+
+  T* dq = static_cast<T*>(p.dq_out);
+  for (int i = tid; i < R * DK; i += blockDim.x) {
+    const int r = i / DK, d = i % DK, t = row_t[r];
+    if (t >= 0) dq[row_offset(b, t, row_hq[r], p.S, p.H, DK) + d] = T(dQs[i] * p.scale);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_window_bwd_dq_kernel(AttnParams p) {
+  attn_bwd_dq_body<T, Branch::Window>(p);
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_compressed_bwd_dq_kernel(AttnParams p) {
+  attn_bwd_dq_body<T, Branch::Compressed>(p);
+}
+template <typename T>
+__global__ void __launch_bounds__(kThreads) nsa_selected_bwd_dq_kernel(AttnParams p) {
+  attn_bwd_dq_body<T, Branch::Selected>(p);
+}
+
+template <typename T>
+void launch(Branch br, AttnParams& p) {
+  choose_query_tiling(br, dq_smem_floats, p);
+  const size_t smem = dq_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
+  const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
+  auto kernel = br == Branch::Window       ? nsa_window_bwd_dq_kernel<T>
+                : br == Branch::Compressed ? nsa_compressed_bwd_dq_kernel<T>
+                                           : nsa_selected_bwd_dq_kernel<T>;
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void launch_attention_bwd_dq(Branch br, at::ScalarType dtype, AttnParams& p) {
+  if (p.S == 0 || p.B == 0) return;
+  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dq)", [&] { launch<scalar_t>(br, p); });
+}
+
+}  // namespace nsa::cuda

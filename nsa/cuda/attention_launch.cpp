@@ -1,0 +1,175 @@
+// Orchestration of the attention kernels: input checks, allocation, delta,
+// the selected branch's reverse index, then the launches (attention_kernels.h).
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include <c10/cuda/CUDAGuard.h>
+
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+namespace {
+
+std::atomic<bool> g_poison{false};
+
+// at::empty, or NaN-filled when poisoning is on.
+at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
+  if (!g_poison.load()) return at::empty(sizes, opts);
+  return at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts);
+}
+at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
+
+const char* branch_name(Branch br) {
+  switch (br) {
+    case Branch::Window: return "window_attention";
+    case Branch::Compressed: return "compressed_attention";
+    default: return "selected_attention";
+  }
+}
+
+void check_tensor(const char* fn, const char* what, const at::Tensor& t, const at::Tensor& q) {
+  TORCH_CHECK(t.defined(), fn, ": ", what, " is undefined");
+  TORCH_CHECK(t.is_cuda(), fn, ": ", what, " must be a CUDA tensor, got ", t.device());
+  TORCH_CHECK(t.device() == q.device(), fn, ": ", what, " on ", t.device(), ", q on ", q.device());
+  TORCH_CHECK(t.dim() == 4, fn, ": ", what, " must be 4-D, got ", t.sizes());
+  TORCH_CHECK(t.is_contiguous(), fn, ": ", what, " must be contiguous");
+  TORCH_CHECK(t.scalar_type() == q.scalar_type(), fn, ": ", what, " is ", t.scalar_type(), ", q is ",
+              q.scalar_type());
+}
+
+// Validates the inputs and fills every size and hyper-parameter of p.
+AttnParams make_params(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const BranchSpec& spec) {
+  const char* fn = branch_name(spec.branch);
+  check_tensor(fn, "q", q, q);
+  check_tensor(fn, "k", k, q);
+  check_tensor(fn, "v", v, q);
+  const int64_t B = q.size(0), S = q.size(1), H = q.size(2), dk = q.size(3);
+  const int64_t Sk = k.size(1), G = k.size(2), dv = v.size(3);
+  TORCH_CHECK(k.size(0) == B && v.size(0) == B, fn, ": batch sizes differ: q ", q.sizes(), ", k ",
+              k.sizes(), ", v ", v.sizes());
+  TORCH_CHECK(v.size(1) == Sk && v.size(2) == G, fn, ": k ", k.sizes(), " and v ", v.sizes(),
+              " disagree on keys or groups");
+  TORCH_CHECK(k.size(3) == dk, fn, ": q dk=", dk, " but k dk=", k.size(3));
+  TORCH_CHECK(G > 0 && H % G == 0, fn, ": H=", H, " is not a multiple of G=", G);
+  TORCH_CHECK(dk % 16 == 0 && dk > 0 && dk <= 256 && dv % 16 == 0 && dv > 0 && dv <= 256, fn,
+              ": head dims must be multiples of 16 up to 256, got dk=", dk, " dv=", dv);
+  TORCH_CHECK(spec.branch == Branch::Compressed || Sk == S, fn, ": k has ", Sk, " positions, q has ", S);
+  TORCH_CHECK(std::isfinite(spec.scale), fn, ": scale must be finite, got ", spec.scale);
+  TORCH_CHECK(B * S * H < (int64_t(1) << 31) && B * Sk * G < (int64_t(1) << 31), fn,
+              ": sizes overflow 32-bit row counts");
+
+  AttnParams p;
+  p.B = int(B), p.S = int(S), p.Sk = int(Sk), p.H = int(H), p.G = int(G), p.h = int(H / G);
+  p.dk = int(dk), p.dv = int(dv);
+  p.scale = float(spec.scale);
+  p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr();
+  switch (spec.branch) {
+    case Branch::Window:
+      TORCH_CHECK(spec.window >= 0 && spec.window < (int64_t(1) << 30), fn, ": bad window ", spec.window);
+      p.window = int(spec.window);
+      break;
+    case Branch::Compressed:
+      TORCH_CHECK(spec.cmp_block > 0 && spec.cmp_stride > 0, fn, ": need cmp_block, cmp_stride > 0, got ",
+                  spec.cmp_block, ", ", spec.cmp_stride);
+      p.cmp_block = int(spec.cmp_block), p.cmp_stride = int(spec.cmp_stride);
+      break;
+    case Branch::Selected: {
+      const at::Tensor& bi = spec.block_idx;
+      TORCH_CHECK(spec.sel_block > 0, fn, ": sel_block must be > 0, got ", spec.sel_block);
+      TORCH_CHECK(bi.defined() && bi.is_cuda() && bi.device() == q.device(), fn,
+                  ": block_idx must be a CUDA tensor on q's device");
+      TORCH_CHECK(bi.scalar_type() == at::kInt && bi.is_contiguous() && bi.dim() == 4, fn,
+                  ": block_idx must be contiguous int32 [B,S,G,n], got ", bi.scalar_type(), " ", bi.sizes());
+      TORCH_CHECK(bi.size(0) == B && bi.size(1) == S && bi.size(2) == G, fn, ": block_idx ", bi.sizes(),
+                  " does not match [B,S,G]=[", B, ",", S, ",", G, "]");
+      p.sel_block = int(spec.sel_block);
+      p.n_sel = int(bi.size(3));
+      p.n_blocks = int((Sk + spec.sel_block - 1) / spec.sel_block);
+      p.block_idx = bi.data_ptr<int>();
+      break;
+    }
+  }
+  return p;
+}
+
+// The selected branch's reverse index, built on the GPU with no host sync:
+// every valid (b, t, g, slot) entry gets key (b*G + g)*n_blocks + j; a stable
+// sort by key lists, per key, the queries t that chose block j in ascending t;
+// offsets come from a binary search of the sorted keys. Invalid entries (-1,
+// out of range, or a block past t, which sees nothing) sort to a sentinel key.
+struct ReverseIndex {
+  at::Tensor query;   // int32, queries grouped by key
+  at::Tensor offset;  // int64 [B*G*n_blocks + 1]
+};
+ReverseIndex build_reverse_index(const at::Tensor& block_idx, int64_t sel_block, int64_t n_blocks) {
+  const int64_t B = block_idx.size(0), S = block_idx.size(1), G = block_idx.size(2);
+  const auto opts = block_idx.options().dtype(at::kLong);
+  const at::Tensor j = block_idx.to(at::kLong);
+  const at::Tensor b = at::arange(B, opts).view({B, 1, 1, 1});
+  const at::Tensor t = at::arange(S, opts).view({1, S, 1, 1});
+  const at::Tensor g = at::arange(G, opts).view({1, 1, G, 1});
+  const int64_t n_keys = B * G * n_blocks;
+  const at::Tensor valid = (j >= 0) & (j < n_blocks) & (j * sel_block <= t);
+  const at::Tensor key = at::where(valid, (b * G + g) * n_blocks + j, at::full({}, n_keys, opts)).flatten();
+  auto [sorted_key, perm] = at::sort(key, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const at::Tensor t_flat = t.expand_as(j).flatten();
+  ReverseIndex r;
+  r.query = t_flat.index_select(0, perm).to(at::kInt).contiguous();
+  r.offset = at::searchsorted(sorted_key, at::arange(n_keys + 1, opts)).contiguous();
+  return r;
+}
+
+}  // namespace
+
+void set_poison_outputs(bool on) { g_poison.store(on); }
+bool poison_outputs() { return g_poison.load(); }
+
+ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                const BranchSpec& spec) {
+  AttnParams p = make_params(q, k, v, spec);
+  c10::cuda::CUDAGuard guard(q.device());
+  ForwardResult r;
+  r.o = new_output({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
+  r.lse = new_output({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  p.o = r.o.data_ptr();
+  p.lse_out = r.lse.data_ptr<float>();
+  launch_attention_fwd(spec.branch, q.scalar_type(), p);
+  return r;
+}
+
+Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& o, const at::Tensor& lse, const at::Tensor& dout_in,
+                             const BranchSpec& spec) {
+  AttnParams p = make_params(q, k, v, spec);
+  c10::cuda::CUDAGuard guard(q.device());
+  const at::Tensor dout = dout_in.to(q.scalar_type()).contiguous();
+  TORCH_CHECK(dout.sizes() == o.sizes(), branch_name(spec.branch), ": grad ", dout.sizes(),
+              " does not match the output ", o.sizes());
+  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.is_contiguous() &&
+                  lse.sizes() == at::IntArrayRef({q.size(0), q.size(1), q.size(2)}),
+              branch_name(spec.branch), ": lse must be contiguous float32 [B,S,H]");
+  // delta = rowsum(dO * O) in fp32: the softmax-backward term of every row.
+  const at::Tensor delta = (dout.to(at::kFloat) * o.to(at::kFloat)).sum(-1).contiguous();
+  Gradients g;
+  g.dq = new_output_like(q);
+  g.dk = new_output_like(k);
+  g.dv = new_output_like(v);
+  p.dout = dout.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.delta = delta.data_ptr<float>();
+  p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
+  ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
+  if (spec.branch == Branch::Selected) {
+    rev = build_reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
+    p.rev_query = rev.query.data_ptr<int>();
+    p.rev_offset = rev.offset.data_ptr<int64_t>();
+  }
+  launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
+  launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
+  return g;
+}
+
+}  // namespace nsa::cuda

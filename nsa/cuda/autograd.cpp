@@ -1,0 +1,106 @@
+// The three attention branches as autograd functions: forward saves the inputs,
+// the output and the fp32 logsumexp; backward recomputes the probabilities from
+// them (flash-style) through attention_backward. block_idx never gets a grad.
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Shared body: forward/backward given a spec; the spec's scalars ride in
+// saved_data, its block_idx (if any) among the saved tensors.
+at::Tensor forward_common(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                          const at::Tensor& v, const BranchSpec& spec) {
+  ForwardResult r = attention_forward(q, k, v, spec);
+  ctx->save_for_backward({q, k, v, r.o, spec.block_idx.defined() ? spec.block_idx : at::Tensor()});
+  ctx->saved_data["lse"] = r.lse;
+  ctx->saved_data["branch"] = int64_t(spec.branch);
+  ctx->saved_data["window"] = spec.window;
+  ctx->saved_data["cmp_block"] = spec.cmp_block;
+  ctx->saved_data["cmp_stride"] = spec.cmp_stride;
+  ctx->saved_data["sel_block"] = spec.sel_block;
+  ctx->saved_data["scale"] = spec.scale;
+  return r.o;
+}
+
+Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
+  const variable_list saved = ctx->get_saved_variables();
+  BranchSpec spec;
+  spec.branch = Branch(ctx->saved_data["branch"].toInt());
+  spec.window = ctx->saved_data["window"].toInt();
+  spec.cmp_block = ctx->saved_data["cmp_block"].toInt();
+  spec.cmp_stride = ctx->saved_data["cmp_stride"].toInt();
+  spec.sel_block = ctx->saved_data["sel_block"].toInt();
+  spec.scale = ctx->saved_data["scale"].toDouble();
+  spec.block_idx = saved[4];
+  const at::Tensor lse = ctx->saved_data["lse"].toTensor();
+  if (!grads[0].defined()) return {};  // output unused: no gradient anywhere
+  return attention_backward(saved[0], saved[1], saved[2], saved[3], lse, grads[0], spec);
+}
+
+struct WindowFn : torch::autograd::Function<WindowFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, int64_t window, double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
+    return forward_common(ctx, q, k, v, spec);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Gradients g = backward_common(ctx, grads);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
+  }
+};
+
+struct CompressedFn : torch::autograd::Function<CompressedFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& kc,
+                            const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
+    spec.scale = scale;
+    return forward_common(ctx, q, kc, vc, spec);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Gradients g = backward_common(ctx, grads);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+struct SelectedFn : torch::autograd::Function<SelectedFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, const at::Tensor& block_idx, int64_t sel_block,
+                            double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel_block;
+    spec.scale = scale;
+    return forward_common(ctx, q, k, v, spec);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Gradients g = backward_common(ctx, grads);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            int64_t window, double scale) {
+  return WindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale);
+}
+
+at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& block_idx, int64_t sel_block, double scale) {
+  return SelectedFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), block_idx.contiguous(),
+                           sel_block, scale);
+}
+
+at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,
+                                int64_t cmp_block, int64_t cmp_stride, double scale) {
+  return CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride,
+                             scale);
+}
+
+}  // namespace nsa::cuda

@@ -1,0 +1,49 @@
+// The kernels this library launches, by branch: the routing probe matches CUPTI
+// kernel records against these names, so the list is the one source of truth.
+#include <cuda_runtime.h>
+
+#include <c10/util/Exception.h>
+
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+
+const std::vector<KernelInfo>& kernel_infos() {
+  static const std::vector<KernelInfo> kInfos = {
+      {"nsa_window_fwd_kernel", "sliding-window attention forward (online softmax, saves lse)", "win"},
+      {"nsa_window_bwd_dq_kernel", "sliding-window attention backward: dq per query", "win"},
+      {"nsa_window_bwd_dkdv_kernel", "sliding-window attention backward: dk, dv per key tile", "win"},
+      {"nsa_select_blocks_kernel", "top-n selection blocks from compressed scores", "slc"},
+      {"nsa_selected_fwd_kernel", "selected-block attention forward, group-centric", "slc"},
+      {"nsa_selected_bwd_dq_kernel", "selected-block attention backward: dq per query", "slc"},
+      {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
+      {"nsa_compressed_fwd_kernel", "compressed attention forward", "cmp"},
+      {"nsa_compressed_bwd_dq_kernel", "compressed attention backward: dq per query", "cmp"},
+      {"nsa_compressed_bwd_dkdv_kernel", "compressed attention backward: dk, dv per key tile", "cmp"},
+  };
+  return kInfos;
+}
+
+std::vector<std::string> kernel_names_for(std::string_view branch) {
+  TORCH_CHECK(branch == "win" || branch == "slc" || branch == "cmp", "kernel_names_for: unknown branch '",
+              std::string(branch), "' (win, slc, cmp)");
+  std::vector<std::string> names;
+  for (const KernelInfo& k : kernel_infos())
+    if (branch == k.branch) names.emplace_back(k.name);
+  return names;
+}
+
+std::string unavailable_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: asking is not a failure of the caller
+    return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
+  }
+  if (count == 0) return "cudaGetDeviceCount reports 0 devices";
+  return "";
+}
+
+bool kernels_available() { return unavailable_reason().empty(); }
+
+}  // namespace nsa::cuda

@@ -1,0 +1,85 @@
+// NSA branch kernels for CUDA (DESIGN.md §2), torch-facing.
+//
+// Layouts (contiguous, last dim fastest): q [B,S,H,dk]; per-branch k [B,Sk,G,dk],
+// v [B,Sk,G,dv]; output o [B,S,H,dv] in q's dtype. Query head hq belongs to KV
+// group hq / (H/G). dtypes float32, float16, bfloat16 (fp32 accumulation and
+// softmax in every case); dk, dv multiples of 16 up to 256. Every softmax over an
+// empty key set gives o = 0 and zero gradient, never NaN.
+//
+// The attention functions are autograd functions: dq, dk, dv flow back (never a
+// gradient to block_idx). Backward is deterministic (fixed summation order, no
+// float atomics), so NSA_CUDA_DETERMINISTIC needs no switch here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "nsa/cuda/attention_ranges.h"
+
+namespace nsa::cuda {
+
+// Sliding window: query t sees keys [max(0, t-window+1), t].
+at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            int64_t window, double scale);
+
+// Selected blocks: block_idx [B,S,G,n] int32, entries j >= 0 select tokens
+// [j*sel_block, (j+1)*sel_block) ∩ [0, t]; -1 marks an unused slot; no duplicates.
+at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& block_idx, int64_t sel_block, double scale);
+
+// Compressed: kc/vc [B,S_cmp,G,.]; block i visible to query t iff
+// i*cmp_stride + cmp_block - 1 <= t.
+at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,
+                                int64_t cmp_block, int64_t cmp_stride, double scale);
+
+// Top-n selection blocks per (b, t, g) from the compressed scores (no grad).
+// Returns int32 [B,S,G,n_sel], each row sorted ascending with -1 padding last.
+at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_block,
+                         int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale);
+
+// ---- without autograd: the launchers the wrappers, tests and benchmarks share --
+struct BranchSpec {
+  Branch branch = Branch::Window;
+  int64_t window = 0;                      // Window
+  int64_t cmp_block = 0, cmp_stride = 0;   // Compressed
+  int64_t sel_block = 0;                   // Selected
+  at::Tensor block_idx;                    // Selected
+  double scale = 1.0;
+};
+struct ForwardResult {
+  at::Tensor o;    // [B,S,H,dv], q's dtype
+  at::Tensor lse;  // [B,S,H] float32 logsumexp per row (+inf: no visible key)
+};
+struct Gradients {
+  at::Tensor dq, dk, dv;
+};
+ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                const BranchSpec& spec);
+Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& o, const at::Tensor& lse, const at::Tensor& dout,
+                             const BranchSpec& spec);
+
+// Testing hook: when on, every output the launchers allocate starts as NaN
+// (int outputs as -2), so an element a kernel forgot to write fails the test.
+void set_poison_outputs(bool on);
+bool poison_outputs();
+
+// ---- availability and the kernel list (routing probe) --------------------------
+bool kernels_available();          // a CUDA device is present
+std::string unavailable_reason();  // why not, "" when available
+
+struct KernelInfo {
+  const char* name;    // the __global__ function's name (templated on the dtype:
+                       // a trace shows it inside e.g. "nsa_window_fwd_kernel<float>")
+  const char* doc;
+  const char* branch;  // "win", "slc" or "cmp"
+};
+const std::vector<KernelInfo>& kernel_infos();
+// Names of the kernels a branch launches ("win" / "slc" / "cmp"); throws on others.
+std::vector<std::string> kernel_names_for(std::string_view branch);
+
+}  // namespace nsa::cuda

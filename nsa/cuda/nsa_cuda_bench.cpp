@@ -1,0 +1,302 @@
+// Benchmarks of the NSA branch kernels vs dense causal attention (SDPA), on the
+// same GPU, through the same launchers the tests check.
+//
+//   nsa_cuda_bench --benchmark_format=json > bench.json
+//   nsa_cuda_bench --benchmark_filter='Window|Dense'
+//
+// Args: {shape, S}; shape 0 = paper_kernel (B=1, G=4, H=64, dk=192, dv=128),
+// 1 = m7c_125m (B=1, G=2, H=12, dk=dv=64); NSA l=32, d=16, l'=64, n=16, w=512.
+// Time: CUDA events around each iteration after a warm-up call (manual time);
+// counter ms = median over the iterations.
+//
+// FLOPs of useful work (the napkin math): a row (query, head) that attends to N
+// keys costs 2*N*(dk + dv) forward (q.k and p.v) and 2*N*(3*dk + 2*dv) backward
+// (recompute q.k, dO.v, then dq, dk, dv). N per row: window min(t+1, w);
+// compressed n_cmp(t); selected the selected tokens <= t (from the actual
+// block_idx); dense causal t+1. select_blocks counts 2*n_cmp(t)*dk per row.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include "nsa/cuda/attention_ranges.h"
+#include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t B, G, H, dk, dv;
+};
+constexpr Shape kShapes[] = {{"paper_kernel", 1, 4, 64, 192, 128}, {"m7c_125m", 1, 2, 12, 64, 64}};
+constexpr int64_t kL = 32, kD = 16, kLp = 64, kN = 16, kW = 512;
+
+// Median milliseconds of `fn`, timed with events into Google Benchmark's manual time.
+double time_it(benchmark::State& state, const std::function<void()>& fn) {
+  fn();  // warm-up: module load, allocator, cudaFuncSetAttribute
+  NSA_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  NSA_CUDA_CHECK(cudaEventCreate(&start));
+  NSA_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (auto _ : state) {
+    NSA_CUDA_CHECK(cudaEventRecord(start));
+    fn();
+    NSA_CUDA_CHECK(cudaEventRecord(stop));
+    NSA_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0.f;
+    NSA_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+    state.SetIterationTime(t / 1e3);
+  }
+  NSA_CUDA_CHECK(cudaEventDestroy(start));
+  NSA_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? 0.0 : ms[ms.size() / 2];
+}
+
+// Keys summed over the rows of one head, per branch (host arithmetic, shared
+// with the kernels through attention_ranges.h).
+double keys_window(int64_t S) {
+  double n = 0;
+  for (int64_t t = 0; t < S; ++t) n += double(std::min<int64_t>(t + 1, kW));
+  return n;
+}
+double keys_compressed(int64_t S) {
+  double n = 0;
+  for (int64_t t = 0; t < S; ++t) n += n_cmp_visible(int(t), kL, kD);
+  return n;
+}
+// Selected tokens per (b, t, g) summed, from the actual block_idx, per head.
+double keys_selected(const at::Tensor& block_idx) {
+  const at::Tensor j = block_idx.to(at::kLong);
+  const at::Tensor t = at::arange(block_idx.size(1), j.options()).view({1, -1, 1, 1});
+  const at::Tensor len = at::clamp_min(at::minimum((j + 1) * kLp, t + 1) - j * kLp, 0);
+  return at::where(j >= 0, len, at::zeros_like(len)).sum().item<double>() / double(block_idx.size(2));
+}
+
+struct Problem {
+  Shape sh;
+  int64_t S, S_cmp;
+  double scale;
+  at::Tensor q, k, v, kc, vc, dout, block_idx;  // one k/v per branch is not needed for timing
+};
+Problem make_problem(const benchmark::State& state) {
+  Problem p;
+  p.sh = kShapes[state.range(0)];
+  p.S = state.range(1);
+  p.S_cmp = p.S >= kL ? (p.S - kL) / kD + 1 : 0;
+  p.scale = 1.0 / std::sqrt(double(p.sh.dk));
+  const auto o = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  const auto& s = p.sh;
+  p.q = at::randn({s.B, p.S, s.H, s.dk}, o);
+  p.k = at::randn({s.B, p.S, s.G, s.dk}, o);
+  p.v = at::randn({s.B, p.S, s.G, s.dv}, o);
+  p.kc = at::randn({s.B, p.S_cmp, s.G, s.dk}, o);
+  p.vc = at::randn({s.B, p.S_cmp, s.G, s.dv}, o);
+  p.dout = at::randn({s.B, p.S, s.H, s.dv}, o);
+  p.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale);
+  return p;
+}
+
+// Dense causal SDPA through ATen (GQA via enable_gqa), [B,H,S,d] views of the
+// same tensors. Forward: one call. Backward: backward of one retained graph.
+struct Dense {
+  at::Tensor q, k, v, o, grad;
+  Dense(const Problem& p, bool backward) {
+    const auto tr = [](const at::Tensor& x) { return x.transpose(1, 2); };
+    q = tr(p.q).detach().requires_grad_(backward);
+    k = tr(p.k).detach().requires_grad_(backward);
+    v = tr(p.v).detach().requires_grad_(backward);
+    grad = tr(p.dout);
+    scale = p.scale;
+    if (backward) o = forward();
+  }
+  at::Tensor forward() const { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, true, scale, true); }
+  void backward() const { o.backward(grad, /*retain_graph=*/true); }
+  double scale;
+};
+
+// Dense time per (shape, S, direction): measured by BM_DenseSdpa* when they ran
+// first, else here once (median of 5 after a warm-up).
+std::map<std::tuple<int64_t, int64_t, bool>, double>& dense_cache() {
+  static std::map<std::tuple<int64_t, int64_t, bool>, double> cache;
+  return cache;
+}
+std::tuple<int64_t, int64_t, bool> dense_key(const Problem& p, bool backward) {
+  return {p.sh.H * 1000 + p.sh.dk, p.S, backward};
+}
+double dense_ms(const Problem& p, bool backward) {
+  if (auto it = dense_cache().find(dense_key(p, backward)); it != dense_cache().end()) return it->second;
+  const Dense d(p, backward);
+  std::vector<float> ms;
+  cudaEvent_t a, b;
+  NSA_CUDA_CHECK(cudaEventCreate(&a));
+  NSA_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 6; ++i) {  // the first is the warm-up
+    NSA_CUDA_CHECK(cudaEventRecord(a));
+    if (backward) d.backward(); else d.forward();
+    NSA_CUDA_CHECK(cudaEventRecord(b));
+    NSA_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    NSA_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    if (i > 0) ms.push_back(t);
+  }
+  NSA_CUDA_CHECK(cudaEventDestroy(a));
+  NSA_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return dense_cache()[dense_key(p, backward)] = ms[ms.size() / 2];
+}
+
+void report(benchmark::State& state, double ms, double flops, double dense) {
+  state.counters["ms"] = ms;
+  state.counters["TFLOP/s"] = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+  if (dense > 0) state.counters["speedup_vs_sdpa"] = dense / ms;
+}
+
+bool require_device(benchmark::State& state) {
+  if (kernels_available()) return true;
+  state.SkipWithError(("no CUDA device: " + unavailable_reason()).c_str());
+  return false;
+}
+
+enum class Which { Window, Compressed, Selected };
+double rows_keys(const Problem& p, Which w) {
+  const double per_head = w == Which::Window       ? keys_window(p.S)
+                          : w == Which::Compressed ? keys_compressed(p.S)
+                                                   : keys_selected(p.block_idx);
+  return per_head * double(p.sh.B * p.sh.H);
+}
+BranchSpec spec_for(const Problem& p, Which w) {
+  BranchSpec s;
+  s.scale = p.scale;
+  if (w == Which::Window) s.branch = Branch::Window, s.window = kW;
+  if (w == Which::Compressed) s.branch = Branch::Compressed, s.cmp_block = kL, s.cmp_stride = kD;
+  if (w == Which::Selected) s.branch = Branch::Selected, s.sel_block = kLp, s.block_idx = p.block_idx;
+  return s;
+}
+
+template <Which W, bool BWD>
+void BM_Branch(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const BranchSpec spec = spec_for(p, W);
+  const at::Tensor& k = W == Which::Compressed ? p.kc : p.k;
+  const at::Tensor& v = W == Which::Compressed ? p.vc : p.v;
+  const double n = rows_keys(p, W), dk = double(p.sh.dk), dv = double(p.sh.dv);
+  double ms;
+  if (!BWD) {
+    ms = time_it(state, [&] { attention_forward(p.q, k, v, spec); });
+  } else {
+    const ForwardResult f = attention_forward(p.q, k, v, spec);
+    ms = time_it(state, [&] { attention_backward(p.q, k, v, f.o, f.lse, p.dout, spec); });
+  }
+  report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), dense_ms(p, BWD));
+}
+
+void BM_SelectBlocks(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale); });
+  report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
+}
+
+// The whole layer's attention: select_blocks + compressed + selected + window.
+template <bool BWD>
+void BM_LayerAttention(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const double dk = double(p.sh.dk), dv = double(p.sh.dv);
+  double n = 0;
+  for (Which w : {Which::Window, Which::Compressed, Which::Selected}) n += rows_keys(p, w);
+  double flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
+  const auto fwd_all = [&] {
+    at::Tensor idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale);
+    BranchSpec s = spec_for(p, Which::Selected);
+    s.block_idx = idx;
+    return std::vector<ForwardResult>{attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)),
+                                      attention_forward(p.q, p.k, p.v, s),
+                                      attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
+  };
+  double ms;
+  if (!BWD) {
+    ms = time_it(state, [&] { fwd_all(); });
+  } else {
+    flops += 2 * n * (3 * dk + 2 * dv);
+    ms = time_it(state, [&] {
+      const auto f = fwd_all();
+      attention_backward(p.q, p.kc, p.vc, f[0].o, f[0].lse, p.dout, spec_for(p, Which::Compressed));
+      attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
+      attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
+    });
+  }
+  const double dense = dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0);
+  report(state, ms, flops, dense);
+}
+
+template <bool BWD>
+void BM_DenseSdpa(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const double n = double(p.S) * double(p.S + 1) / 2 * p.sh.B * p.sh.H, dk = p.sh.dk, dv = p.sh.dv;
+  const Dense d(p, BWD);
+  const double ms = time_it(state, [&] {
+    if (BWD) d.backward(); else d.forward();
+  });
+  dense_cache()[dense_key(p, BWD)] = ms;
+  report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), 0);
+}
+
+// KV tokens one decode step (query t = S-1) reads in the three branches, from
+// the kernels' key ranges (a tile loads only keys < hi, so ranges are exact):
+// paper Table 4 gives 2048 / 2560 / 3584 / 5632 at 8k / 16k / 32k / 64k.
+void BM_DecodeKvTokens(benchmark::State& state) {
+  const int S = int(state.range(1)), t = S - 1;
+  int lo, hi;
+  contiguous_key_range(Branch::Compressed, t, t, 1 << 30, kW, kL, kD, &lo, &hi);
+  double tokens = hi - lo;
+  contiguous_key_range(Branch::Window, t, t, S, int(kW), kL, kD, &lo, &hi);
+  tokens += hi - lo;
+  const int local = t / int(kLp);
+  std::vector<int> blocks = {0, local, local - 1};  // forced, then the n-3 others (any full blocks)
+  for (int j = 1; int(blocks.size()) < kN && j < local - 1; ++j) blocks.push_back(j);
+  for (int j : blocks) {
+    selected_key_range(j, t, S, int(kLp), &lo, &hi);
+    tokens += hi - lo;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(tokens);
+  state.counters["kv_tokens"] = tokens;
+  state.counters["paper_table4"] = double(S) / kD + kN * kLp + kW;
+  state.counters["dense_tokens"] = S;
+}
+
+void Sizes(benchmark::internal::Benchmark* b) {
+  for (int shape : {0, 1})
+    for (int64_t S : {2048, 8192, 16384, 32768, 65536}) b->Args({shape, S});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S"});
+}
+
+BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
+BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(Sizes);
+BENCHMARK(BM_SelectBlocks)->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(Sizes);
+BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(Sizes);
+BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(Sizes);
+BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
+    ->ArgNames({"shape", "S"});
+
+}  // namespace
+}  // namespace nsa::cuda
+
+BENCHMARK_MAIN();

@@ -1,0 +1,108 @@
+// selected_attention vs ref_selected_attention (float64): output and every
+// gradient, for block choices from select_blocks and from random draws.
+#include <cmath>
+
+#include "nsa/cuda/branch_reference.h"
+#include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/test_util.h"
+
+namespace nsa::cuda {
+namespace {
+
+// Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
+// -1 for the rest, slots shuffled: what a valid selection may look like.
+at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t sel_block, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t n_blocks = (S + sel_block - 1) / sel_block;
+  const at::Tensor j = at::arange(n_blocks, at::kLong).view({1, 1, 1, -1});
+  const at::Tensor t = at::arange(S, at::kLong).view({1, -1, 1, 1});
+  const at::Tensor future = j * sel_block > t;
+  at::Tensor r = at::rand({B, S, G, n_blocks}, gen).masked_fill(future, 2.0);  // candidates first
+  at::Tensor order = std::get<1>(at::sort(r, -1));
+  if (n_blocks < n) {
+    auto pad = order.sizes().vec();
+    pad.back() = n - n_blocks;
+    order = at::cat({order, at::full(pad, int64_t(1) << 40, at::kLong)}, -1);
+  }
+  order = order.narrow(-1, 0, n);
+  order = at::where(order * sel_block > t, at::full({}, -1, at::kLong), order);  // past t -> unused
+  const at::Tensor shuffle = std::get<1>(at::sort(at::rand({B, S, G, n}, gen), -1));
+  return order.gather(-1, shuffle).to(at::kInt).to(at::kCUDA).contiguous();
+}
+
+struct SelectedCase {
+  const char* name;
+  int64_t B, S, H, G, dk, dv, sel_block, n;
+  at::ScalarType dtype;
+  int source;  // 0: random draw, 1: select_blocks on q/k, 2: block 0 only
+};
+void PrintTo(const SelectedCase& c, std::ostream* os) { *os << c.name; }
+
+class SelectedAttention : public ::testing::TestWithParam<SelectedCase> {};
+
+TEST_P(SelectedAttention, MatchesReference) {
+  NSA_REQUIRE_CUDA();
+  const SelectedCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 2000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  at::Tensor block_idx;
+  if (c.source == 0) {
+    block_idx = random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 77 + c.S);
+  } else if (c.source == 1) {
+    // Compressed keys stand-in: mean of k over blocks of 8 with stride 4.
+    const int64_t l = 8, d = 4, S_cmp = c.S >= l ? (c.S - l) / d + 1 : 0;
+    const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
+    block_idx = select_blocks(in.q, kc, l, d, c.sel_block, c.n, scale);
+  } else {
+    block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
+    block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
+  }
+  testing::check_branch(
+      c.name, in,
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        return selected_attention(q, k, v, block_idx, c.sel_block, scale);
+      },
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        return ref_selected_attention(q, k, v, block_idx.cpu(), c.sel_block, scale);
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SelectedAttention,
+    ::testing::Values(
+        SelectedCase{"bf16_random_S107_l16_n4", 1, 107, 4, 2, 64, 64, 16, 4, at::kBFloat16, 0},
+        SelectedCase{"fp16_random_B2_S130_l16_n3", 2, 130, 8, 2, 128, 128, 16, 3, at::kHalf, 0},
+        SelectedCase{"fp32_random_fewer_blocks_than_n", 1, 40, 4, 1, 32, 16, 16, 8, at::kFloat, 0},
+        SelectedCase{"fp32_S_less_than_block", 1, 11, 2, 1, 16, 16, 16, 4, at::kFloat, 0},
+        SelectedCase{"bf16_from_select_blocks_S128_l32_n4", 1, 128, 8, 2, 64, 64, 32, 4, at::kBFloat16, 1},
+        SelectedCase{"bf16_paper_heads_d192_dv128", 1, 96, 16, 1, 192, 128, 16, 4, at::kBFloat16, 1},
+        SelectedCase{"fp32_block0_only", 2, 70, 4, 2, 16, 32, 16, 3, at::kFloat, 2},
+        SelectedCase{"bf16_h64_per_group_d256", 1, 33, 64, 1, 256, 64, 8, 3, at::kBFloat16, 0},
+        SelectedCase{"fp32_l64_partial_tiles", 1, 100, 2, 1, 16, 16, 64, 2, at::kFloat, 0}),
+    [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
+
+TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {
+  NSA_REQUIRE_CUDA();
+  const auto in = testing::make_inputs(1, 17, 17, 4, 2, 16, 16, at::kBFloat16, 9);
+  const at::Tensor block_idx = at::full({1, 17, 2, 3}, -1, in.q.options().dtype(at::kInt));
+  const at::Tensor o = selected_attention(in.q, in.k, in.v, block_idx, 8, 0.25);
+  EXPECT_TRUE(at::isfinite(o).all().item<bool>());
+  EXPECT_EQ(o.abs().max().item<float>(), 0.f);
+}
+
+TEST(SelectedAttention, BackwardIsBitwiseReproducible) {
+  NSA_REQUIRE_CUDA();
+  const auto in = testing::make_inputs(1, 130, 130, 8, 2, 64, 64, at::kBFloat16, 11);
+  const at::Tensor block_idx = random_block_idx(1, 130, 2, 4, 16, 5);
+  BranchSpec spec;
+  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = 16, spec.scale = 0.125;
+  const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
+  const Gradients a = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
+  const Gradients b = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
+  EXPECT_TRUE(at::equal(a.dq, b.dq));
+  EXPECT_TRUE(at::equal(a.dk, b.dk));
+  EXPECT_TRUE(at::equal(a.dv, b.dv));
+}
+
+}  // namespace
+}  // namespace nsa::cuda

@@ -1,0 +1,96 @@
+#include "nsa/cuda/test_util.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace nsa::cuda::testing {
+
+double tolerance_for(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return 1e-5;
+    case at::kDouble: return 1e-12;
+    default: return 5e-3;  // bf16, fp16
+  }
+}
+
+void expect_close(const std::string& name, const at::Tensor& got_in, const at::Tensor& ref_in, double tol) {
+  ASSERT_TRUE(got_in.defined()) << name << ": no tensor (gradient missing?)";
+  ASSERT_EQ(got_in.sizes(), ref_in.sizes()) << name << ": shape mismatch";
+  const at::Tensor got = got_in.detach().to(at::kCPU).to(at::kDouble).contiguous();
+  const at::Tensor ref = ref_in.detach().to(at::kCPU).to(at::kDouble).contiguous();
+  if (got.numel() == 0) return;
+  const at::Tensor bad = at::isfinite(got).logical_not().flatten();
+  if (bad.any().item<bool>()) {
+    const int64_t i = at::nonzero(bad)[0][0].item<int64_t>();
+    ADD_FAILURE() << name << ": non-finite value " << got.flatten()[i].item<double>() << " at flat index " << i
+                  << " (" << bad.sum().item<int64_t>() << " of " << got.numel()
+                  << "; an unwritten element shows as NaN)";
+    return;
+  }
+  const at::Tensor diff = (got - ref).flatten();
+  const double ref_norm = ref.norm().item<double>(), err_norm = diff.norm().item<double>();
+  const int64_t worst = diff.abs().argmax().item<int64_t>();
+  std::ostringstream detail;
+  detail << name << ": worst at flat index " << worst << " got " << got.flatten()[worst].item<double>()
+         << " ref " << ref.flatten()[worst].item<double>() << ", max abs err "
+         << diff.abs().max().item<double>();
+  if (ref_norm == 0.0) {
+    // Nothing to be relative to (e.g. window 1: softmax of one key has zero
+    // gradient, up to rounding): the inputs are O(1), so bound the RMS error.
+    const double rms = err_norm / std::sqrt(double(got.numel()));
+    EXPECT_LE(rms, tol) << detail.str() << " (reference is all zero; RMS error " << rms << ")";
+    return;
+  }
+  const double rel = err_norm / ref_norm;
+  EXPECT_LE(rel, tol) << detail.str() << "; relative RMS " << rel << " vs tolerance " << tol << " ("
+                      << 100.0 * rel / tol << "% of it)";
+}
+
+AttnInputs make_inputs(int64_t B, int64_t S, int64_t Sk, int64_t H, int64_t G, int64_t dk, int64_t dv,
+                       at::ScalarType dtype, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto cpu = at::TensorOptions().dtype(at::kFloat);
+  const auto mk = [&](at::IntArrayRef sizes) {
+    return at::randn(sizes, gen, cpu).to(at::kCUDA).to(dtype).contiguous();
+  };
+  AttnInputs in;
+  in.q = mk({B, S, H, dk});
+  in.k = mk({B, Sk, G, dk});
+  in.v = mk({B, Sk, G, dv});
+  in.dout = mk({B, S, H, dv});
+  return in;
+}
+
+namespace {
+struct Run {
+  at::Tensor o, dq, dk, dv;
+};
+Run run(const AttnFn& fn, const at::Tensor& q0, const at::Tensor& k0, const at::Tensor& v0,
+        const at::Tensor& dout) {
+  at::Tensor q = q0.detach().clone().requires_grad_(true);
+  at::Tensor k = k0.detach().clone().requires_grad_(true);
+  at::Tensor v = v0.detach().clone().requires_grad_(true);
+  Run r;
+  r.o = fn(q, k, v);
+  r.o.backward(dout);
+  r.dq = q.grad(), r.dk = k.grad(), r.dv = v.grad();
+  return r;
+}
+}  // namespace
+
+void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
+                  const AttnFn& reference) {
+  SCOPED_TRACE(what);
+  const auto up = [](const at::Tensor& t) { return t.to(at::kCPU).to(at::kDouble); };
+  set_poison_outputs(true);
+  const Run got = run(kernel, in.q, in.k, in.v, in.dout);
+  set_poison_outputs(false);
+  const Run ref = run(reference, up(in.q), up(in.k), up(in.v), up(in.dout));
+  const double tol = tolerance_for(in.q.scalar_type());
+  expect_close(what + " o", got.o, ref.o, tol);
+  expect_close(what + " dq", got.dq, ref.dq, tol);
+  expect_close(what + " dk", got.dk, ref.dk, tol);
+  expect_close(what + " dv", got.dv, ref.dv, tol);
+}
+
+}  // namespace nsa::cuda::testing

@@ -1,0 +1,46 @@
+// Helpers shared by the kernel tests: skip without a device, random inputs,
+// error metrics that print what a human needs, and one driver that runs a
+// kernel and its float64 reference through autograd and compares the output
+// and every gradient.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "nsa/cuda/nsa_cuda.h"
+
+#define NSA_REQUIRE_CUDA()                                                             \
+  do {                                                                                 \
+    if (!nsa::cuda::kernels_available())                                               \
+      GTEST_SKIP() << "no CUDA device: " << nsa::cuda::unavailable_reason();           \
+  } while (0)
+
+namespace nsa::cuda::testing {
+
+// Relative RMS error allowed per dtype: bf16/fp16 5e-3 (DESIGN.md §2), fp32 tight.
+double tolerance_for(at::ScalarType dtype);
+
+// Compares got (any dtype/device) with ref (float64): non-finite values fail
+// with their first index; relative RMS must be <= tol (if ref is all zero, the
+// RMS error itself must be <= tol: the inputs are O(1)). Prints name, error, share of the tolerance used, and the
+// worst element.
+void expect_close(const std::string& name, const at::Tensor& got, const at::Tensor& ref, double tol);
+
+struct AttnInputs {
+  at::Tensor q, k, v, dout;  // CUDA, in the case's dtype
+};
+// Random normal q [B,S,H,dk], k [B,Sk,G,dk], v [B,Sk,G,dv], dout [B,S,H,dv].
+AttnInputs make_inputs(int64_t B, int64_t S, int64_t Sk, int64_t H, int64_t G, int64_t dk, int64_t dv,
+                       at::ScalarType dtype, uint64_t seed);
+
+using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>;
+// Runs `kernel` on the inputs and `reference` on their float64 CPU copies, both
+// through autograd with the same upstream gradient, with output poisoning on;
+// checks o, dq, dk, dv.
+void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
+                  const AttnFn& reference);
+
+}  // namespace nsa::cuda::testing
