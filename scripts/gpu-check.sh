@@ -5,29 +5,34 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check-out}
 mkdir -p "$OUT"
+# Logs and run directories go under $OUT/work and are packed into one archive at
+# the end (the top of $OUT keeps only the summary, the benchmark JSON and the archive).
+WORK="$OUT/work"
+mkdir -p "$WORK"
 BUILD=${BUILD:-build-gpu}
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
 log "machine: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null) $(date -u +%FT%TZ)"
-make build BUILD="$BUILD" CMAKE_ARGS="-DNSA_CUDA=ON -DNSA_BUILD_BENCHMARKS=ON" > "$OUT/build.log" 2>&1
+make build BUILD="$BUILD" CMAKE_ARGS="-DNSA_CUDA=ON -DNSA_BUILD_BENCHMARKS=ON" > "$WORK/build.log" 2>&1
 log "build rc=$?"
-(cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600 -j1) > "$OUT/ctest-gpu.log" 2>&1
-log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest-gpu.log" | tail -1)"
+(cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600 -j1) > "$WORK/ctest-gpu.log" 2>&1
+log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/nsa/cuda/nsa_cuda_test" \
-      --gtest_filter='*Small*:*Edge*:*Short*' > "$OUT/sanitizer-$tool.log" 2>&1
-    log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
+      --gtest_filter='*Small*:*Edge*:*Short*' > "$WORK/sanitizer-$tool.log" 2>&1
+    log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$tool.log" | tail -1)"
   done
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout 420 "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json --benchmark_out="$OUT/bench.json" \
-    --benchmark_filter="${BENCH_FILTER:-.}" > "$OUT/bench.txt" 2>&1
+    --benchmark_filter="${BENCH_FILTER:-.}" > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
 fi
 for sc in ${SCENARIOS:-scenarios/default.yaml}; do
   name=$(basename "$sc" .yaml)
-  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$OUT/run-$name" > "$OUT/run-$name.log" 2>&1
-  log "scenario $name rc=$? $(grep decision "$OUT/run-$name.log")"
+  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" > "$WORK/run-$name.log" 2>&1
+  log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
 cat "$OUT/summary.txt"
+tar czf "$OUT/work.tgz" -C "$OUT" work && rm -rf "$WORK"

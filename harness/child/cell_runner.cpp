@@ -11,6 +11,9 @@
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
 #include "nsa/faults.h"
+#ifdef NSA_WITH_CUDA_KERNELS
+#include "nsa/cuda/layer_routing.h"
+#endif
 
 namespace harness::child {
 namespace {
@@ -95,6 +98,9 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::enable_faults(spec.faults);
     nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
     const at::Device device = resolve_device(spec.device);
+#ifdef NSA_WITH_CUDA_KERNELS
+    nsa::cuda::register_with_layer();
+#endif
     at::manual_seed(spec.train.seed);
 
     nsa::TrainConfig tc;

@@ -5,6 +5,13 @@
 namespace harness {
 namespace {
 
+std::string cuda_flag(const std::string& branch) {
+  return branch == "slc" ? "NSA_USE_CUDA_SEL" : branch == "win" ? "NSA_USE_CUDA_WIN" : "NSA_USE_CUDA_CMP";
+}
+bool cuda_flag_on(const nsa::Runtime& rt, const std::string& branch) {
+  return branch == "slc" ? rt.use_cuda_sel : branch == "win" ? rt.use_cuda_win : rt.use_cuda_cmp;
+}
+
 class RoutingProbe : public Probe {
  public:
   std::string name() const override { return "routing"; }
@@ -31,11 +38,14 @@ class RoutingProbe : public Probe {
       std::string expected, flag;
       if (rt.force_reference) expected = "reference", flag = "NSA_FORCE_PARITY=1";
       else if (!rt.prefill_batched) expected = "sequential", flag = "NSA_PREFILL_BATCHED=0";
-      else if (ctx.device.is_cuda() && impl.rfind("cuda", 0) == 0) expected = impl;  // checked against kernels by CUPTI
+      else if (ctx.device.is_cuda() && cuda_flag_on(rt, branch))
+        expected = "cuda." + branch, flag = cuda_flag(branch) + "=1";
       else if (branch == "slc") {
         if (rt.sel_mask) expected = "batched.mask", flag = "NSA_USE_SEL_MASK=1";
         else expected = "batched.pack", flag = rt.sel_pack ? "NSA_USE_SEL_PACK=1" : "NSA_USE_SEL_MASK=0";
       } else expected = "batched", flag = "NSA_PREFILL_BATCHED=1";
+      if (ctx.device.is_cuda() && rt.prefill_batched && !rt.force_reference && !cuda_flag_on(rt, branch))
+        flag = cuda_flag(branch) + "=0";
       bool ok = impl == expected;
       table.push_back({{"branch", branch}, {"ran", impl}, {"expected", expected}, {"flag", flag}, {"ok", ok}});
       if (!ok) {

@@ -1,0 +1,70 @@
+// The layer's CUDA path: compression φ through ATen (batched GEMMs), then the
+// fused kernels per branch as the NSA_USE_CUDA_* flags ask. A branch whose flag
+// is off comes from the batched ATen path; the route of every branch is reported
+// to the observer, so a fallback is never silent.
+#include "nsa/cuda/layer_routing.h"
+
+#include "nsa/cuda/nsa_cuda.h"
+#include "nsa/faults.h"
+#include "nsa/nsa_layer.h"
+
+namespace nsa::cuda {
+namespace {
+
+bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& c, const Runtime& rt,
+                   BranchOutputs& out) {
+  auto report = [&](const char* branch, const char* impl) {
+    if (rt.observer) rt.observer->route(branch, impl);
+  };
+  if (!kernels_available()) {
+    report("cmp", "fallback.batched");
+    return false;
+  }
+  const auto& P = c.nsa;
+  const double scale = 1.0 / std::sqrt(double(c.d_k));
+  // Planted flag_ignored: a switched-off kernel keeps running.
+  const bool use_cmp = rt.use_cuda_cmp || fault_on(Fault::flag_ignored);
+  const bool use_slc = rt.use_cuda_sel || fault_on(Fault::flag_ignored);
+  const bool use_win = rt.use_cuda_win || fault_on(Fault::flag_ignored);
+  if (!(use_cmp && use_slc && use_win)) out = nsa_batched(pj, w, c, rt, -1);
+
+  auto q = pj.q.contiguous();
+  const int64_t S = q.size(1);
+  if (use_cmp) {
+    const int64_t n_cmp = num_cmp_blocks(S, P);
+    at::Tensor kc, vc;
+    if (n_cmp > 0) {
+      // [B,S,G,dim] → blocks [B,n_cmp,G,l,dim] → φ → [B,n_cmp,G,dim]
+      kc = compress_blocks(pj.k[0].unfold(1, P.cmp_block, P.cmp_stride).transpose(-1, -2), w.phi_k, P.phi).contiguous();
+      vc = compress_blocks(pj.v[0].unfold(1, P.cmp_block, P.cmp_stride).transpose(-1, -2), w.phi_v, P.phi).contiguous();
+    } else {
+      kc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_k}, q.options());
+      vc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_v}, q.options());
+    }
+    out.o[0] = compressed_attention(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
+    out.block_idx = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale)
+                        .to(at::kLong);
+    report("cmp", "cuda.cmp");
+  }
+  if (use_slc) {
+    out.o[1] = selected_attention(q, pj.k[1].contiguous(), pj.v[1].contiguous(), out.block_idx.to(at::kInt),
+                                  P.sel_block, scale);
+    report("slc", "cuda.slc");
+  }
+  if (use_win) {
+    auto k = pj.k[2].contiguous();
+    if (fault_on(Fault::uninit_offsets)) {
+      // Planted: the window reads its keys through an offset nobody initialised.
+      k = at::from_blob(static_cast<char*>(k.data_ptr()) + (int64_t(1) << 40), k.sizes(), k.options());
+    }
+    out.o[2] = window_attention(q, k, pj.v[2].contiguous(), P.window, scale);
+    report("win", "cuda.win");
+  }
+  return true;
+}
+
+}  // namespace
+
+void register_with_layer() { register_cuda_branches(&cuda_branches); }
+
+}  // namespace nsa::cuda
