@@ -34,5 +34,5 @@ for sc in ${SCENARIOS:-scenarios/default.yaml}; do
   timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" > "$WORK/run-$name.log" 2>&1
   log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
-cat "$OUT/summary.txt"
+
 tar czf "$OUT/work.tgz" -C "$OUT" work && rm -rf "$WORK"

@@ -24,7 +24,7 @@ need libcli11-dev       have_cmake_pkg CLI11
 need libfmt-dev         have_cmake_pkg fmt
 need libgtest-dev       have_cmake_pkg GTest
 need libbenchmark-dev   have_cmake_pkg benchmark
-need ccache         command -v ccache
+# ccache is optional: used when present, never installed on its own.
 
 if [ ${#missing_debs[@]} -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${missing_debs[*]}"

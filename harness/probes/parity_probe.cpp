@@ -29,19 +29,24 @@ class ParityProbe : public Probe {
     auto x64 = at::randn({1, S, cfg.d_model}, at::kDouble);
     const bool on_cuda = ctx.device.is_cuda();
     const auto fast_dt = on_cuda ? ctx.trainer.compute() : at::kDouble;
-    const double tol = !on_cuda ? 1e-9 : (fast_dt == at::kFloat ? 1e-4 : 5e-3);
+    // The reference sees exactly the rounded inputs the fast path sees, so the gap is the
+    // path's arithmetic alone. In 16-bit the projections, φ and the stored outputs are each
+    // rounded (unit roundoff 2^-8 in bf16): a correct path lands near 5e-3 relative RMS, a
+    // wrong one near 1 (a planted degenerate branch measures ~4).
+    const double tol = !on_cuda ? 1e-9 : (fast_dt == at::kFloat ? 1e-4 : 2e-2);
     nsa::Runtime rt = ctx.rt;
     rt.observer = nullptr;
     nlohmann::json rows = nlohmann::json::array();
     at::NoGradGuard ng;
     for (int l = 0; l < cfg.n_layers; ++l) {
-      auto w_ref = cast(ctx.model.attention_weights(l), at::kDouble, at::kCPU);
       auto w_fast = cast(ctx.model.attention_weights(l), fast_dt, ctx.device);
+      auto w_ref = cast(w_fast, at::kDouble, at::kCPU);
       auto x_fast = x64.to(ctx.device, fast_dt);
+      auto x_ref = x_fast.to(at::kCPU, at::kDouble);
       auto path = nsa::choose_path(rt, x_fast);
       if (path == nsa::Path::reference) continue;  // comparing the reference to itself proves nothing
       nsa::BranchOutputs ref, fast;
-      nsa::nsa_attention(w_ref, x64, cfg, rt, l, nsa::Path::reference, &ref);
+      nsa::nsa_attention(w_ref, x_ref, cfg, rt, l, nsa::Path::reference, &ref);
       nsa::nsa_attention(w_fast, x_fast, cfg, rt, l, path, &fast);
       nlohmann::json row = {{"layer", l}, {"path", nsa::path_name(path)}, {"tolerance", tol}};
       int worst = -1;
