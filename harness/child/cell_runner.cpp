@@ -25,17 +25,20 @@ class ChildObserver : public nsa::Observer {
  public:
   ChildObserver(protocol::EventWriter& events, PhaseStack& stack, TensorTap& tap)
       : events_(events), stack_(stack), tap_(tap) {}
+  void set_probes(std::vector<std::unique_ptr<Probe>>* probes) { probes_ = probes; }
   void set_step(int step) { step_ = step; stack_.set_step(step); }
   void set_capture(bool on) { capture_ = on; }
 
   void phase_begin(std::string_view name, int layer) override {
     stack_.push(name, layer);
+    if (probes_) for (auto& p : *probes_) p->on_phase(true, name, layer, step_);
     nlohmann::json e = {{"name", name}, {"step", step_}};
     if (layer >= 0) e["layer"] = layer;
     events_.emit(ev::phase_begin, std::move(e));
   }
   void phase_end(std::string_view name, int layer) override {
     stack_.pop();
+    if (probes_) for (auto& p : *probes_) p->on_phase(false, name, layer, step_);
     nlohmann::json e = {{"name", name}, {"step", step_}};
     if (layer >= 0) e["layer"] = layer;
     events_.emit(ev::phase_end, std::move(e));
@@ -54,6 +57,7 @@ class ChildObserver : public nsa::Observer {
   protocol::EventWriter& events_;
   PhaseStack& stack_;
   TensorTap& tap_;
+  std::vector<std::unique_ptr<Probe>>* probes_ = nullptr;
   int step_ = 0;
   bool capture_ = false;
 };
@@ -116,11 +120,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::DataSource data(spec.train.data, spec.train.seed);
     auto probes = make_probes(spec);
     rt.observer = &observer;
+    observer.set_probes(&probes);
 
     events.emit(ev::start, {{"pid", ::getpid()}, {"cell", spec.id}, {"steps", spec.train.steps},
                             {"device", device.str()}, {"platform", platform_json(device)},
                             {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()}});
-    ProbeContext ctx{spec, model, trainer, rt, events, tap, device};
+    ProbeContext ctx{spec, model, trainer, rt, events, tap, device, out_dir};
     for (auto& p : probes) p->on_start(ctx);
 
     const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;

@@ -7,6 +7,10 @@
 #include <iostream>
 
 #include "harness/cli/platform.h"
+#include "harness/trace/flight_recorder.h"
+#ifdef NSA_WITH_CUPTI
+#include "harness/trace/cupti_tracer.h"
+#endif
 #include "harness/supervisor/runner.h"
 
 namespace harness::cli {
@@ -38,6 +42,33 @@ CellResult skipped(const CellSpec& c, const std::string& why) {
   return r;
 }
 
+// A crashed or killed CUDA cell leaves its last kernel launches in flight.bin:
+// name the kernel in flight in the deciding finding.
+void attach_flight_recorder(CellResult& r, const std::string& cell_dir) {
+  std::string path = cell_dir + "/" + trace::kFlightRecorderFile;
+  if (!std::filesystem::exists(path) || r.outcome == Outcome::pass || r.outcome == Outcome::skip) return;
+  try {
+    auto log = trace::read_flight_log(path);
+    if (log.entries.empty()) return;
+    nlohmann::json last = nlohmann::json::array();
+    for (size_t i = log.entries.size() > 8 ? log.entries.size() - 8 : 0; i < log.entries.size(); ++i)
+      last.push_back({{"kernel", log.entries[i].kernel}, {"step", log.entries[i].step}, {"nvtx", log.entries[i].nvtx_path}});
+    const auto& k = log.entries.back();
+    r.extra["flight_recorder"] = {{"launches", log.launches}, {"last", last}};
+    for (auto& f : r.findings)
+      if (r.reason && f.code == *r.reason) {
+        f.evidence["last_kernel"] = k.kernel;
+        f.evidence["last_kernels"] = last;
+        f.title += " (last kernel launched: " + k.kernel + ")";
+        if (f.location.empty()) f.location = "kernel " + k.kernel;
+        break;
+      }
+    r.artifacts.push_back("cells/" + std::filesystem::path(cell_dir).filename().string() + "/" + trace::kFlightRecorderFile);
+  } catch (const std::exception&) {
+    // An unreadable recorder only costs the kernel name.
+  }
+}
+
 }  // namespace
 
 bool cuda_available() {
@@ -66,10 +97,16 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   ro.jobs = jobs;
   ro.resume = resume;
   ro.progress = &std::cerr;
+#ifdef NSA_WITH_CUPTI
+  // CUPTI sees NVTX ranges only when the injection library is named before the
+  // child's first NVTX call.
+  if (auto lib = trace::cupti_library_path(); !lib.empty()) ro.env[trace::kNvtxInjectionEnv] = lib;
+#endif
   auto argv = [&](const CellSpec&, const std::string& cell_dir) {
     return std::vector<std::string>{self_exe, "cell", "--spec", cell_dir + "/cell.json", "--out", cell_dir};
   };
   auto results = runnable.empty() ? std::vector<CellResult>{} : supervisor::run_cells(runnable, argv, ro);
+  for (auto& r : results) attach_flight_recorder(r, dir + "/cells/" + supervisor::cell_dir_name(r.id));
 
   // Keep the scenario's cell order in the report.
   for (auto& c : cells) {

@@ -42,6 +42,7 @@ struct ProbeContext {
   protocol::EventWriter& events;
   const TensorTap& tap;
   at::Device device;
+  std::string out_dir;               // the cell directory (artifacts go here)
   int step = 0;                      // the step just finished (0 before training)
   at::Tensor batch;                  // that step's batch [B,S+1] on the device
   nsa::StepStats stats;              // that step's stats
@@ -60,6 +61,8 @@ class Probe {
   // Asked before each step: does this probe need the parameters as they were before it?
   virtual bool wants_params_before(int /*step*/) const { return false; }
   virtual void on_start(ProbeContext&) {}
+  // Every phase the model enters or leaves ("step", "forward", "layer" 3, …).
+  virtual void on_phase(bool /*begin*/, std::string_view /*name*/, int /*layer*/, int /*step*/) {}
   virtual void on_step_end(ProbeContext&) {}
   virtual void on_run_end(ProbeContext&) {}
 };

@@ -71,7 +71,9 @@ class RoutingProbe : public Probe {
 }  // namespace
 
 std::unique_ptr<Probe> make_routing_probe(const ProbeSpec&) { return std::make_unique<RoutingProbe>(); }
-// The kernel trace itself lives in harness/trace; on a CPU cell there is nothing to trace.
+#ifndef NSA_WITH_CUPTI
+// CPU-only build: there is no kernel to trace (the CUDA build has cupti_probe.cpp).
 std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec&) { return nullptr; }
+#endif
 
 }  // namespace harness

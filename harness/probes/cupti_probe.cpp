@@ -1,0 +1,147 @@
+// The CUPTI probe (CUDA builds, CUDA cells): kernel trace, NVTX/phase ranges, a
+// Chrome trace written as the run goes, the kernel flight recorder, and the
+// routing check of the kernels that actually ran against the NSA_USE_CUDA_*
+// flags. All CUPTI handling stays in harness/trace; this file only wires it.
+#include <filesystem>
+
+#include "harness/probes/probes.h"
+#include "harness/trace/chrome_trace_writer.h"
+#include "harness/trace/cupti_tracer.h"
+#include "harness/trace/event_store.h"
+#include "harness/trace/flight_recorder.h"
+#include "harness/trace/nvtx.h"
+#include "harness/trace/range_index.h"
+#include "harness/trace/range_recorder.h"
+#include "harness/trace/routing_check.h"
+#include "harness/trace/trace_processor.h"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace harness {
+namespace {
+namespace tr = harness::trace;
+
+// Kernel-name patterns per branch: every kernel of the branch starts with its prefix.
+const char* branch_pattern(const std::string& branch) {
+  if (branch == "win") return "nsa_window_*";
+  if (branch == "slc") return "nsa_selected_*";
+  return "nsa_compressed_*";
+}
+
+class CuptiProbe : public Probe {
+ public:
+  std::string name() const override { return "cupti"; }
+
+  void on_start(ProbeContext& ctx) override {
+    if (!ctx.device.is_cuda()) return;
+    namespace fs = std::filesystem;
+    try {
+      flight_ = std::make_unique<tr::FlightRecorder>((fs::path(ctx.out_dir) / tr::kFlightRecorderFile).string());
+      tr::CuptiTracerOptions opt;
+      opt.flight = flight_.get();
+      opt.ranges = &ranges_;
+      tracer_ = std::make_unique<tr::CuptiTracer>(opt);
+      if (!tracer_->start()) {
+        ctx.table("cupti", {{"active", false}, {"errors", tracer_->errors()}});
+        tracer_.reset();
+        return;
+      }
+      writer_ = std::make_unique<tr::ChromeTraceWriter>((fs::path(ctx.out_dir) / "trace.json").string());
+      writer_->write_info({{"cell", ctx.spec.id}, {"device", ctx.device.str()}});
+    } catch (const std::exception& e) {
+      // Tracing degrades, the run goes on.
+      ctx.table("cupti", {{"active", false}, {"errors", {e.what()}}});
+      tracer_.reset();
+    }
+  }
+
+  void on_phase(bool begin, std::string_view name, int layer, int step) override {
+    if (!tracer_) return;
+    if (begin) {
+      std::string label = name == "step" ? tr::step_range_name(step)
+                                         : (layer >= 0 ? std::string(name) + " " + std::to_string(layer) : std::string(name));
+      if (name == "step" && flight_) flight_->set_step(step);
+      ranges_.push(label);
+      tr::nvtx::push(label);
+    } else {
+      tr::nvtx::pop();
+      ranges_.pop();
+    }
+  }
+
+  void on_step_end(ProbeContext& ctx) override {
+    if (!tracer_) return;
+    collect();
+    (void)ctx;
+  }
+
+  void on_run_end(ProbeContext& ctx) override {
+    if (!tracer_) return;
+    tracer_->stop();
+    collect();
+    if (writer_) {
+      writer_->write_truncation_mark(retained_.counters, tr::CuptiTracer::timestamp_ns());
+      writer_->close();
+    }
+    auto summary = tr::process_trace(retained_.events, retained_.counters);
+    nlohmann::json s = summary;
+    ctx.table("trace", s);
+    nlohmann::json kernels = nlohmann::json::array();
+    for (size_t i = 0; i < summary.kernels.size() && i < 15; ++i) kernels.push_back(summary.kernels[i]);
+    ctx.table("kernels", kernels);
+    check_routing(ctx, summary);
+  }
+
+ private:
+  void collect() {
+    tracer_->flush();
+    auto events = tracer_->take_events();
+    auto ranges = ranges_.take_completed();
+    events.insert(events.end(), ranges.begin(), ranges.end());
+    if (writer_) writer_->write(events);
+    retained_.counters = tracer_->counters();
+    retained_.append(std::move(events));
+  }
+
+  void check_routing(ProbeContext& ctx, const tr::TraceSummary& summary) {
+    auto& rt = ctx.rt;
+    if (!rt.prefill_batched || rt.force_reference) return;  // those paths launch no NSA kernels by design
+    std::vector<tr::RoutingExpectation> exp;
+    for (auto [branch, on, flag] : {std::tuple{"cmp", rt.use_cuda_cmp, "NSA_USE_CUDA_CMP"},
+                                    std::tuple{"slc", rt.use_cuda_sel, "NSA_USE_CUDA_SEL"},
+                                    std::tuple{"win", rt.use_cuda_win, "NSA_USE_CUDA_WIN"}}) {
+      tr::RoutingExpectation e;
+      e.flag = std::string(flag) + (on ? "=1" : "=0");
+      (on ? e.must_launch : e.must_not_launch).push_back(branch_pattern(branch));
+      exp.push_back(e);
+    }
+    auto mismatches = tr::check_routing(exp, summary.kernels);
+    nlohmann::json table = nlohmann::json::array();
+    for (auto& e : exp) table.push_back({{"flag", e.flag}, {"must_launch", e.must_launch}, {"must_not_launch", e.must_not_launch}});
+    ctx.table("routing_kernels", {{"expectations", table}, {"mismatches", mismatches}});
+    for (auto& m : mismatches) {
+      Finding f;
+      f.code = std::string(reason::routing_mismatch);
+      f.severity = Severity::blocking;
+      f.step = ctx.step;
+      f.title = m.kind == tr::RoutingMismatchKind::unexpected
+                    ? "kernel " + (m.kernels.empty() ? m.pattern : m.kernels.front()) + " ran although " + m.flag
+                    : "no kernel matching " + m.pattern + " ran although " + m.flag;
+      f.detail = m.message + " (from the CUPTI kernel records of this run)";
+      f.location = m.kernels.empty() ? m.pattern : m.kernels.front();
+      f.evidence = m;
+      ctx.report(f);
+    }
+  }
+
+  tr::RangeRecorder ranges_{tr::CuptiTracer::timestamp_ns};
+  std::unique_ptr<tr::FlightRecorder> flight_;
+  std::unique_ptr<tr::CuptiTracer> tracer_;
+  std::unique_ptr<tr::ChromeTraceWriter> writer_;
+  tr::RetainedTrace retained_;
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec&) { return std::make_unique<CuptiProbe>(); }
+
+}  // namespace harness
