@@ -20,11 +20,12 @@ namespace harness {
 namespace {
 namespace tr = harness::trace;
 
-// Kernel-name patterns per branch: every kernel of the branch starts with its prefix.
+// Kernel-name patterns per branch: CUPTI reports the demangled signature
+// ("void nsa_window_fwd_kernel<c10::BFloat16>(…)"), so match anywhere in it.
 const char* branch_pattern(const std::string& branch) {
-  if (branch == "win") return "nsa_window_*";
-  if (branch == "slc") return "nsa_selected_*";
-  return "nsa_compressed_*";
+  if (branch == "win") return "*nsa_window_*";
+  if (branch == "slc") return "*nsa_selected_*";
+  return "*nsa_compressed_*";
 }
 
 class CuptiProbe : public Probe {
