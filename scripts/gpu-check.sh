@@ -36,11 +36,11 @@ for sc in ${SCENARIOS:-scenarios/default.yaml}; do
   name=$(basename "$sc" .yaml)
   # Leave time to pack the results inside the caller's limit.
   if [ $((SECONDS - START)) -gt "${SCENARIO_BUDGET_S:-400}" ]; then log "scenario $name skipped: time budget spent"; continue; fi
-  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" > "$WORK/run-$name.log" 2>&1
+  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" ${ONLY:+--only "$ONLY"} > "$WORK/run-$name.log" 2>&1
   log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
 
 # Traces can be large: keep one sample beside the archive, leave the rest out of it.
 sample=$(ls -S "$WORK"/run-default/cells/*/trace.json 2>/dev/null | tail -1)
-[ -n "$sample" ] && cp "$sample" "$OUT/trace-sample.json"
+[ -n "$sample" ] && gzip -c "$sample" > "$OUT/trace-sample.json.gz"
 tar czf "$OUT/work.tgz" --exclude=trace.json --exclude=flight.bin -C "$OUT" work && rm -rf "$WORK"

@@ -55,7 +55,10 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     auto k = pj.k[2].contiguous();
     if (fault_on(Fault::uninit_offsets)) {
       // Planted: the window reads its keys through an offset nobody initialised.
-      k = at::from_blob(static_cast<char*>(k.data_ptr()) + (int64_t(1) << 40), k.sizes(), k.options());
+      k = at::for_blob(static_cast<char*>(k.data_ptr()) + (int64_t(1) << 40), k.sizes())
+              .options(k.options())
+              .target_device(k.device())
+              .make_tensor();
     }
     out.o[2] = window_attention(q, k, pj.v[2].contiguous(), P.window, scale);
     report("win", "cuda.win");
