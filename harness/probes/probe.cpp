@@ -17,6 +17,8 @@ bool probe_due(const ProbeSpec& p, int step) { return p.enabled && p.every > 0 &
 
 const std::vector<ProbeInfo>& probe_registry() {
   static const std::vector<ProbeInfo> kProbes = {
+      // First: tracing must be running before any other probe launches a kernel.
+      {"cupti", "CUPTI kernel trace and NVTX ranges (CUDA builds on a GPU)", make_cupti_probe},
       {"timing", "step time (wall, device events on GPU) and tokens/s; built into every step_end", make_timing_probe},
       {"memory", "peak memory and its growth per step", make_memory_probe},
       {"syncs", "device→host synchronisations per step, as the model reports them", make_syncs_probe},
@@ -29,7 +31,6 @@ const std::vector<ProbeInfo>& probe_registry() {
       {"gates", "per layer branch shares, spread over tokens, saturation, constant gates, fc2 norm", make_gates_probe},
       {"grad_coverage", "parameters that never receive a non-zero gradient", make_grad_coverage_probe},
       {"learning", "the loss falls on the synthetic task", make_learning_probe},
-      {"cupti", "CUPTI kernel trace and NVTX ranges (CUDA builds on a GPU)", make_cupti_probe},
   };
   return kProbes;
 }
