@@ -17,7 +17,9 @@ nsa_add_test(nsa_model_test
   SOURCES nsa_paths_test.cpp nsa_spec_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp
           test_support.cpp
   LIBS nsa)
-target_precompile_headers(nsa_model_test PRIVATE <ATen/ATen.h>)
+if(TARGET nsa_model_test)
+  target_precompile_headers(nsa_model_test PRIVATE <ATen/ATen.h>)
+endif()
 
 # libtorch's include directory carries its own {fmt} headers (a newer major
 # version than the system library), and they shadow the system ones in every
