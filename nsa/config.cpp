@@ -1,5 +1,7 @@
 #include "nsa/config.h"
 
+#include "nsa/edit_distance.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -52,21 +54,10 @@ bool read_double(const YAML::Node& n, const std::string& key, double& out, std::
 
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& known) {
   // Levenshtein distance ≤ 2, or a shared prefix of 4: enough for typos of our short keys.
-  auto dist = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-      std::swap(prev, cur);
-    }
-    return prev[b.size()];
-  };
   std::string best;
   size_t best_d = 3;
   for (auto& k : known) {
-    size_t d = dist(key, k);
+    size_t d = edit_distance(key, k);
     if (d < best_d) { best_d = d; best = k; }
   }
   return best.empty() ? "" : " (did you mean '" + best + "'?)";

@@ -1,5 +1,7 @@
 #include "nsa/flags.h"
 
+#include "nsa/edit_distance.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -37,18 +39,6 @@ const std::vector<FlagInfo> kFlags = {
     {"NSA_FAULT", T::string, "",
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
 };
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);

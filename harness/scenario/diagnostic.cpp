@@ -1,5 +1,7 @@
 #include "harness/scenario/diagnostic.h"
 
+#include "nsa/edit_distance.h"
+
 #include <algorithm>
 
 namespace harness {
@@ -28,17 +30,7 @@ std::string join_formatted(const std::vector<Diagnostic>& diags) {
   return all;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
+using nsa::edit_distance;
 }  // namespace
 
 ScenarioError::ScenarioError(std::vector<Diagnostic> diags)
