@@ -17,10 +17,13 @@ namespace {
 // Budget: a minimisation must end in bounded time even when every probe hangs.
 constexpr int kMaxProbes = 20;
 
-std::string location_class(std::string loc) {
+// "step 5 > layer 1 / slc" → "step # > layer # / slc": where, without which instance.
+std::string location_class(const std::string& loc) {
   std::string out;
-  for (char c : loc)
-    if (!std::isdigit(static_cast<unsigned char>(c))) out += c;
+  for (size_t i = 0; i < loc.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(loc[i]))) out += loc[i];
+    else if (i == 0 || !std::isdigit(static_cast<unsigned char>(loc[i - 1]))) out += '#';
+  }
   return out;
 }
 
