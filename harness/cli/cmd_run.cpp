@@ -40,7 +40,7 @@ int cmd_run(const RunOptions& o) {
   fs::create_directories(dir);
   fmt::print(stderr, "nsa-harness: {} — {} cell(s) → {}\n", sc.name, cells.size(), dir);
 
-  RunResult run = execute_cells(sc, cells, dir, o.jobs, o.resume, o.self_exe, path);
+  RunResult run = execute_cells(sc, cells, dir, o.jobs, o.resume, o.self_exe, path, o.escalate);
   run.command_line = o.command_line;
   analyze(run);
   render_all(run, dir);

@@ -18,6 +18,7 @@ struct RunOptions {
   std::string device;       // --device auto|cpu|cuda (empty: the scenario's)
   int jobs = 1;
   bool resume = false;
+  bool escalate = true;     // --no-escalate: no re-runs of CUDA crashes
   std::string self_exe;     // path of this executable (children are spawned from it)
   std::string command_line;
 };

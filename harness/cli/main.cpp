@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   c_run->add_option("--device", run.device, "override the scenario's device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c_run->add_option("--jobs", run.jobs, "cells run side by side")->check(CLI::PositiveNumber);
   c_run->add_flag("--resume", run.resume, "skip cells that already have a result in --out");
+  bool no_escalate = false;
+  c_run->add_flag("--no-escalate", no_escalate,
+                  "do not re-run CUDA crashes with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer");
 
   std::vector<std::string> validate_files;
   auto* c_validate = app.add_subcommand("validate", "check scenario files without running them");
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   try {
     for (int i = 0; i < argc; ++i) run.command_line += (i ? " " : "") + std::string(argv[i]);
     run.self_exe = self;
+    run.escalate = !no_escalate;
     if (*c_run) return cmd_run(run);
     if (*c_validate) return cmd_validate(validate_files);
     if (*c_report) return cmd_report(report_dir, report_out);

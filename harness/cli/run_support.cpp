@@ -11,6 +11,7 @@
 #ifdef NSA_WITH_CUPTI
 #include "harness/trace/cupti_tracer.h"
 #endif
+#include "harness/supervisor/crash_escalation.h"
 #include "harness/supervisor/runner.h"
 
 namespace harness::cli {
@@ -44,7 +45,7 @@ CellResult skipped(const CellSpec& c, const std::string& why) {
 
 // A crashed or killed CUDA cell leaves its last kernel launches in flight.bin:
 // name the kernel in flight in the deciding finding.
-void attach_flight_recorder(CellResult& r, const std::string& cell_dir) {
+void attach_flight_recorder(CellResult& r, const std::string& cell_dir, const std::string& run_dir) {
   std::string path = cell_dir + "/" + trace::kFlightRecorderFile;
   if (!std::filesystem::exists(path) || r.outcome == Outcome::pass || r.outcome == Outcome::skip) return;
   try {
@@ -63,7 +64,8 @@ void attach_flight_recorder(CellResult& r, const std::string& cell_dir) {
         if (f.location.empty()) f.location = "kernel " + k.kernel;
         break;
       }
-    r.artifacts.push_back("cells/" + std::filesystem::path(cell_dir).filename().string() + "/" + trace::kFlightRecorderFile);
+    std::error_code ec;
+    r.artifacts.push_back(std::filesystem::relative(path, run_dir, ec).string());
   } catch (const std::exception&) {
     // An unreadable recorder only costs the kernel name.
   }
@@ -77,7 +79,8 @@ bool cuda_available() {
 }
 
 RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
-                        bool resume, const std::string& self_exe, const std::string& scenario_path) {
+                        bool resume, const std::string& self_exe, const std::string& scenario_path,
+                        bool escalate) {
   auto t0 = std::chrono::steady_clock::now();
   RunResult run;
   run.started_at = now_iso8601();
@@ -105,8 +108,28 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   auto argv = [&](const CellSpec&, const std::string& cell_dir) {
     return std::vector<std::string>{self_exe, "cell", "--spec", cell_dir + "/cell.json", "--out", cell_dir};
   };
+  auto cell_dir = [&](const std::string& id) { return dir + "/cells/" + supervisor::cell_dir_name(id); };
   auto results = runnable.empty() ? std::vector<CellResult>{} : supervisor::run_cells(runnable, argv, ro);
-  for (auto& r : results) attach_flight_recorder(r, dir + "/cells/" + supervisor::cell_dir_name(r.id));
+  for (auto& r : results) attach_flight_recorder(r, cell_dir(r.id), dir);
+
+  // A CUDA crash is re-run where it can say more (crash_escalation.h).
+  supervisor::EscalationOptions eo;
+  eo.enabled = escalate;
+  eo.sanitizer = supervisor::find_compute_sanitizer();
+  auto run_attempt = [&](const supervisor::EscalationAttempt& a, const std::string& attempt_dir) {
+    supervisor::RunOptions aro = ro;
+    for (const auto& [k, v] : a.env) aro.env[k] = v;
+    for (const auto& k : a.drop_env) aro.env.erase(k);
+    auto wrapped = [&](const CellSpec& c, const std::string& d) {
+      std::vector<std::string> v = a.argv_prefix;
+      for (auto& x : argv(c, d)) v.push_back(x);
+      return v;
+    };
+    CellResult r = supervisor::run_cell_in_dir(a.cell, wrapped, aro, attempt_dir);
+    attach_flight_recorder(r, attempt_dir, dir);
+    return r;
+  };
+  supervisor::escalate_crashes(results, runnable, eo, dir, cell_dir, run_attempt, &std::cerr);
 
   // Keep the scenario's cell order in the report.
   for (auto& c : cells) {

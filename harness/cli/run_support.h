@@ -11,9 +11,12 @@
 namespace harness::cli {
 
 // Spawns `self_exe cell …` per cell under the supervisor; cells that cannot run
-// here (CUDA on a CPU box) become skips without a process.
+// here (CUDA on a CPU box) become skips without a process. With `escalate`, a
+// cell that crashed with a CUDA error is re-run with CUDA_LAUNCH_BLOCKING=1 and
+// under compute-sanitizer memcheck, and what they show joins its row.
 RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
-                        bool resume, const std::string& self_exe, const std::string& scenario_path);
+                        bool resume, const std::string& self_exe, const std::string& scenario_path,
+                        bool escalate = true);
 
 // Is a CUDA device usable from this process?
 bool cuda_available();

@@ -48,9 +48,10 @@ CellResult cancelled_result(const CellSpec& cell) {
   return classify(cell, run);
 }
 
-// One cell, start to finish. Never throws: every failure becomes a result.
-CellResult run_one(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt, int slot) {
-  const std::string dir = (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string();
+}  // namespace
+
+CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
+                           const std::string& dir, int slot) {
   SupervisedRun run;
   run.cell_dir = dir;
   run.artifacts_relative_to = opt.run_dir;
@@ -76,7 +77,6 @@ CellResult run_one(const CellSpec& cell, const ArgvBuilder& argv, const RunOptio
   }
   return classify(cell, run);
 }
-}  // namespace
 
 std::string cell_dir_name(const std::string& id) {
   std::string name;
@@ -158,7 +158,8 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
         r = cancelled_result(cell);
       } else {
         progress.started(cell.id);
-        r = run_one(cell, argv, opt, slot);
+        r = run_cell_in_dir(cell, argv, opt, (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string(),
+                            slot);
         // A cancelled cell has no result file: --resume runs it again.
         if (r.reason != kReasonCancelled) {
           try {

@@ -42,6 +42,12 @@ struct RunOptions {
 std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const ArgvBuilder& argv,
                                   const RunOptions& options);
 
+// One cell, start to finish, in exactly `dir` (run_cells uses
+// <run dir>/cells/<cell_dir_name(id)>; crash escalation a sub-directory of
+// that). Never throws: every failure becomes a result. Does not write result.json.
+CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
+                           const std::string& dir, int slot = 0);
+
 // A readable, file-name-safe directory name for a cell id. Characters outside
 // [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very
 // long) a short stable hash of the id is appended so that distinct ids never

@@ -142,6 +142,16 @@ int main(int argc, char** argv) {
                          "  what():  CUDA error: an illegal memory access was encountered\n");
     return 1;
   }
+  if (mode == "cuda_async") {  // like a real async fault: only blocking launches name the faulting kernel
+    const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+    const bool sync = blocking && std::string(blocking) == "1";
+    w.emit("probe", {{"name", "flight_recorder"},
+                     {"data", {{"last_kernel", sync ? "faulting_kernel<float>" : "later_kernel"}}}});
+    w.emit("error", {{"kind", "c10::Error"},
+                     {"message", "CUDA error: an illegal memory access was encountered"},
+                     {"step", 1}});
+    return 1;
+  }
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -1,0 +1,37 @@
+#pragma once
+// Reading what compute-sanitizer (memcheck) wrote about a run: how many errors,
+// the first one, and the kernel and source line it names. Also where the tool
+// is installed. Only text parsing here; running it is crash_escalation's job.
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace harness::supervisor {
+
+struct SanitizerReport {
+  std::optional<int> errors;  // "ERROR SUMMARY: N errors"; unset when the summary is missing (tool killed)
+  std::string first_error;    // "Invalid __global__ read of size 4 bytes"
+  std::string function;       // the device function as printed, e.g. "void ns::k<float>(P)"
+  std::string kernel;         // its short name: namespaces and parameters dropped, "k<float>"
+  std::string source;         // "attention_fwd.cu:95" when the binary carries line info
+  std::string address;        // "Address 0x… is out of bounds" line, when given
+  std::string api_error;      // first "Program hit … on CUDA API call to …" line
+};
+
+// Parses a memcheck log (lines prefixed "========= "). Accepts both layouts the
+// tool has used for the frame line:
+//   at k(int*)+0x70 in file.cu:6                (line info after the function)
+//   at 0x70 in /path/file.cu:6:void k(int*)     (older: source, then function)
+//   at 0x70 in void k(int*)                     (no line info)
+SanitizerReport parse_sanitizer_log(std::string_view text);
+
+// "void nsa::cuda::(anonymous namespace)::nsa_window_fwd_kernel<c10::BFloat16>(nsa::cuda::AttnParams)"
+//   → "nsa_window_fwd_kernel<c10::BFloat16>". Template arguments are kept (they
+// tell the dtype); a name without parameters or namespaces passes through.
+std::string short_kernel_name(std::string_view function);
+
+// The compute-sanitizer executable: $NSA_COMPUTE_SANITIZER, then PATH, then
+// $CUDA_HOME/bin and /usr/local/cuda/bin. Empty when none is installed.
+std::string find_compute_sanitizer();
+
+}  // namespace harness::supervisor
