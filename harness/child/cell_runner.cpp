@@ -130,6 +130,10 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
 
     const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;
     for (step = 1; step <= spec.train.steps; ++step) {
+      // Time spent observing outside the timed step (parameter snapshots, the
+      // probes' step-end hooks) is reported per step as the metric probe_ms, so
+      // step_ms + probe_ms is what a step costs with the probes on.
+      auto probe_t0 = Clock::now();
       bool capture = false, keep_params = false;
       for (auto& p : probes) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
       tap.clear();
@@ -141,6 +145,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       if (keep_params)
         for (auto& [n, p] : model.parameters()) before.push_back(p.detach().clone());
       sync_device(device);
+      double probe_ms = std::chrono::duration<double, std::milli>(Clock::now() - probe_t0).count();
       auto t0 = Clock::now();
       nsa::StepStats st;
       {
@@ -161,8 +166,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       ctx.stats = st;
       ctx.params_before = std::move(before);
       observer.set_capture(false);
+      auto hooks_t0 = Clock::now();
       for (auto& p : probes) p->on_step_end(ctx);
       ctx.params_before.clear();
+      sync_device(device);
+      probe_ms += std::chrono::duration<double, std::milli>(Clock::now() - hooks_t0).count();
+      events.emit(ev::metric, {{"name", "probe_ms"}, {"step", step}, {"value", probe_ms}});
     }
     observer.set_step(spec.train.steps);
     for (auto& p : probes) p->on_run_end(ctx);

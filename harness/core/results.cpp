@@ -70,6 +70,7 @@ void from_json(const json& j, Finding& f) {
 void to_json(json& j, const StepRecord& s) {
   j = json{{"step", s.step}, {"loss", number(s.loss)}, {"step_ms", number(s.step_ms)},
            {"tok_s", number(s.tok_s)}, {"skipped", s.skipped}, {"host_syncs", s.host_syncs}};
+  if (s.probe_ms > 0) j["probe_ms"] = number(s.probe_ms);
 }
 void from_json(const json& j, StepRecord& s) {
   s.step = j.at("step").get<int>();
@@ -78,6 +79,7 @@ void from_json(const json& j, StepRecord& s) {
   s.tok_s = number_from(j.value("tok_s", json(0.0)));
   s.skipped = j.value("skipped", false);
   s.host_syncs = j.value("host_syncs", 0);
+  s.probe_ms = number_from(j.value("probe_ms", json(0.0)));
 }
 
 void to_json(json& j, const CellMetrics& m) {
@@ -85,6 +87,7 @@ void to_json(json& j, const CellMetrics& m) {
   put_opt(j, "tok_s", m.tok_s);
   put_opt(j, "step_ms_median", m.step_ms_median);
   put_opt(j, "step_ms_max", m.step_ms_max);
+  put_opt(j, "probe_ms_median", m.probe_ms_median);
   put_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
   put_opt(j, "first_loss", m.first_loss);
   put_opt(j, "last_loss", m.last_loss);
@@ -93,6 +96,7 @@ void from_json(const json& j, CellMetrics& m) {
   get_opt(j, "tok_s", m.tok_s);
   get_opt(j, "step_ms_median", m.step_ms_median);
   get_opt(j, "step_ms_max", m.step_ms_max);
+  get_opt(j, "probe_ms_median", m.probe_ms_median);
   get_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
   get_opt(j, "first_loss", m.first_loss);
   get_opt(j, "last_loss", m.last_loss);

@@ -34,12 +34,14 @@ struct StepRecord {
   double tok_s = 0.0;
   bool skipped = false;       // fp16 loss-scale overflow skip
   int host_syncs = 0;
+  double probe_ms = 0.0;      // observing outside the timed step (probe hooks, snapshots); 0 = none
 };
 
 struct CellMetrics {
   std::optional<double> tok_s;          // median over steps after warm-up
   std::optional<double> step_ms_median;
   std::optional<double> step_ms_max;
+  std::optional<double> probe_ms_median;  // median probe_ms over the timed steps, when reported
   std::optional<double> peak_mem_bytes;
   std::optional<double> first_loss;
   std::optional<double> last_loss;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/analysis/judgement.h"
+#include "harness/analysis/observation_cost.h"
 #include "harness/report/atomic_file.h"
 #include "harness/report/markdown_findings.h"
 #include "harness/report/report_writer.h"
@@ -95,6 +96,23 @@ std::string gates_section(const RunResult& r) {
   return s;
 }
 
+// Only for matrices with the probes axis; otherwise the section is left out.
+std::string observation_section(const RunResult& r) {
+  auto costs = observation_costs(r.cells);
+  if (costs.empty()) return "";
+  std::string s = fmt::format(
+      "What the probes cost per step (goal ≤ {:.0f} %): the median timed step with every probe on, plus the "
+      "median time the probes spent outside it, against the same cell with every probe off.\n\n"
+      "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | Goal met |\n"
+      "|---|---|---|---|---|---|\n",
+      kObservationCostGoal * 100);
+  for (const auto& c : costs)
+    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} % | {} |\n", table_cell(code(c.observed_cell)),
+                     c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100,
+                     c.cost <= kObservationCostGoal ? "✅" : "❌");
+  return s;
+}
+
 std::string repro_section(const RunResult& r) {
   std::string body;
   for (auto& c : r.cells) {
@@ -149,6 +167,7 @@ std::string render_markdown(const RunResult& r) {
   section("What Decides the Outcome", attribution_section(r));
   section("Findings", render_findings_section(r));
   section("Acceptance Gates", gates_section(r));
+  if (auto obs = observation_section(r); !obs.empty()) section("Observation Cost", obs);
   section("Reproduce", repro_section(r));
   section("Charts", charts_section(r));
   section("Artifacts", artifacts_section(r));

@@ -56,5 +56,24 @@ TEST(MarkdownReport, PipesInValuesDoNotBreakTheTable) {
   EXPECT_NE(render_markdown(r).find("| `data=bytes:a\\|b` | ❌ fail | parity |"), std::string::npos);
 }
 
+TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
+  RunResult r;
+  auto cell = [](const std::string& probes, double step_ms, double probe_ms) {
+    CellResult c;
+    c.axes = {{"probes", probes}};
+    c.id = "probes=" + probes;
+    c.metrics.step_ms_median = step_ms;
+    c.metrics.probe_ms_median = probe_ms;
+    return c;
+  };
+  r.cells = {cell("all", 103.0, 2.0), cell("none", 99.5, 0.5)};
+  std::string md = render_markdown(r);
+  // (103 + 2) / (99.5 + 0.5) - 1 = +5.0 %: over the 3 % goal.
+  EXPECT_NE(md.find("\n## Observation Cost\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `probes=all` | 103.0 | 2.00 | 100.0 | +5.0 % | ❌ |"), std::string::npos) << md;
+  r.cells.pop_back();  // without the bare cell the section is left out
+  EXPECT_EQ(render_markdown(r).find("Observation Cost"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace harness

@@ -11,7 +11,8 @@ namespace {
 
 // Axes that are not flags, in the order the format doc lists them.
 const std::vector<std::string> kSettingAxes = {"prefill", "precision", "seq_len", "batch", "steps",  "lr",
-                                                "master_weights", "data", "model", "phi", "device", "fault"};
+                                                "master_weights", "data", "model", "phi", "device", "fault",
+                                                "probes"};
 
 std::vector<std::string> fault_names() {
   std::vector<std::string> names;
@@ -148,6 +149,7 @@ std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& 
   if (axis == "phi") return same(check.one_of(value, path, {"mlp", "mean"}));
   if (axis == "device") return same(check.one_of(value, path, {"cpu", "cuda", "auto"}));
   if (axis == "fault") return same(check_fault(value, path, check, /*allow_none=*/true));
+  if (axis == "probes") return same(check.one_of(value, path, {"all", "none"}));
   // Flags: the key position is not at hand here; the axis name was checked already.
   return same(check_flag(axis, value.pos, value, path, check));
 }
@@ -188,6 +190,11 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
   } else if (axis == "fault") {
     if (setting != "none" && std::find(s.faults.begin(), s.faults.end(), setting) == s.faults.end())
       s.faults.push_back(setting);
+  } else if (axis == "probes") {
+    // "all" keeps the file's probe settings; "none" is the same cell unobserved
+    // (the yardstick for what observation costs).
+    if (setting == "none")
+      for (auto& [name, probe] : s.probes) probe.enabled = false;
   } else {
     s.flags[axis] = setting;
     cell.origins["flags." + axis] = origin;

@@ -159,6 +159,24 @@ TEST(Scenario, ModelAndPhiAxes) {
   EXPECT_EQ(s.cells[1].model.nsa.phi, "mean");
 }
 
+TEST(Scenario, ProbesAxisSwitchesEveryProbeOffForNone) {
+  Scenario s = load_scenario_text("name: m\nprobes: {parity: false, finite: {every: 2}}\nmatrix:\n  probes: [all, none]\n",
+                                  "m.yaml", opts());
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].id, "probes=all");
+  EXPECT_TRUE(s.cells[0].probes.at("finite").enabled);  // "all" keeps the file's settings
+  EXPECT_EQ(s.cells[0].probes.at("finite").every, 2);
+  EXPECT_FALSE(s.cells[0].probes.at("parity").enabled);
+  ASSERT_FALSE(s.cells[1].probes.empty());
+  for (const auto& [name, p] : s.cells[1].probes) EXPECT_FALSE(p.enabled) << name;
+  try {
+    load_scenario_text("name: m\nmatrix:\n  probes: [some]\n", "m.yaml", opts());
+    FAIL() << "probes: some loaded";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.yaml:3:12: matrix.probes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Scenario, InlineModelStartsFromBase) {
   Scenario s = load_scenario_text("name: m\nmodel:\n  base: tiny\n  n_layers: 1\n", "m.yaml", opts());
   ASSERT_EQ(s.cells.size(), 1u);

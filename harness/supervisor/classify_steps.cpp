@@ -70,16 +70,25 @@ std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
     s.host_syncs = static_cast<int>(field(e, "host_syncs", 0.0));
     out.push_back(s);
   }
+  // probe_ms arrives as a metric after its step's step_end (the hooks run then).
+  for (const auto& e : events) {
+    if (e.value("ev", "") != "metric" || e.value("name", "") != "probe_ms") continue;
+    const int step = e.value("step", -1);
+    for (auto& s : out)
+      if (s.step == step) s.probe_ms = field(e, "value", 0.0);
+  }
   return out;
 }
 
 CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector<json>& events) {
   CellMetrics m;
-  std::vector<double> tok, ms;
+  std::vector<double> tok, ms, probe;
   for (size_t i : timed(steps)) {
     tok.push_back(steps[i].tok_s);
     ms.push_back(steps[i].step_ms);
+    if (steps[i].probe_ms > 0) probe.push_back(steps[i].probe_ms);
   }
+  if (!probe.empty()) m.probe_ms_median = median(probe);
   if (!ms.empty()) {
     m.tok_s = median(tok);
     m.step_ms_median = median(ms);

@@ -52,6 +52,20 @@ TEST(Metrics, MediansSkipTheWarmUpStep) {
   EXPECT_EQ(m.last_loss, 2.0);
 }
 
+TEST(Metrics, ProbeTimeJoinsItsStepAndSkipsWarmUp) {
+  auto probe = [](int step, double ms) { return json{{"ev", "metric"}, {"name", "probe_ms"}, {"step", step}, {"value", ms}}; };
+  // The metric follows its step_end; step 0 is warm-up (its 500 ms must not count).
+  std::vector<json> ev = {step_end(0, 100), probe(0, 500), step_end(1, 10), probe(1, 1),
+                          step_end(2, 10), probe(2, 3), step_end(3, 10), probe(3, 2)};
+  auto steps = steps_from_events(ev);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].probe_ms, 500);
+  EXPECT_EQ(steps[2].probe_ms, 3);
+  auto m = metrics_from(steps, ev);
+  EXPECT_EQ(m.probe_ms_median, 2);
+  EXPECT_FALSE(metrics_from(records({10, 10, 10}), {}).probe_ms_median);  // no probe metric: unset
+}
+
 TEST(Metrics, NoStepsLeavesMetricsUnset) {
   auto m = metrics_from({}, {});
   EXPECT_FALSE(m.tok_s);

@@ -1,0 +1,28 @@
+#pragma once
+// What watching a run costs. A matrix with the `probes` axis (all / none) has
+// pairs of cells that differ only in whether the probes ran; per pair, the
+// observed cell's median step (the timed step plus the time its probes spent
+// outside it, probe_ms) against the bare cell's. The goal is ≤ 3 %.
+#include <string>
+#include <vector>
+
+#include "harness/core/results.h"
+
+namespace harness {
+
+inline constexpr double kObservationCostGoal = 0.03;
+
+struct ObservationCost {
+  std::string observed_cell;  // probes=all
+  std::string bare_cell;      // probes=none
+  double observed_step_ms = 0;   // median timed step with the probes on
+  double observed_probe_ms = 0;  // median time in probe hooks per step
+  double bare_ms = 0;            // median step (+ its own bookkeeping) with the probes off
+  double cost = 0;               // (observed_step_ms + observed_probe_ms) / bare_ms - 1
+};
+
+// One entry per (probes=all, probes=none) pair whose other axes are equal and
+// which both passed with step timings; in the order of the observed cells.
+std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& cells);
+
+}  // namespace harness

@@ -1,0 +1,45 @@
+#include "harness/analysis/observation_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/analysis/test_support.h"
+
+namespace harness {
+namespace {
+using testing::make_cell;
+
+CellResult timed(AxisValues axes, double step_ms, std::optional<double> probe_ms) {
+  CellResult c = make_cell(std::move(axes), Outcome::pass);
+  c.metrics.step_ms_median = step_ms;
+  c.metrics.probe_ms_median = probe_ms;
+  return c;
+}
+
+TEST(ObservationCost, PairsCellsThatDifferOnlyInProbes) {
+  std::vector<CellResult> cells = {
+      timed({{"seq_len", "512"}, {"probes", "all"}}, 102.0, 1.0),
+      timed({{"seq_len", "512"}, {"probes", "none"}}, 99.0, 1.0),
+      timed({{"seq_len", "1024"}, {"probes", "all"}}, 210.0, std::nullopt),
+      timed({{"seq_len", "1024"}, {"probes", "none"}}, 200.0, std::nullopt)};
+  auto costs = observation_costs(cells);
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].observed_cell, "seq_len=512,probes=all");
+  EXPECT_EQ(costs[0].bare_cell, "seq_len=512,probes=none");
+  // (102 + 1) / (99 + 1) - 1 = 3 %.
+  EXPECT_NEAR(costs[0].cost, 0.03, 1e-12);
+  EXPECT_NEAR(costs[1].cost, 0.05, 1e-12);  // 210 / 200 - 1
+}
+
+TEST(ObservationCost, NoPartnerOrFailedPartnerGivesNothing) {
+  std::vector<CellResult> alone = {timed({{"probes", "all"}}, 10.0, 1.0)};
+  EXPECT_TRUE(observation_costs(alone).empty());
+  std::vector<CellResult> failed = {timed({{"probes", "all"}}, 10.0, 1.0),
+                                    make_cell({{"probes", "none"}}, Outcome::crash, "signal", 2)};
+  EXPECT_TRUE(observation_costs(failed).empty());
+  std::vector<CellResult> other_axis = {timed({{"a", "1"}, {"probes", "all"}}, 10.0, 1.0),
+                                        timed({{"a", "2"}, {"probes", "none"}}, 10.0, 1.0)};
+  EXPECT_TRUE(observation_costs(other_axis).empty());
+}
+
+}  // namespace
+}  // namespace harness
