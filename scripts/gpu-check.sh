@@ -19,11 +19,18 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   (cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600 -j1) > "$WORK/ctest-gpu.log" 2>&1
   log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
 fi
+# Sanitizers over the kernel tests' small cases and the layer test (every branch
+# through the model's CUDA path). SANITIZER_TESTS names "binary:gtest_filter" pairs.
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$BUILD/nsa/cuda/nsa_cuda_test" \
-      --gtest_filter='*Small*:*Edge*:*Short*' > "$WORK/sanitizer-$tool.log" 2>&1
-    log "compute-sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$tool.log" | tail -1)"
+  for pair in ${SANITIZER_TESTS:-nsa_cuda_test:*Small*:*Edge*:*Short* nsa_cuda_layer_test:*}; do
+    bin=${pair%%:*}; filter=${pair#*:}
+    [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
+    for tool in ${SANITIZER_TOOLS:-memcheck racecheck initcheck}; do
+      extra=""; [ "$tool" = memcheck ] && extra="--leak-check no"
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool $tool $extra --error-exitcode 9 \
+        "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$bin-$tool.log" 2>&1
+      log "compute-sanitizer $tool $bin rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$bin-$tool.log" | tail -1)"
+    done
   done
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
@@ -40,7 +47,19 @@ for sc in ${SCENARIOS:-scenarios/default.yaml}; do
   log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
 
+# Every trace must load as a viewer reads it (tracks nest; scripts/check_trace.py).
+for t in "$WORK"/run-*/cells/*/trace.json; do
+  [ -f "$t" ] || continue
+  python3 scripts/check_trace.py "$t" >> "$WORK/trace-check.log" 2>&1
+  echo "rc=$?" >> "$WORK/trace-check.log"
+done
+[ -f "$WORK/trace-check.log" ] && log "trace check: $(grep -c '^rc=0' "$WORK/trace-check.log") ok, $(grep -c '^rc=[^0]' "$WORK/trace-check.log") with violations"
+
 # Traces can be large: keep one sample beside the archive, leave the rest out of it.
-sample=$(ls -S "$WORK"/run-default/cells/*/trace.json 2>/dev/null | tail -1)
+sample=$(ls -S "$WORK"/run-*/cells/*/trace.json 2>/dev/null | head -1)
+# The largest trace, when small enough to come back; else the smallest.
+if [ -n "$sample" ] && [ "$(stat -c %s "$sample")" -gt $((60 << 20)) ]; then
+  sample=$(ls -S "$WORK"/run-*/cells/*/trace.json 2>/dev/null | tail -1)
+fi
 [ -n "$sample" ] && gzip -c "$sample" > "$OUT/trace-sample.json.gz"
 tar czf "$OUT/work.tgz" --exclude=trace.json --exclude=flight.bin -C "$OUT" work && rm -rf "$WORK"

@@ -6,6 +6,7 @@
 
 #include "harness/probes/probes.h"
 #include "harness/trace/chrome_trace_writer.h"
+#include "harness/trace/gpu_projection.h"
 #include "harness/trace/cupti_tracer.h"
 #include "harness/trace/event_store.h"
 #include "harness/trace/flight_recorder.h"
@@ -98,7 +99,13 @@ class CuptiProbe : public Probe {
     auto events = tracer_->take_events();
     auto ranges = ranges_.take_completed();
     events.insert(events.end(), ranges.begin(), ranges.end());
-    if (writer_) writer_->write(events);
+    if (writer_) {
+      // The projections go first: a viewer meeting a kernel and its enclosing
+      // projected range at the same timestamp nests them in file order.
+      auto drawn = tr::project_ranges_onto_gpu(events);
+      drawn.insert(drawn.end(), events.begin(), events.end());
+      writer_->write(drawn);
+    }
     retained_.counters = tracer_->counters();
     retained_.append(std::move(events));
   }

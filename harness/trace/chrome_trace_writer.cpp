@@ -77,7 +77,8 @@ void ChromeTraceWriter::write(const std::vector<TraceEvent>& events) {
   const std::uint32_t host = opt_.host_pid;
   for (const TraceEvent& e : events) {
     const bool gpu = e.kind == EventKind::kernel || e.kind == EventKind::memcpy ||
-                     e.kind == EventKind::memset;
+                     e.kind == EventKind::memset ||
+                     (e.kind == EventKind::range && e.range_source == RangeSource::gpu_projection);
     const std::uint32_t pid = gpu ? gpu_pid(e.device) : host;
     const std::uint32_t tid = gpu ? e.stream : e.thread;
     name_tracks(pid, tid, gpu);
@@ -113,7 +114,9 @@ void ChromeTraceWriter::write(const std::vector<TraceEvent>& events) {
       }
       case EventKind::range:
         o.update({{"ph", "X"},
-                  {"cat", e.range_source == RangeSource::cupti_marker ? "nvtx" : "range"},
+                  {"cat", e.range_source == RangeSource::cupti_marker     ? "nvtx"
+                          : e.range_source == RangeSource::gpu_projection ? "nvtx_projected"
+                                                                          : "range"},
                   {"name", e.name}, {"dur", e.duration_ns() / 1000.0},
                   {"args", {{"domain", e.domain}, {"source", std::string(to_string(e.range_source))}}}});
         break;

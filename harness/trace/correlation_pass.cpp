@@ -68,6 +68,7 @@ CorrelationIndex correlate(const std::vector<TraceEvent>& events, const Processo
         if (e.correlation_id != 0) idx.gpu_correlations.insert(e.correlation_id);
         break;
       case EventKind::range:
+        if (e.range_source == RangeSource::gpu_projection) break;  // a drawing aid, not a host range
         if (e.range_source == RangeSource::cupti_marker) {
           from_markers.push_back({e.name, e.thread, e.start_ns, e.end_ns});
         } else {

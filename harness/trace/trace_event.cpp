@@ -169,6 +169,7 @@ std::string_view to_string(RangeSource s) {
     case RangeSource::none: return "none";
     case RangeSource::cupti_marker: return "cupti_marker";
     case RangeSource::host_recorder: return "host_recorder";
+    case RangeSource::gpu_projection: return "gpu_projection";
   }
   return "?";
 }

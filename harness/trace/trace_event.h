@@ -28,7 +28,8 @@ enum class MemoryKind : std::uint8_t { unknown, pageable, pinned, device, array,
 enum class ApiDomain : std::uint8_t { runtime, driver };
 enum class MarkerPhase : std::uint8_t { start, end, instant };
 // Where a host range came from; the summary reports which one it used.
-enum class RangeSource : std::uint8_t { none, cupti_marker, host_recorder };
+// gpu_projection: a host range redrawn on a stream's track (gpu_projection.h).
+enum class RangeSource : std::uint8_t { none, cupti_marker, host_recorder, gpu_projection };
 
 struct Dim3 {
   std::int32_t x = 1, y = 1, z = 1;
