@@ -39,11 +39,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   log "bench rc=$?"
 fi
 START=$SECONDS
-for sc in ${SCENARIOS:-scenarios/default.yaml}; do
+# SCENARIOS: files, each optionally "file@GLOB" to run only the matching cells.
+for entry in ${SCENARIOS:-scenarios/default.yaml}; do
+  sc=${entry%%@*}; only=""; [ "$entry" != "$sc" ] && only=${entry#*@}
+  only=${only:-${ONLY:-}}
   name=$(basename "$sc" .yaml)
   # Leave time to pack the results inside the caller's limit.
   if [ $((SECONDS - START)) -gt "${SCENARIO_BUDGET_S:-400}" ]; then log "scenario $name skipped: time budget spent"; continue; fi
-  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" ${ONLY:+--only "$ONLY"} > "$WORK/run-$name.log" 2>&1
+  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" ${only:+--only "$only"} > "$WORK/run-$name.log" 2>&1
   log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
 
