@@ -12,6 +12,8 @@
 #include "harness/trace/cupti_tracer.h"
 #endif
 #include "harness/supervisor/crash_escalation.h"
+#include "harness/supervisor/sanitizer_log.h"
+#include "harness/trace/trace_event.h"
 #include "harness/supervisor/runner.h"
 
 namespace harness::cli {
@@ -52,16 +54,19 @@ void attach_flight_recorder(CellResult& r, const std::string& cell_dir, const st
     auto log = trace::read_flight_log(path);
     if (log.entries.empty()) return;
     nlohmann::json last = nlohmann::json::array();
+    // The recorder keeps the symbol as launched (mangled); reports show "name<T>".
+    auto readable = [](const std::string& symbol) { return supervisor::short_kernel_name(trace::demangle(symbol)); };
     for (size_t i = log.entries.size() > 8 ? log.entries.size() - 8 : 0; i < log.entries.size(); ++i)
-      last.push_back({{"kernel", log.entries[i].kernel}, {"step", log.entries[i].step}, {"nvtx", log.entries[i].nvtx_path}});
-    const auto& k = log.entries.back();
+      last.push_back({{"kernel", readable(log.entries[i].kernel)}, {"step", log.entries[i].step},
+                      {"nvtx", log.entries[i].nvtx_path}});
+    const std::string kernel = readable(log.entries.back().kernel);
     r.extra["flight_recorder"] = {{"launches", log.launches}, {"last", last}};
     for (auto& f : r.findings)
       if (r.reason && f.code == *r.reason) {
-        f.evidence["last_kernel"] = k.kernel;
+        f.evidence["last_kernel"] = kernel;
         f.evidence["last_kernels"] = last;
-        f.title += " (last kernel launched: " + k.kernel + ")";
-        if (f.location.empty()) f.location = "kernel " + k.kernel;
+        f.title += " (last kernel launched: " + kernel + ")";
+        if (f.location.empty()) f.location = "kernel " + kernel;
         break;
       }
     std::error_code ec;

@@ -6,7 +6,7 @@
 
 #include "harness/probes/probes.h"
 #include "harness/trace/chrome_trace_writer.h"
-#include "harness/trace/gpu_projection.h"
+#include "harness/trace/async_trace_writer.h"
 #include "harness/trace/cupti_tracer.h"
 #include "harness/trace/event_store.h"
 #include "harness/trace/flight_recorder.h"
@@ -47,7 +47,7 @@ class CuptiProbe : public Probe {
         tracer_.reset();
         return;
       }
-      writer_ = std::make_unique<tr::ChromeTraceWriter>((fs::path(ctx.out_dir) / "trace.json").string());
+      writer_ = std::make_unique<tr::AsyncTraceWriter>((fs::path(ctx.out_dir) / "trace.json").string());
       writer_->write_info({{"cell", ctx.spec.id}, {"device", ctx.device.str()}});
     } catch (const std::exception& e) {
       // Tracing degrades, the run goes on.
@@ -81,8 +81,9 @@ class CuptiProbe : public Probe {
     tracer_->stop();
     collect();
     if (writer_) {
-      writer_->write_truncation_mark(retained_.counters, tr::CuptiTracer::timestamp_ns());
-      writer_->close();
+      if (!writer_->close(retained_.counters, tr::CuptiTracer::timestamp_ns()))
+        ctx.table("trace_writer", {{"drained", false}, {"events_dropped", writer_->events_dropped()}});
+      retained_.counters.events_dropped_writer_behind = writer_->events_dropped();
     }
     auto summary = tr::process_trace(retained_.events, retained_.counters);
     nlohmann::json s = summary;
@@ -99,13 +100,7 @@ class CuptiProbe : public Probe {
     auto events = tracer_->take_events();
     auto ranges = ranges_.take_completed();
     events.insert(events.end(), ranges.begin(), ranges.end());
-    if (writer_) {
-      // The projections go first: a viewer meeting a kernel and its enclosing
-      // projected range at the same timestamp nests them in file order.
-      auto drawn = tr::project_ranges_onto_gpu(events);
-      drawn.insert(drawn.end(), events.begin(), events.end());
-      writer_->write(drawn);
-    }
+    if (writer_) writer_->submit(events);  // a copy: the summary keeps the originals
     retained_.counters = tracer_->counters();
     retained_.append(std::move(events));
   }
@@ -144,7 +139,7 @@ class CuptiProbe : public Probe {
   tr::RangeRecorder ranges_{tr::CuptiTracer::timestamp_ns};
   std::unique_ptr<tr::FlightRecorder> flight_;
   std::unique_ptr<tr::CuptiTracer> tracer_;
-  std::unique_ptr<tr::ChromeTraceWriter> writer_;
+  std::unique_ptr<tr::AsyncTraceWriter> writer_;
   tr::RetainedTrace retained_;
 };
 

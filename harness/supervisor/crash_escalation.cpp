@@ -105,6 +105,7 @@ void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts
       SanitizerReport s = parse_sanitizer_log(a.sanitizer_text);
       row["kernel"] = s.kernel;
       std::string d = s.first_error.empty() ? "no memory error reported" : s.first_error;
+      if (!s.access_in.empty() && s.access_in != s.kernel) d += " in " + s.access_in;
       if (!s.source.empty()) d += " at " + s.source;
       if (!s.address.empty()) d += "; " + s.address;
       d += s.errors ? fmt::format("; {} error(s) in all", *s.errors) : "; no error summary (tool stopped early)";

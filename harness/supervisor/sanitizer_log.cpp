@@ -96,6 +96,7 @@ SanitizerReport parse_sanitizer_log(std::string_view text) {
   SanitizerReport r;
   std::istringstream in{std::string(text)};
   bool in_first_error = false;
+  std::string outermost;  // last device frame of the first error
   for (std::string raw; std::getline(in, raw);) {
     auto line = tool_line(raw);
     if (!line) continue;
@@ -123,13 +124,18 @@ SanitizerReport parse_sanitizer_log(std::string_view text) {
       in_first_error = false;
     } else if (starts_with(l, "at ") && r.function.empty()) {
       parse_frame(std::string_view(l).substr(3), r);
-    } else if (starts_with(l, "Address ") && r.address.empty()) {
+    } else if ((starts_with(l, "Address ") || starts_with(l, "Access to ")) && r.address.empty()) {
       r.address = l;
+    } else if (starts_with(l, "Device Frame:")) {
+      SanitizerReport frame;
+      parse_frame(trim(std::string_view(l).substr(13)), frame);
+      if (!frame.function.empty()) outermost = frame.function;
     } else if (starts_with(l, "Saved host backtrace")) {
       in_first_error = false;
     }
   }
-  if (!r.function.empty()) r.kernel = short_kernel_name(r.function);
+  if (!r.function.empty()) r.access_in = short_kernel_name(r.function);
+  r.kernel = outermost.empty() ? r.access_in : short_kernel_name(outermost);
   return r;
 }
 

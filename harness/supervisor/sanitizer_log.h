@@ -11,10 +11,12 @@ namespace harness::supervisor {
 struct SanitizerReport {
   std::optional<int> errors;  // "ERROR SUMMARY: N errors"; unset when the summary is missing (tool killed)
   std::string first_error;    // "Invalid __global__ read of size 4 bytes"
-  std::string function;       // the device function as printed, e.g. "void ns::k<float>(P)"
-  std::string kernel;         // its short name: namespaces and parameters dropped, "k<float>"
+  std::string function;       // the device function that made the access, e.g. "void ns::body<float>(P)"
+  std::string access_in;      // its short name: namespaces and parameters dropped, "body<float>"
+  std::string kernel;         // the __global__ kernel: the outermost "Device Frame" when the tool
+                              // printed a device backtrace (inlined helpers), else access_in
   std::string source;         // "attention_fwd.cu:95" when the binary carries line info
-  std::string address;        // "Address 0x… is out of bounds" line, when given
+  std::string address;        // "Address 0x… is out of bounds" / "Access to 0x… is out of bounds"
   std::string api_error;      // first "Program hit … on CUDA API call to …" line
 };
 
@@ -23,6 +25,8 @@ struct SanitizerReport {
 //   at k(int*)+0x70 in file.cu:6                (line info after the function)
 //   at 0x70 in /path/file.cu:6:void k(int*)     (older: source, then function)
 //   at 0x70 in void k(int*)                     (no line info)
+// and the device backtrace of newer versions ("Device Frame: kernel(...)+0x10 in
+// file.cu:149", innermost first), whose last frame is the kernel itself.
 SanitizerReport parse_sanitizer_log(std::string_view text);
 
 // "void nsa::cuda::(anonymous namespace)::nsa_window_fwd_kernel<c10::BFloat16>(nsa::cuda::AttnParams)"

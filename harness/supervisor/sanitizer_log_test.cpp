@@ -47,6 +47,31 @@ TEST(SanitizerLog, LineInfoLayoutNamesFirstKernelAndSource) {
   EXPECT_NE(r.api_error.find("cudaErrorLaunchFailure"), std::string::npos);
 }
 
+// CUDA 13's layout, copied in shape from a real run: the access happens in an
+// inlined helper; the device backtrace's last frame is the kernel.
+constexpr const char* kDeviceFrameLog = R"(========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at void nsa::cuda::<unnamed>::attn_fwd_body<float, (nsa::cuda::Branch)0>(const nsa::cuda::AttnParams &)+0x1500 in attention_fwd.cu:84
+=========     by thread (32,0,0) in block (2,0,0)
+=========     Access to 0x80a485a07180 is out of bounds
+=========     and is 1,099,291,455,361 bytes after the nearest allocation at 0x7fa492c00000 of size 512 bytes
+=========         Device Frame: void nsa::cuda::<unnamed>::nsa_window_fwd_kernel<float>(nsa::cuda::AttnParams)+0x10 in attention_fwd.cu:149
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: cuLaunchKernel [0x39fb94] in libcuda.so.1
+=========         Host Frame: void nsa::cuda::(anonymous namespace)::nsa_selected_fwd_kernel<float>(nsa::cuda::AttnParams) in attention_fwd.cu:148 [0x305e62] in nsa-harness
+=========
+========= ERROR SUMMARY: 1518 errors
+)";
+
+TEST(SanitizerLog, DeviceBacktraceNamesTheKernelAndTheHelper) {
+  auto r = parse_sanitizer_log(kDeviceFrameLog);
+  EXPECT_EQ(r.errors.value_or(-1), 1518);
+  EXPECT_EQ(r.kernel, "nsa_window_fwd_kernel<float>");  // not the host frame's name
+  EXPECT_EQ(r.access_in, "attn_fwd_body<float, (nsa::cuda::Branch)0>");
+  EXPECT_EQ(r.source, "attention_fwd.cu:84");
+  EXPECT_EQ(r.address, "Access to 0x80a485a07180 is out of bounds");
+}
+
 TEST(SanitizerLog, OlderLayoutSourceBeforeFunction) {
   auto r = parse_sanitizer_log(kOldLog);
   EXPECT_EQ(r.errors.value_or(-1), 12);

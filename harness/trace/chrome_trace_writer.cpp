@@ -60,7 +60,10 @@ void ChromeTraceWriter::name_tracks(std::uint32_t pid, std::uint32_t tid, bool g
             {"args", {{"sort_index", gpu ? 100 + static_cast<int>(pid) : 0}}}});
   }
   if (named_threads_.insert({pid, tid}).second) {
-    const std::string name = gpu ? "stream " + std::to_string(tid) : "thread " + std::to_string(tid);
+    const std::uint32_t lane = tid / kOverlapLaneTidStride, stream = tid % kOverlapLaneTidStride;
+    const std::string name = !gpu    ? "thread " + std::to_string(tid)
+                             : lane ? "stream " + std::to_string(stream) + " (overlap " + std::to_string(lane) + ")"
+                                    : "stream " + std::to_string(stream);
     append({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
             {"args", {{"name", name}}}});
   }
@@ -80,7 +83,7 @@ void ChromeTraceWriter::write(const std::vector<TraceEvent>& events) {
                      e.kind == EventKind::memset ||
                      (e.kind == EventKind::range && e.range_source == RangeSource::gpu_projection);
     const std::uint32_t pid = gpu ? gpu_pid(e.device) : host;
-    const std::uint32_t tid = gpu ? e.stream : e.thread;
+    const std::uint32_t tid = gpu ? e.stream + e.lane * kOverlapLaneTidStride : e.thread;
     name_tracks(pid, tid, gpu);
     nlohmann::json o = {{"pid", pid}, {"tid", tid}, {"ts", ts_us(e.start_ns)}};
     switch (e.kind) {
@@ -143,7 +146,8 @@ void ChromeTraceWriter::write_truncation_mark(const TraceCounters& c, std::uint6
                          {"buffer_requests_refused", c.buffer_requests_refused},
                          {"events_dropped_store_full", c.events_dropped_store_full},
                          {"events_dropped_retained_full", c.events_dropped_retained_full},
-                         {"ranges_dropped", c.ranges_dropped}};
+                         {"ranges_dropped", c.ranges_dropped},
+                         {"events_dropped_writer_behind", c.events_dropped_writer_behind}};
   name_tracks(opt_.host_pid, 0, false);
   append({{"ph", "i"}, {"s", "g"}, {"cat", "harness"}, {"name", "trace truncated"},
           {"pid", opt_.host_pid}, {"tid", 0}, {"ts", ts_us(at_ns)}, {"args", args}});

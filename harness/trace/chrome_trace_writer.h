@@ -10,7 +10,7 @@
 // object and appends the "]".
 //
 // Tracks: GPU activity on pid = device ordinal, tid = stream id ("GPU 0" /
-// "stream 7"); API calls, NVTX markers and recorded ranges on the host process,
+// "stream 7"; overlap lanes and projected NVTX ranges: gpu_projection.h); API calls, NVTX markers and recorded ranges on the host process,
 // tid = host thread. A flow arrow ("launch", id = correlation id) links each
 // launching API call to its kernel, copy or memset.
 #include <cstdint>
@@ -31,6 +31,9 @@ namespace harness::trace {
 // kHostPidShift. Real GPU counts per host are ≤ 16.
 inline constexpr std::uint32_t kMaxDevicePid = 64;
 inline constexpr std::uint32_t kHostPidShift = 1u << 20;
+// A GPU activity on overlap lane k of stream s (gpu_projection.h) goes on
+// tid = s + k * kOverlapLaneTidStride, named "stream s (overlap k)".
+inline constexpr std::uint32_t kOverlapLaneTidStride = 1u << 20;
 
 struct ChromeTraceOptions {
   // Timestamps are written as microseconds since origin_ns. 0: the earliest

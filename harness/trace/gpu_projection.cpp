@@ -59,22 +59,61 @@ std::vector<TraceEvent> project_ranges_onto_gpu(const std::vector<TraceEvent>& e
     p.end_ns = span.end;
     out.push_back(std::move(p));
   }
-  // Per track: outermost first (start ascending, end descending), then keep
-  // only slices that nest in the stack of slices still open.
-  std::sort(out.begin(), out.end(), [](const TraceEvent& a, const TraceEvent& b) {
-    return std::tie(a.device, a.stream, a.start_ns, b.end_ns) < std::tie(b.device, b.stream, b.start_ns, a.end_ns);
-  });
-  std::vector<TraceEvent> kept;
-  std::vector<size_t> open;  // indices into kept
-  for (const auto& p : out) {
-    if (!open.empty() && (kept[open.back()].device != p.device || kept[open.back()].stream != p.stream))
-      open.clear();
-    while (!open.empty() && kept[open.back()].end_ns <= p.start_ns) open.pop_back();
-    if (!open.empty() && p.end_ns > kept[open.back()].end_ns) continue;  // partial overlap: not a tree
-    kept.push_back(p);
-    open.push_back(kept.size() - 1);
+  return out;
+}
+
+std::vector<TraceEvent> lay_out_gpu_tracks(std::vector<TraceEvent> events) {
+  std::vector<TraceEvent> projected = project_ranges_onto_gpu(events);
+  // Every slice of the stream tracks: projections (parents) and activities (leaves).
+  struct Slice {
+    std::uint64_t start, end;
+    bool projection;
+    size_t index;  // into `projected` or `events`
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Slice>> tracks;
+  for (size_t i = 0; i < projected.size(); ++i)
+    tracks[{projected[i].device, projected[i].stream}].push_back({projected[i].start_ns, projected[i].end_ns, true, i});
+  for (size_t i = 0; i < events.size(); ++i)
+    if (is_gpu(events[i])) tracks[{events[i].device, events[i].stream}].push_back({events[i].start_ns, events[i].end_ns, false, i});
+
+  std::vector<bool> keep(projected.size(), true);
+  for (auto& [track, slices] : tracks) {
+    // Outermost first: start ascending, end descending, parents before leaves.
+    std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      if (a.start != b.start) return a.start < b.start;
+      if (a.end != b.end) return a.end > b.end;
+      return a.projection && !b.projection;
+    });
+    std::vector<const Slice*> open;          // lane 0's stack of open slices
+    std::vector<std::uint64_t> lane_end;     // overlap lanes 1..: end of their last slice
+    for (const Slice& s : slices) {
+      while (!open.empty() && open.back()->end <= s.start) open.pop_back();
+      // A leaf on top means s starts while that activity still runs; a parent
+      // on top that ends before s ends would be cut across.
+      const bool fits = open.empty() || (open.back()->projection && s.end <= open.back()->end);
+      if (fits) {
+        open.push_back(&s);
+        continue;
+      }
+      if (s.projection) {
+        keep[s.index] = false;
+        continue;
+      }
+      size_t lane = 0;
+      while (lane < lane_end.size() && lane_end[lane] > s.start) ++lane;
+      if (lane == lane_end.size()) lane_end.push_back(0);
+      lane_end[lane] = s.end;
+      events[s.index].lane = static_cast<std::uint16_t>(lane + 1);
+    }
   }
-  return kept;
+  std::vector<TraceEvent> out;
+  for (size_t i = 0; i < projected.size(); ++i)
+    if (keep[i]) out.push_back(std::move(projected[i]));
+  std::stable_sort(out.begin(), out.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    return a.start_ns < b.start_ns || (a.start_ns == b.start_ns && a.end_ns > b.end_ns);
+  });
+  for (auto& e : events) out.push_back(std::move(e));
+  return out;
 }
 
 }  // namespace harness::trace

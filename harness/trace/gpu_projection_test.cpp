@@ -93,9 +93,7 @@ bool tracks_are_trees(const json& trace, std::string* why) {
 }
 
 TEST(GpuProjection, WrittenTraceNestsEveryKernelUnderItsRanges) {
-  auto batch = step_batch();
-  auto drawn = project_ranges_onto_gpu(batch);
-  drawn.insert(drawn.end(), batch.begin(), batch.end());
+  auto drawn = lay_out_gpu_tracks(step_batch());
   auto path = testing::scratch_dir() / "trace.json";
   {
     ChromeTraceWriter w(path.string(), ChromeTraceOptions{1, 4242, "host"});
@@ -121,9 +119,36 @@ TEST(GpuProjection, APartlyOverlappingRangeIsDroppedNotDrawn) {
   // A range on another thread that straddles layer 0's end and forward's
   // middle: its projection (k2..k3) would cut across "layer 0" (k1..k2).
   batch.push_back(E::make_range("odd", kAutograd, 140, 310));
-  auto p = project_ranges_onto_gpu(batch);
+  auto p = lay_out_gpu_tracks(batch);
   EXPECT_EQ(find(p, "odd", 7), nullptr);
   EXPECT_NE(find(p, "layer 0", 7), nullptr);
+  EXPECT_EQ(p.size(), batch.size() + 6);  // every event, and the six projections that nest
+}
+
+// Programmatic dependent launch: k2b starts before k2 ends on the same stream.
+TEST(GpuProjection, OverlappingKernelsMoveToAnOverlapLane) {
+  auto batch = step_batch();
+  batch.push_back(E::make_api("cudaLaunchKernel", 7, kMain, 160, 165));  // inside layer 0
+  batch.push_back(E::make_kernel("k2b", 0, 7, 7, 250, 270));             // k2 runs 180..260
+  auto laid = lay_out_gpu_tracks(batch);
+  for (const auto& e : laid) {
+    if (e.name == "k2b") EXPECT_EQ(e.lane, 1);
+    if (e.name == "k2" || e.name == "k1") EXPECT_EQ(e.lane, 0);
+  }
+  // layer 0 now ends with k2b (270) and still nests; the file is a tree per track.
+  auto path = testing::scratch_dir() / "trace.json";
+  {
+    ChromeTraceWriter w(path.string(), ChromeTraceOptions{1, 4242, "host"});
+    w.write(laid);
+  }
+  json trace = json::parse(testing::read_file(path));
+  std::string why;
+  EXPECT_TRUE(tracks_are_trees(trace, &why)) << why;
+  bool named = false;
+  for (const auto& o : trace)
+    named |= o.value("name", "") == "thread_name" && o.at("tid") == 7 + kOverlapLaneTidStride &&
+             o.at("args").at("name") == "stream 7 (overlap 1)";
+  EXPECT_TRUE(named);
 }
 
 TEST(GpuProjection, NothingWithoutLaunchRecords) {

@@ -180,6 +180,7 @@ TraceCounters& TraceCounters::operator+=(const TraceCounters& o) {
   events_dropped_store_full += o.events_dropped_store_full;
   events_dropped_retained_full += o.events_dropped_retained_full;
   ranges_dropped += o.ranges_dropped;
+  events_dropped_writer_behind += o.events_dropped_writer_behind;
   records_ignored += o.records_ignored;
   tracing_errors += o.tracing_errors;
   return *this;

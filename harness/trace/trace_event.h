@@ -43,6 +43,11 @@ struct TraceEvent {
   std::uint32_t correlation_id = 0;  // kernel, memcpy, memset, api; 0 = none
   std::uint32_t device = 0;      // GPU activities
   std::uint32_t stream = 0;
+  // GPU activities: 0 = the stream's own track; k > 0 = its k-th overlap track,
+  // for work that ran while earlier work on the stream was still running
+  // (programmatic dependent launch lets a kernel start before its predecessor
+  // ends). A track is a stack of nested slices; overlapping ones cannot share it.
+  std::uint16_t lane = 0;
   std::uint32_t process = 0;     // host activities
   std::uint32_t thread = 0;      // host activities: CUPTI's thread id (see range_recorder.h)
   // kernel
@@ -108,12 +113,13 @@ struct TraceCounters {
   std::uint64_t events_dropped_store_full = 0;  // converted events over the pending cap
   std::uint64_t events_dropped_retained_full = 0;  // events over the whole-run cap
   std::uint64_t ranges_dropped = 0;             // host ranges over the recorder's cap
+  std::uint64_t events_dropped_writer_behind = 0;  // trace-file batches over the writer's queue cap
   std::uint64_t records_ignored = 0;            // CUPTI record kinds we do not convert
   std::uint64_t tracing_errors = 0;             // failed CUPTI calls (tracing degraded)
 
   std::uint64_t dropped() const {
     return records_dropped_by_cupti + events_dropped_store_full + events_dropped_retained_full +
-           ranges_dropped;
+           ranges_dropped + events_dropped_writer_behind;
   }
   bool truncated() const { return dropped() > 0 || buffer_requests_refused > 0; }
   TraceCounters& operator+=(const TraceCounters& o);

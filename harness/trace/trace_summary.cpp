@@ -37,6 +37,7 @@ void to_json(nlohmann::json& j, const TraceCounters& c) {
        {"events_dropped_store_full", c.events_dropped_store_full},
        {"events_dropped_retained_full", c.events_dropped_retained_full},
        {"ranges_dropped", c.ranges_dropped},
+       {"events_dropped_writer_behind", c.events_dropped_writer_behind},
        {"records_ignored", c.records_ignored},
        {"tracing_errors", c.tracing_errors},
        {"dropped", c.dropped()},

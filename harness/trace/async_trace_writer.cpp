@@ -1,0 +1,86 @@
+#include "harness/trace/async_trace_writer.h"
+
+#include <chrono>
+
+#include "harness/trace/gpu_projection.h"
+
+namespace harness::trace {
+
+AsyncTraceWriter::AsyncTraceWriter(const std::string& path, std::size_t max_pending_events,
+                                   ChromeTraceOptions options)
+    : writer_(path, std::move(options)), max_pending_(max_pending_events), worker_([this] { work(); }) {}
+
+AsyncTraceWriter::~AsyncTraceWriter() { close(); }
+
+void AsyncTraceWriter::write_info(const nlohmann::json& args) {
+  push({0, [args](ChromeTraceWriter& w) { w.write_info(args); }});
+}
+
+void AsyncTraceWriter::submit(std::vector<TraceEvent> batch) {
+  if (batch.empty()) return;
+  const std::size_t n = batch.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || pending_events_ + n > max_pending_) {
+      dropped_ += n;
+      return;
+    }
+  }
+  // The batch moves into the task; the layout work happens on the worker.
+  auto shared = std::make_shared<std::vector<TraceEvent>>(std::move(batch));
+  push({n, [shared](ChromeTraceWriter& w) { w.write(lay_out_gpu_tracks(std::move(*shared))); }});
+}
+
+std::uint64_t AsyncTraceWriter::events_dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+void AsyncTraceWriter::push(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    pending_events_ += task.events;
+    queue_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+}
+
+void AsyncTraceWriter::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and nothing left
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    task.run(writer_);
+    lock.lock();
+    busy_ = false;
+    pending_events_ -= task.events;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+bool AsyncTraceWriter::close(TraceCounters counters, std::uint64_t at_ns, double deadline_s) {
+  bool drained = true;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed_) return true;
+    drained = idle_.wait_for(lock, std::chrono::duration<double>(deadline_s),
+                             [this] { return queue_.empty() && !busy_; });
+    closed_ = true;
+    for (const auto& t : queue_) dropped_ += t.events;  // abandoned at the deadline
+    queue_.clear();
+    stop_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();  // at most the batch in hand
+  counters.events_dropped_writer_behind += dropped_;
+  writer_.write_truncation_mark(counters, at_ns);
+  writer_.close();
+  return drained;
+}
+
+}  // namespace harness::trace
