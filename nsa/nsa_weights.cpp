@@ -46,28 +46,40 @@ NsaWeights init_nsa_weights(const ModelConfig& c, const at::TensorOptions& o) {
   return w;
 }
 
+void NsaWeights::for_each(const std::function<void(const std::string&, at::Tensor&)>& fn) {
+  fn("wq", wq);
+  for (int b = 0; b < 3; ++b) {
+    fn(std::string("wk.") + kBranch[b], wk[b]);
+    fn(std::string("wv.") + kBranch[b], wv[b]);
+  }
+  for (auto [prefix, p] : {std::pair<const char*, PhiWeights*>{"phi_k", &phi_k}, {"phi_v", &phi_v}}) {
+    if (!p->pe.defined()) continue;  // phi == "mean": no parameters
+    fn(std::string(prefix) + ".pe", p->pe);
+    fn(std::string(prefix) + ".w1", p->w1);
+    fn(std::string(prefix) + ".b1", p->b1);
+    fn(std::string(prefix) + ".w2", p->w2);
+    fn(std::string(prefix) + ".b2", p->b2);
+  }
+  fn("gate.w1", gate_w1);
+  fn("gate.b1", gate_b1);
+  fn("gate.w2", gate_w2);
+  fn("gate.b2", gate_b2);
+  fn("wo", wo);
+}
+
 std::vector<std::pair<std::string, at::Tensor>> NsaWeights::named() const {
   std::vector<std::pair<std::string, at::Tensor>> out;
-  out.emplace_back("wq", wq);
-  for (int b = 0; b < 3; ++b) {
-    out.emplace_back(std::string("wk.") + kBranch[b], wk[b]);
-    out.emplace_back(std::string("wv.") + kBranch[b], wv[b]);
-  }
-  auto phi = [&](const char* prefix, const PhiWeights& p) {
-    if (!p.pe.defined()) return;
-    out.emplace_back(std::string(prefix) + ".pe", p.pe);
-    out.emplace_back(std::string(prefix) + ".w1", p.w1);
-    out.emplace_back(std::string(prefix) + ".b1", p.b1);
-    out.emplace_back(std::string(prefix) + ".w2", p.w2);
-    out.emplace_back(std::string(prefix) + ".b2", p.b2);
-  };
-  phi("phi_k", phi_k);
-  phi("phi_v", phi_v);
-  out.emplace_back("gate.w1", gate_w1);
-  out.emplace_back("gate.b1", gate_b1);
-  out.emplace_back("gate.w2", gate_w2);
-  out.emplace_back("gate.b2", gate_b2);
-  out.emplace_back("wo", wo);
+  // The walk only reads here; the copy shares storage with this object's tensors.
+  NsaWeights view = *this;
+  view.for_each([&](const std::string& name, at::Tensor& t) { out.emplace_back(name, t); });
+  return out;
+}
+
+NsaWeights NsaWeights::to(at::Device device, at::ScalarType dtype, bool requires_grad) const {
+  NsaWeights out = *this;
+  out.for_each([&](const std::string&, at::Tensor& t) {
+    if (t.defined()) t = t.detach().to(device, dtype).requires_grad_(requires_grad);
+  });
   return out;
 }
 

@@ -4,6 +4,7 @@
 // intra-block position embeddings, the gate MLP and the output projection.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +27,12 @@ struct NsaWeights {
   at::Tensor gate_w2, gate_b2;   // [Dg, 3H], [3H]  (column c·H + h is branch c of head h)
   at::Tensor wo;                 // [H·dv, D]
 
-  // Every defined parameter with a stable dotted name ("wk.slc", "phi_k.w1", …).
+  // Every parameter with a stable dotted name ("wk.slc", "phi_k.w1", …), in
+  // one fixed order; the φ weights only when defined (phi == "mlp").
+  void for_each(const std::function<void(const std::string& name, at::Tensor& t)>& fn);
   std::vector<std::pair<std::string, at::Tensor>> named() const;
+  // A detached copy on `device` in `dtype` (leaves: requires_grad as asked).
+  NsaWeights to(at::Device device, at::ScalarType dtype, bool requires_grad = false) const;
 };
 
 // Random init (normal, std 0.02; biases 0; gate fc2 N(0, 0.02) — never all-zero

@@ -11,6 +11,28 @@ namespace nsa {
 namespace {
 using namespace nsa::testing;
 
+// NsaWeights::to: every parameter converted, values kept, detached leaves.
+TEST(Weights, ToCopiesEveryParameterIntoTheNewDtype) {
+  for (const char* phi : {"mlp", "mean"}) {
+    SCOPED_TRACE(phi);
+    ModelConfig c = tiny();
+    c.nsa.phi = phi;
+    at::manual_seed(fresh_seed());
+    NsaWeights w = init_nsa_weights(c, at::TensorOptions().dtype(at::kFloat));
+    NsaWeights d = w.to(at::kCPU, at::kDouble, /*requires_grad=*/true);
+    auto a = w.named(), b = d.named();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(a.size(), std::string(phi) == "mlp" ? 22u : 12u);  // wq, 6 wk/wv, 10 φ (mlp only), 4 gate, wo
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].first, b[i].first);
+      EXPECT_EQ(b[i].second.scalar_type(), at::kDouble) << b[i].first;
+      EXPECT_TRUE(b[i].second.is_leaf() && b[i].second.requires_grad()) << b[i].first;
+      EXPECT_TRUE(at::equal(b[i].second, a[i].second.to(at::kDouble))) << b[i].first;
+    }
+    EXPECT_FALSE(w.to(at::kCPU, at::kFloat).wq.requires_grad());
+  }
+}
+
 TEST(Training, EveryParameterGetsANonZeroGradient) {
   for (auto path_flag : {"1", "0"}) {
     SCOPED_TRACE(std::string("NSA_PREFILL_BATCHED=") + path_flag);

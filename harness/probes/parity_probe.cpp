@@ -9,16 +9,6 @@ namespace {
 
 const char* kBranches[3] = {"cmp", "slc", "win"};
 
-nsa::NsaWeights cast(const nsa::NsaWeights& w, at::ScalarType dt, at::Device dev) {
-  nsa::NsaWeights o = w;
-  auto c = [&](at::Tensor& t) { if (t.defined()) t = t.detach().to(dev, dt); };
-  c(o.wq);
-  for (int b = 0; b < 3; ++b) c(o.wk[b]), c(o.wv[b]);
-  for (auto* p : {&o.phi_k, &o.phi_v}) c(p->pe), c(p->w1), c(p->b1), c(p->w2), c(p->b2);
-  c(o.gate_w1), c(o.gate_b1), c(o.gate_w2), c(o.gate_b2), c(o.wo);
-  return o;
-}
-
 class ParityProbe : public Probe {
  public:
   std::string name() const override { return "parity"; }
@@ -39,8 +29,8 @@ class ParityProbe : public Probe {
     nlohmann::json rows = nlohmann::json::array();
     at::NoGradGuard ng;
     for (int l = 0; l < cfg.n_layers; ++l) {
-      auto w_fast = cast(ctx.model.attention_weights(l), fast_dt, ctx.device);
-      auto w_ref = cast(w_fast, at::kDouble, at::kCPU);
+      auto w_fast = ctx.model.attention_weights(l).to(ctx.device, fast_dt);
+      auto w_ref = w_fast.to(at::kCPU, at::kDouble);
       auto x_fast = x64.to(ctx.device, fast_dt);
       auto x_ref = x_fast.to(at::kCPU, at::kDouble);
       auto path = nsa::choose_path(rt, x_fast);

@@ -10,16 +10,6 @@ namespace nsa::cuda {
 namespace {
 using namespace nsa::testing;
 
-NsaWeights to_device(const NsaWeights& w, at::Device d, at::ScalarType dt) {
-  NsaWeights o = w;
-  auto c = [&](at::Tensor& t) { if (t.defined()) t = t.detach().to(d, dt).requires_grad_(); };
-  c(o.wq);
-  for (int b = 0; b < 3; ++b) c(o.wk[b]), c(o.wv[b]);
-  for (auto* p : {&o.phi_k, &o.phi_v}) c(p->pe), c(p->w1), c(p->b1), c(p->w2), c(p->b2);
-  c(o.gate_w1), c(o.gate_b1), c(o.gate_w2), c(o.gate_b2), c(o.wo);
-  return o;
-}
-
 TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
   register_with_layer();
@@ -29,7 +19,7 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
     auto rt = runtime_with();
     BranchOutputs ref, got;
     auto y_ref = nsa_attention(lc.w, lc.x, lc.cfg, rt, 0, Path::reference, &ref);
-    auto w = to_device(lc.w, at::kCUDA, at::kFloat);
+    auto w = lc.w.to(at::kCUDA, at::kFloat, /*requires_grad=*/true);
     auto x = lc.x.to(at::kCUDA, at::kFloat);
     auto y = nsa_attention(w, x, lc.cfg, rt, 0, Path::cuda, &got);
     for (int b = 0; b < 3; ++b) EXPECT_LE(rel_max_err(got.o[b].cpu(), ref.o[b]), 1e-4) << nsa::branch_name(nsa::Branch(b));
