@@ -92,14 +92,18 @@ bool tracks_are_trees(const json& trace, std::string* why) {
   return true;
 }
 
-TEST(GpuProjection, WrittenTraceNestsEveryKernelUnderItsRanges) {
-  auto drawn = lay_out_gpu_tracks(step_batch());
+// The batch as the trace file has it.
+json written(const std::vector<TraceEvent>& batch) {
   auto path = testing::scratch_dir() / "trace.json";
   {
     ChromeTraceWriter w(path.string(), ChromeTraceOptions{1, 4242, "host"});
-    w.write(drawn);
+    w.write(batch);
   }
-  json trace = json::parse(testing::read_file(path));
+  return json::parse(testing::read_file(path));
+}
+
+TEST(GpuProjection, WrittenTraceNestsEveryKernelUnderItsRanges) {
+  json trace = written(lay_out_gpu_tracks(step_batch()));
   std::string why;
   EXPECT_TRUE(tracks_are_trees(trace, &why)) << why;
   // k1 sits inside "layer 0", "forward" and "step 1" on the GPU track.
@@ -136,12 +140,7 @@ TEST(GpuProjection, OverlappingKernelsMoveToAnOverlapLane) {
     if (e.name == "k2" || e.name == "k1") EXPECT_EQ(e.lane, 0);
   }
   // layer 0 now ends with k2b (270) and still nests; the file is a tree per track.
-  auto path = testing::scratch_dir() / "trace.json";
-  {
-    ChromeTraceWriter w(path.string(), ChromeTraceOptions{1, 4242, "host"});
-    w.write(laid);
-  }
-  json trace = json::parse(testing::read_file(path));
+  json trace = written(laid);
   std::string why;
   EXPECT_TRUE(tracks_are_trees(trace, &why)) << why;
   bool named = false;
