@@ -36,6 +36,8 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_USE_CUDA_CMP", T::boolean, "1",
      "Use the fused CUDA kernels for compressed attention, block scores and top-n on CUDA tensors.", true},
+    {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
+     "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
     {"NSA_FAULT", T::string, "",
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
 };

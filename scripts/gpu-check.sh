@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # One full GPU check: build with CUDA, GPU tests, sanitizer, kernel benchmarks,
 # scenarios. Everything it produces lands under $OUT.
+#
+# Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
+# SKIP_SANITIZER, SANITIZER_TESTS ("binary:filter" ...), SANITIZER_TOOLS;
+# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SCENARIOS ("file[@GLOB]" ...),
+# ONLY, SCENARIO_BUDGET_S.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check-out}
@@ -16,7 +21,8 @@ log "machine: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=
 make build BUILD="$BUILD" CMAKE_ARGS="-DNSA_CUDA=ON -DNSA_BUILD_BENCHMARKS=ON" > "$WORK/build.log" 2>&1
 log "build rc=$?"
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
-  (cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600 -j1) > "$WORK/ctest-gpu.log" 2>&1
+  (cd "$BUILD" && timeout "${CTEST_TIMEOUT_S:-900}" ctest -L gpu --output-on-failure --timeout 300 -j1 ${CTEST_ARGS:-}) \
+    > "$WORK/ctest-gpu.log" 2>&1
   log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
 fi
 # Sanitizers over the kernel tests' small cases and the layer test (every branch
@@ -34,8 +40,8 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
   done
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  timeout 420 "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json --benchmark_out="$OUT/bench.json" \
-    --benchmark_filter="${BENCH_FILTER:-.}" > "$WORK/bench.txt" 2>&1
+  timeout "${BENCH_TIMEOUT_S:-420}" "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json \
+    --benchmark_out="$OUT/bench.json" --benchmark_filter="${BENCH_FILTER:-.}" ${BENCH_ARGS:-} > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
 fi
 START=$SECONDS

@@ -1,6 +1,8 @@
 // Attention backward, dq, for the three NSA branches (one body, three names).
 //
-// Versions: v1 only. SIMT fp32, flash-style recompute: the same query-centric
+// Versions: v2 (tensor cores, fp16/bf16) in attention_bwd_tc.cu, tried first by
+// launch_attention_bwd_dq below (NSA_CUDA_KERNEL_V1=1 forces v1); v1 here for
+// fp32 and the head dims v2 does not tile. v1: SIMT fp32, flash-style recompute: the same query-centric
 // tiling and key walk as the forward (attention_fwd.cu), with the saved
 // logsumexp giving P = exp(s - lse) directly (no second softmax pass) and
 // delta = rowsum(dO * O) giving dS = P * (dP - delta):
@@ -147,6 +149,7 @@ void launch(Branch br, AttnParams& p) {
 
 void launch_attention_bwd_dq(Branch br, at::ScalarType dtype, AttnParams& p) {
   if (p.S == 0 || p.B == 0) return;
+  if (launch_attention_bwd_dq_tc(br, dtype, p)) return;  // v2 (tensor cores) where it tiles
   NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dq)", [&] { launch<scalar_t>(br, p); });
 }
 

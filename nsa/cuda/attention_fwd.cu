@@ -1,14 +1,16 @@
 // Attention forward for the three NSA branches, one kernel body, three names.
 //
-// Versions (v1 only so far):
+// Versions:
+//   v2  tensor cores for fp16/bf16, attention_fwd_tc.cu; launch_attention_fwd
+//       below tries it first (NSA_CUDA_KERNEL_V1=1 forces v1).
 //   v1  SIMT fp32, flash-style online softmax. One CTA owns R rows = q_tile
 //       consecutive queries x head_chunk heads of one KV group (group-centric:
 //       the heads of a group share every K/V tile loaded, as in the paper), walks
 //       the keys the branch allows in tiles of 32 (one key per lane), and keeps
 //       Q, the tile, the scores and the unnormalised output in shared memory.
 //       Why: simplest kernel that is obviously right for every head dim that is a
-//       multiple of 16 up to 256 and for all three dtypes; the tensor-core
-//       version is future work (README).
+//       multiple of 16 up to 256 and for all three dtypes; it runs for fp32
+//       and the head dims v2 does not tile.
 //
 // Key sets (attention_ranges.h): Window and Compressed scan one contiguous key
 // range per CTA and mask per (query, key); Selected uses q_tile = 1 and scans
@@ -174,6 +176,7 @@ void launch(Branch br, AttnParams& p) {
 
 void launch_attention_fwd(Branch br, at::ScalarType dtype, AttnParams& p) {
   if (p.S == 0 || p.B == 0) return;
+  if (launch_attention_fwd_tc(br, dtype, p)) return;  // v2 (tensor cores) where it tiles
   NSA_DISPATCH_FLOAT_TYPES(dtype, "attention forward", [&] { launch<scalar_t>(br, p); });
 }
 

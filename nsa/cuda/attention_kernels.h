@@ -12,6 +12,12 @@
 namespace nsa::cuda {
 
 void launch_attention_fwd(Branch br, at::ScalarType dtype, AttnParams& p);
+// Tensor-core forward (v2, attention_fwd_tc.cu) for fp16/bf16 and the head dims
+// it tiles; returns false, launching nothing, when v1 must run instead (fp32,
+// other dims, unaligned tensors, or force_v1_kernels()).
+bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p);
+// Tensor-core backward dq (v2, attention_bwd_tc.cu), same contract.
+bool launch_attention_bwd_dq_tc(Branch br, at::ScalarType dtype, AttnParams& p);
 void launch_attention_bwd_dq(Branch br, at::ScalarType dtype, AttnParams& p);
 void launch_attention_bwd_dkdv(Branch br, at::ScalarType dtype, AttnParams& p);
 

@@ -11,15 +11,27 @@ namespace nsa::cuda {
 const std::vector<KernelInfo>& kernel_infos() {
   static const std::vector<KernelInfo> kInfos = {
       {"nsa_window_fwd_kernel", "sliding-window attention forward (online softmax, saves lse)", "win"},
+      {"nsa_window_fwd_tc_kernel", "sliding-window attention forward v2: tensor cores, fp16/bf16", "win"},
       {"nsa_window_bwd_dq_kernel", "sliding-window attention backward: dq per query", "win"},
+      {"nsa_window_bwd_dq_tc_kernel", "sliding-window attention backward v2: dq, tensor cores (fp16/bf16)", "win"},
       {"nsa_window_bwd_dkdv_kernel", "sliding-window attention backward: dk, dv per key tile", "win"},
       {"nsa_select_blocks_kernel", "top-n selection blocks from compressed scores", "slc"},
       {"nsa_selected_fwd_kernel", "selected-block attention forward, group-centric", "slc"},
+      {"nsa_selected_fwd_tc_kernel", "selected-block attention forward v2: tensor cores, fp16/bf16", "slc"},
       {"nsa_selected_bwd_dq_kernel", "selected-block attention backward: dq per query", "slc"},
+      {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
       {"nsa_compressed_fwd_kernel", "compressed attention forward", "cmp"},
+      {"nsa_compressed_fwd_tc_kernel", "compressed attention forward v2: tensor cores, fp16/bf16", "cmp"},
       {"nsa_compressed_bwd_dq_kernel", "compressed attention backward: dq per query", "cmp"},
+      {"nsa_compressed_bwd_dq_tc_kernel", "compressed attention backward v2: dq, tensor cores (fp16/bf16)", "cmp"},
       {"nsa_compressed_bwd_dkdv_kernel", "compressed attention backward: dk, dv per key tile", "cmp"},
+      // Decode (decode_attention.h): one launch serves all three branches, so their
+      // branch is "decode"; kernel_names_for() does not list them under win/slc/cmp.
+      {"nsa_decode_partial_kernel", "decode: split-K attention partials of the three branches, v1 SIMT", "decode"},
+      {"nsa_decode_partial_tc_kernel", "decode: split-K attention partials, v2 tensor cores fp16/bf16", "decode"},
+      {"nsa_decode_select_kernel", "decode: block importances and top-n for the new token", "decode"},
+      {"nsa_decode_combine_kernel", "decode: merges the split-K partials into o_cmp, o_slc, o_win", "decode"},
   };
   return kInfos;
 }

@@ -68,13 +68,27 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
 void set_poison_outputs(bool on);
 bool poison_outputs();
 
+// Kernel versions: the forward and the backward dq run v2 (tensor cores,
+// fp16/bf16, head dims {64,128,192} x {64,128,192}) where it tiles and v1 (SIMT
+// fp32) elsewhere; dk/dv and select_blocks are v1 only.
+// Forcing v1 runs v1 everywhere, to compare the two side by side (benchmarks,
+// tests). Starts from NSA_CUDA_KERNEL_V1 ("1" forces v1; unset, "" or "0" do
+// not; any other value throws at the first launch). Takes effect at the next launch.
+void set_force_v1_kernels(bool on);
+bool force_v1_kernels();
+// Testing hook: the version (1 or 2) of the last forward kernel this process
+// launched (0 before the first), so a test can tell which one it checked.
+int last_forward_kernel_version();
+int last_dq_kernel_version();  // the same for the backward dq kernel
+
 // ---- availability and the kernel list (routing probe) --------------------------
 bool kernels_available();          // a CUDA device is present
 std::string unavailable_reason();  // why not, "" when available
 
 struct KernelInfo {
-  const char* name;    // the __global__ function's name (templated on the dtype:
-                       // a trace shows it inside e.g. "nsa_window_fwd_kernel<float>")
+  const char* name;    // the __global__ function's name (templated on the dtype, and
+                       // v2 on the head dims: a trace shows it inside e.g.
+                       // "nsa_window_fwd_kernel<float>", "nsa_window_fwd_tc_kernel<c10::BFloat16, 64, 64>")
   const char* doc;
   const char* branch;  // "win", "slc" or "cmp"
 };

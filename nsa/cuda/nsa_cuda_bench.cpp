@@ -6,6 +6,12 @@
 //
 // Args: {shape, S}; shape 0 = paper_kernel (B=1, G=4, H=64, dk=192, dv=128),
 // 1 = m7c_125m (B=1, G=2, H=12, dk=dv=64); NSA l=32, d=16, l'=64, n=16, w=512.
+// The attention benchmarks (BM_{Window,Selected,Compressed}{Fwd,Bwd},
+// BM_LayerAttention*) take a third arg v: 1 = v1 kernels forced
+// (set_force_v1_kernels), 2 = the default dispatch (tensor-core v2 forward and
+// dq where they tile; dk/dv are v1 in both), so one run times both side by
+// side; v:2 reports speedup_vs_v1 when its v:1 twin ran first, e.g.
+//   nsa_cuda_bench --benchmark_filter='Fwd/shape:1/S:8192/'
 // Time: CUDA events around each iteration after a warm-up call (manual time);
 // counter ms = median over the iterations.
 //
@@ -17,7 +23,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -25,6 +33,7 @@
 
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/decode_graph.h"
 #include "nsa/cuda/nsa_cuda.h"
 
 namespace nsa::cuda {
@@ -123,6 +132,38 @@ struct Dense {
   double scale;
 };
 
+// v1 time per (benchmark, shape, S), for the v:2 twin's speedup_vs_v1.
+std::map<std::tuple<int, int64_t, int64_t>, double>& v1_cache() {
+  static std::map<std::tuple<int, int64_t, int64_t>, double> cache;
+  return cache;
+}
+
+// Kernel version of a benchmark with the v arg: forces v1 (v = 1) or not for
+// its lifetime and records / reports the v1 time of the same (id, shape, S).
+class KernelVersion {
+ public:
+  KernelVersion(benchmark::State& state, int id)
+      : state_(state), key_{id, state.range(0), state.range(1)}, v1_(state.range(2) == 1),
+        prev_(force_v1_kernels()) {
+    set_force_v1_kernels(v1_);
+  }
+  ~KernelVersion() { set_force_v1_kernels(prev_); }
+  KernelVersion(const KernelVersion&) = delete;
+  KernelVersion& operator=(const KernelVersion&) = delete;
+  void report(double ms) {
+    if (v1_) {
+      v1_cache()[key_] = ms;
+    } else if (auto it = v1_cache().find(key_); it != v1_cache().end() && ms > 0) {
+      state_.counters["speedup_vs_v1"] = it->second / ms;
+    }
+  }
+
+ private:
+  benchmark::State& state_;
+  std::tuple<int, int64_t, int64_t> key_;
+  bool v1_, prev_;
+};
+
 // Dense time per (shape, S, direction): measured by BM_DenseSdpa* when they ran
 // first, else here once (median of 5 after a warm-up).
 std::map<std::tuple<int64_t, int64_t, bool>, double>& dense_cache() {
@@ -190,6 +231,7 @@ void BM_Branch(benchmark::State& state) {
   const at::Tensor& k = W == Which::Compressed ? p.kc : p.k;
   const at::Tensor& v = W == Which::Compressed ? p.vc : p.v;
   const double n = rows_keys(p, W), dk = double(p.sh.dk), dv = double(p.sh.dv);
+  KernelVersion version(state, int(W) + (BWD ? 3 : 0));
   double ms;
   if (!BWD) {
     ms = time_it(state, [&] { attention_forward(p.q, k, v, spec); });
@@ -197,6 +239,7 @@ void BM_Branch(benchmark::State& state) {
     const ForwardResult f = attention_forward(p.q, k, v, spec);
     ms = time_it(state, [&] { attention_backward(p.q, k, v, f.o, f.lse, p.dout, spec); });
   }
+  version.report(ms);
   report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), dense_ms(p, BWD));
 }
 
@@ -224,6 +267,7 @@ void BM_LayerAttention(benchmark::State& state) {
                                       attention_forward(p.q, p.k, p.v, s),
                                       attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
   };
+  KernelVersion version(state, 10 + int(BWD));
   double ms;
   if (!BWD) {
     ms = time_it(state, [&] { fwd_all(); });
@@ -236,6 +280,7 @@ void BM_LayerAttention(benchmark::State& state) {
       attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
     });
   }
+  version.report(ms);
   const double dense = dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0);
   report(state, ms, flops, dense);
 }
@@ -281,20 +326,224 @@ void Sizes(benchmark::internal::Benchmark* b) {
     for (int64_t S : {2048, 8192, 16384, 32768, 65536}) b->Args({shape, S});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S"});
 }
+// Sizes x kernel version (v1 first, so v2 can report speedup_vs_v1).
+void SizesV(benchmark::internal::Benchmark* b) {
+  for (int shape : {0, 1})
+    for (int64_t S : {2048, 8192, 16384, 32768, 65536})
+      for (int64_t v : {1, 2}) b->Args({shape, S, v});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "v"});
+}
 
 BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
+BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks)->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(Sizes);
-BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(Sizes);
-BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(Sizes);
-BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(Sizes);
+BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
+BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
+BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(SizesV);
+BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(SizesV);
+BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV);
+BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(SizesV);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
+
+// ---- Decode: one new token against caches of S tokens (t = S - 1) -------------
+// BM_DecodeStepGraph replays the captured decode step (decode_graph.h: the four
+// launches of decode_attention.h, length in device memory); args {shape, S,
+// version} (version 2 = tensor cores, 1 = SIMT). BM_DenseSdpaDecode is one query
+// against all S cached keys through at::scaled_dot_product_attention, the
+// fastest backend that accepts the shape (label). Bytes of the napkin math: each
+// KV token read once, (dk + dv) * 2 bytes per group; dense reads S tokens, NSA
+// reads kv_tokens = compressed blocks n_cmp(t) + selected tokens <= t + window
+// tokens (per group, from the step's own block_idx, as BM_DecodeKvTokens counts).
+// Counters: ms / us = median of single synchronised steps (host launch included);
+// us_back_to_back = mean of 32 steps issued back to back (GPU time per step).
+
+// Mean microseconds per call of `n` calls issued back to back between two events.
+double back_to_back_us(const std::function<void()>& fn, int n = 32) {
+  fn();
+  NSA_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t a, b;
+  NSA_CUDA_CHECK(cudaEventCreate(&a));
+  NSA_CUDA_CHECK(cudaEventCreate(&b));
+  NSA_CUDA_CHECK(cudaEventRecord(a));
+  for (int i = 0; i < n; ++i) fn();
+  NSA_CUDA_CHECK(cudaEventRecord(b));
+  NSA_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0.f;
+  NSA_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  NSA_CUDA_CHECK(cudaEventDestroy(a));
+  NSA_CUDA_CHECK(cudaEventDestroy(b));
+  return 1e3 * ms / n;
+}
+
+// Dense decode: q [B,1,H,dk] viewed as [B,G,h,dk] (the h heads of a group are h
+// query rows of one KV head: GQA without copying K/V, any backend), K/V caches
+// [B,S,G,d] viewed as [B,G,S,d]; no mask (the token sees every cached key).
+struct DenseDecode {
+  at::Tensor q, k, v;
+  double scale;
+  DenseDecode(const Shape& s, int64_t S) {
+    const auto o = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+    q = at::randn({s.B, 1, s.H, s.dk}, o).view({s.B, s.G, s.H / s.G, s.dk});
+    k = at::randn({s.B, S, s.G, s.dk}, o).transpose(1, 2);
+    v = at::randn({s.B, S, s.G, s.dv}, o).transpose(1, 2);
+    scale = 1.0 / std::sqrt(double(s.dk));
+  }
+  at::Tensor run() const { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, false, scale); }
+};
+
+struct SdpaChoice {
+  std::string backend;
+  int index = -1;  // into kSdpaBackends
+  double us = 0;   // median single call
+  double us_back_to_back = 0;
+};
+struct SdpaBackendSwitch {
+  const char* name;
+  void (at::Context::*set)(bool);
+};
+const SdpaBackendSwitch kSdpaBackends[] = {{"cudnn", &at::Context::setSDPUseCuDNN},
+                                           {"flash", &at::Context::setSDPUseFlash},
+                                           {"efficient", &at::Context::setSDPUseMemEfficient},
+                                           {"math", &at::Context::setSDPUseMath}};
+// Enables only backend i (-1: restore the defaults, all on).
+void sdpa_only(int i) {
+  for (int j = 0; j < int(std::size(kSdpaBackends)); ++j) (at::globalContext().*kSdpaBackends[j].set)(i < 0 || i == j);
+}
+double median_us(const std::function<void()>& fn, int reps = 9) {
+  fn();
+  NSA_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t a, b;
+  NSA_CUDA_CHECK(cudaEventCreate(&a));
+  NSA_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    NSA_CUDA_CHECK(cudaEventRecord(a));
+    fn();
+    NSA_CUDA_CHECK(cudaEventRecord(b));
+    NSA_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0.f;
+    NSA_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  NSA_CUDA_CHECK(cudaEventDestroy(a));
+  NSA_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return 1e3 * ms[ms.size() / 2];
+}
+// The fastest SDPA backend for the dense decode of (shape, S), measured once
+// per (shape, S) and remembered (BM_DecodeStepGraph reads it for its speedup).
+SdpaChoice fastest_sdpa(int64_t shape, int64_t S) {
+  static std::map<std::pair<int64_t, int64_t>, SdpaChoice> cache;
+  if (auto it = cache.find({shape, S}); it != cache.end()) return it->second;
+  const DenseDecode d(kShapes[shape], S);
+  SdpaChoice best;
+  for (int i = 0; i < int(std::size(kSdpaBackends)); ++i) {
+    sdpa_only(i);
+    try {
+      const double us = median_us([&] { d.run(); });
+      if (best.index < 0 || us < best.us) best = {kSdpaBackends[i].name, i, us};
+    } catch (const c10::Error&) {  // this backend does not take the shape
+    }
+  }
+  if (best.index >= 0) {
+    sdpa_only(best.index);
+    best.us_back_to_back = back_to_back_us([&] { d.run(); });
+  }
+  sdpa_only(-1);
+  return cache[{shape, S}] = best;
+}
+
+void BM_DenseSdpaDecode(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Shape& sh = kShapes[state.range(0)];
+  const int64_t S = state.range(1);
+  const SdpaChoice choice = fastest_sdpa(state.range(0), S);
+  if (choice.index < 0) {
+    state.SkipWithError("no SDPA backend accepts the shape");
+    return;
+  }
+  const DenseDecode d(sh, S);
+  sdpa_only(choice.index);
+  const double ms = time_it(state, [&] { d.run(); });
+  const double b2b = back_to_back_us([&] { d.run(); });
+  sdpa_only(-1);
+  state.SetLabel("backend=" + choice.backend);
+  state.counters["ms"] = ms;
+  state.counters["us"] = 1e3 * ms;
+  state.counters["us_back_to_back"] = b2b;
+  state.counters["kv_tokens"] = double(S);
+  state.counters["GB/s"] = double(S) * sh.B * sh.G * (sh.dk + sh.dv) * 2 / (ms * 1e-3) / 1e9;
+}
+
+// KV tokens one step read per group, from the step's block_idx [B,1,G,n].
+double decode_kv_tokens(int64_t S, const at::Tensor& block_idx) {
+  const int t = int(S - 1);
+  int lo, hi;
+  contiguous_key_range(Branch::Compressed, t, t, 1 << 30, kW, kL, kD, &lo, &hi);
+  double tokens = hi - lo;
+  contiguous_key_range(Branch::Window, t, t, int(S), int(kW), kL, kD, &lo, &hi);
+  tokens += hi - lo;
+  const at::Tensor idx = block_idx.cpu();
+  const auto a = idx.accessor<int, 4>();
+  double selected = 0;
+  for (int64_t b = 0; b < idx.size(0); ++b)
+    for (int64_t g = 0; g < idx.size(2); ++g)
+      for (int64_t s = 0; s < idx.size(3); ++s) {
+        selected_key_range(a[b][0][g][s], t, int(S), int(kLp), &lo, &hi);
+        selected += hi - lo;
+      }
+  return tokens + selected / double(idx.size(0) * idx.size(2));
+}
+
+void BM_DecodeStepGraph(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Shape& sh = kShapes[state.range(0)];
+  const int64_t S = state.range(1);
+  DecodeShape ds;
+  ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
+  ds.dtype = at::kBFloat16;
+  DecodeHyper hp;
+  hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
+  DecodeGraph graph(ds, hp, int(state.range(2)));
+  const DecodeCaches& in = graph.inputs();
+  for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
+    t->normal_();  // never time on zeros
+  const double ms = time_it(state, [&] { graph.replay(S); });
+  const double b2b = back_to_back_us([&] { graph.replay(S); });
+  const double kv = decode_kv_tokens(S, graph.outputs().block_idx);
+  state.SetLabel("v" + std::to_string(graph.plan().version));
+  state.counters["ms"] = ms;
+  state.counters["us"] = 1e3 * ms;
+  state.counters["us_back_to_back"] = b2b;
+  state.counters["kv_tokens"] = kv;
+  state.counters["paper_table4"] = double(S) / kD + kN * kLp + kW;
+  state.counters["dense_tokens"] = double(S);
+  state.counters["cmp_split"] = graph.plan().n_cmp_split;
+  state.counters["GB/s"] = kv * sh.B * sh.G * (sh.dk + sh.dv) * 2 / (ms * 1e-3) / 1e9;
+  const SdpaChoice dense = fastest_sdpa(state.range(0), S);
+  if (dense.index >= 0) {
+    state.counters["speedup_vs_sdpa"] = dense.us / (1e3 * ms);
+    state.counters["dense_us"] = dense.us;
+    state.counters["speedup_back_to_back"] = dense.us_back_to_back / b2b;
+  }
+}
+
+void DecodeSizes(benchmark::internal::Benchmark* b, bool versions) {
+  for (int shape : {0, 1})
+    for (int64_t S : {8192, 16384, 32768, 65536}) {
+      if (!versions) b->Args({shape, S});
+      else
+        for (int version : {2, 1}) b->Args({shape, S, version});
+    }
+  b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  if (versions) b->ArgNames({"shape", "S", "version"});
+  else b->ArgNames({"shape", "S"});
+}
+BENCHMARK(BM_DenseSdpaDecode)->Apply([](benchmark::internal::Benchmark* b) { DecodeSizes(b, false); });
+BENCHMARK(BM_DecodeStepGraph)->Apply([](benchmark::internal::Benchmark* b) { DecodeSizes(b, true); });
 
 }  // namespace
 }  // namespace nsa::cuda

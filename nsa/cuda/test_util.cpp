@@ -93,4 +93,25 @@ void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& k
   expect_close(what + " dv", got.dv, ref.dv, tol);
 }
 
+void check_v1_and_v2(const std::string& what, const AttnInputs& in, const BranchSpec& spec,
+                     const at::Tensor& reference_o) {
+  SCOPED_TRACE(what);
+  const double tol = tolerance_for(in.q.scalar_type());
+  ForwardResult r[2];
+  for (int version : {1, 2}) {
+    ForceV1Scope force(version == 1);
+    set_poison_outputs(true);
+    r[version - 1] = attention_forward(in.q, in.k, in.v, spec);
+    set_poison_outputs(false);
+    EXPECT_EQ(last_forward_kernel_version(), version) << "the forward did not run the kernel version asked for";
+    expect_close(what + " v" + std::to_string(version) + " o", r[version - 1].o, reference_o, tol);
+  }
+  const at::Tensor inf1 = at::isinf(r[0].lse), inf2 = at::isinf(r[1].lse);
+  EXPECT_TRUE(at::equal(inf1, inf2)) << what << ": v1 and v2 disagree on which rows saw no key (lse = +inf)";
+  EXPECT_FALSE(at::isnan(r[1].lse).any().item<bool>()) << what << ": v2 lse has NaN";
+  const at::Tensor zero = at::zeros({}, r[0].lse.options());
+  expect_close(what + " lse v2 vs v1", at::where(inf2, zero, r[1].lse), at::where(inf1, zero, r[0].lse),
+               tolerance_for(at::kFloat));
+}
+
 }  // namespace nsa::cuda::testing

@@ -43,4 +43,23 @@ using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, co
 void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
                   const AttnFn& reference);
 
+// Forces the v1 kernels (or not) for a scope, restoring the previous setting.
+class ForceV1Scope {
+ public:
+  explicit ForceV1Scope(bool on) : prev_(force_v1_kernels()) { set_force_v1_kernels(on); }
+  ~ForceV1Scope() { set_force_v1_kernels(prev_); }
+  ForceV1Scope(const ForceV1Scope&) = delete;
+  ForceV1Scope& operator=(const ForceV1Scope&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// The forward of `spec` on the inputs with v1 forced and with v2 (poisoned
+// outputs): the version that ran must be 1, then 2; o must match the float64
+// `reference` output within the dtype's tolerance for both; lse must agree
+// between the two (fp32, 1e-5 relative RMS) with +inf in the same rows.
+void check_v1_and_v2(const std::string& what, const AttnInputs& in, const BranchSpec& spec,
+                     const at::Tensor& reference_o);
+
 }  // namespace nsa::cuda::testing

@@ -64,5 +64,56 @@ TEST(WindowAttention, RejectsBadInputsWithContext) {
   }
 }
 
+// Tensor-core (v2) tile boundaries: S around the 64-row / 64-key tiles, h = 1,
+// 6 (10 queries + 4 padding rows per CTA), 16, 80 (head chunks of 64), dk != dv.
+INSTANTIATE_TEST_SUITE_P(
+    TensorCoreTiles, WindowAttention,
+    ::testing::Values(
+        WindowCase{"bf16_S1_h1_d64", 1, 1, 1, 1, 64, 64, 512, at::kBFloat16},
+        WindowCase{"fp16_S63_h6_d64_w16", 1, 63, 12, 2, 64, 64, 16, at::kHalf},
+        WindowCase{"bf16_S64_h16_d192_dv128_w40", 1, 64, 16, 1, 192, 128, 40, at::kBFloat16},
+        WindowCase{"bf16_S65_h1_d128_w64", 1, 65, 2, 2, 128, 128, 64, at::kBFloat16},
+        WindowCase{"fp16_S129_h6_d64_dv192_w100", 1, 129, 6, 1, 64, 192, 100, at::kHalf},
+        WindowCase{"bf16_B2_S257_h16_d192_dv128_w130", 2, 257, 32, 2, 192, 128, 130, at::kBFloat16},
+        WindowCase{"bf16_S257_h1_d128_dv64_w512", 1, 257, 3, 3, 128, 64, 512, at::kBFloat16},
+        WindowCase{"bf16_S129_h6_d192_dv192_w1", 1, 129, 6, 1, 192, 192, 1, at::kBFloat16},
+        WindowCase{"fp16_S33_h80_head_chunks_d64", 1, 33, 80, 1, 64, 64, 20, at::kHalf},
+        WindowCase{"bf16_window0_empty_rows_d64", 1, 70, 6, 1, 64, 64, 0, at::kBFloat16}),
+    [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
+
+// The same inputs through v1 (forced) and v2 (forward and backward dq): both
+// match the reference, and their logsumexps agree.
+TEST(WindowAttention, V1AndV2BothMatchReference) {
+  NSA_REQUIRE_CUDA();
+  struct Case {
+    const char* name;
+    int64_t B, S, H, G, dk, dv, window;
+    at::ScalarType dtype;
+  };
+  for (const Case& c : {Case{"bf16_m7c_like_S200_h6_d64", 1, 200, 12, 2, 64, 64, 64, at::kBFloat16},
+                        Case{"fp16_paper_like_S130_h16_d192_dv128", 2, 130, 32, 2, 192, 128, 100, at::kHalf}}) {
+    const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 4000 + c.S);
+    const double scale = 1.0 / std::sqrt(double(c.dk));
+    BranchSpec spec;
+    spec.branch = Branch::Window, spec.window = c.window, spec.scale = scale;
+    const at::Tensor ref = ref_window_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),
+                                                in.v.cpu().to(at::kDouble), c.window, scale);
+    testing::check_v1_and_v2(c.name, in, spec, ref);
+    for (bool v1 : {true, false}) {  // and the gradients through either forward
+      testing::ForceV1Scope force(v1);
+      testing::check_branch(
+          std::string(c.name) + (v1 ? " (v1 forward)" : " (v2 forward)"), in,
+          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+            return window_attention(q, k, v, c.window, scale);
+          },
+          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+            return ref_window_attention(q, k, v, c.window, scale);
+          });
+      EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
+      EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nsa::cuda

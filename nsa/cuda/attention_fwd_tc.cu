@@ -1,0 +1,503 @@
+// Attention forward v2: tensor cores (mma.sync m16n8k16, fp32 accumulators)
+// for fp16 / bf16 inputs, FlashAttention-2 style, for the three NSA branches.
+// v1 (attention_fwd.cu) stays the kernel for fp32 and for head dims v2 does not
+// tile; launch_attention_fwd picks (NSA_CUDA_KERNEL_V1=1 / set_force_v1_kernels
+// forces v1 everywhere).
+//
+// What one warp does (the same in every v2 kernel): it owns 16 rows (a row =
+// one (query, head) pair) whose Q sits in registers as mma A fragments for the
+// whole kernel. For each K/V tile staged in shared memory it computes
+//   S = Q K^T            tensor cores, fp32 accumulators (ldmatrix of K rows)
+//   s = S * scale*log2e  masked per (query, key) to -inf
+//   online softmax       fp32: running max m, rescale alpha = 2^(m_old - m_new),
+//                        P = 2^(s - m); row max over the 4 lanes of a row
+//   O = O * alpha + P V  P rounded to the input dtype straight from the S
+//                        accumulators (C layout == A layout), V via ldmatrix.trans
+// and at the end writes o = O / l in the input dtype and the fp32 logsumexp
+// lse = (m + log2 l) * ln 2 (natural log, as v1), or o = 0 and lse = +inf when
+// the row saw no key. A row that has seen nothing keeps m = -inf; exponents are
+// taken against 0 then, so no -inf - -inf ever makes a NaN.
+//
+// Tiling (group-centric as in the paper: the M dimension of a CTA is queries x
+// heads of one KV group, so every head of the group shares each K/V tile):
+//   Window / Compressed  128 threads = 4 warps x 16 rows = 64 rows per CTA:
+//                        q_tile = 64 / h consecutive queries x all h heads (h = 6:
+//                        10 queries, 4 padding rows; h = 16: 4 queries; h >= 64:
+//                        one query x 64-head chunks). The CTA walks one contiguous
+//                        key range (contiguous_key_range) in tiles of 64 keys; a
+//                        warp skips a tile none of its rows sees and masks only
+//                        tiles its rows see partly (per-element key_visible).
+//   Selected             one query x up to 16 heads of the group (padded to 16
+//                        rows). The query's chosen blocks are concatenated into
+//                        one virtual key list (prefix sums of the segment lengths
+//                        in shared memory), so a 64-key tile is always full
+//                        whatever sel_block is; each warp takes 16 of the 64 keys
+//                        of every tile with its own online softmax (all 4 warps
+//                        hold the same 16 rows), and the 4 partial (m, l, O) are
+//                        merged through shared memory at the end.
+//   K/V stages           64 keys x (dk + 8) and 64 x (dv + 8) 16-bit elements,
+//                        double-buffered with 16-byte cp.async (the next tile loads
+//                        while this one computes). The +8 pad (16 bytes) puts the 8
+//                        rows an ldmatrix reads in 8 different bank groups.
+// Shared memory per CTA = 2 stages x 64 x (dk + dv + 16) x 2 bytes: 36 KB at
+// dk = dv = 64, 84 KB at 192/128, 100 KB at 192/192 (the largest v2 tiles), all
+// under kSmemBudget = 112 KB, so sm_80 runs them and sm_90 fits 2 CTAs per SM.
+// Selected adds (2 n + 1) ints for its segment list. Registers per thread at
+// 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads.
+//
+// Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
+// 32, ..., 256) run v1; that is a tiling choice, the result is the same function.
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+namespace {
+
+using tc::kLn2;
+using tc::kLog2e;
+using tc::kTcKeys;
+using tc::kTcRowsSel;
+using tc::kTcRowsWin;
+using tc::kTcThreads;
+using tc::kTcWarps;
+
+template <int DK, int DV>
+struct TcLayout {
+  static constexpr int kLdK = tc::KvStages<DK, DV>::kLdK, kLdV = tc::KvStages<DK, DV>::kLdV;
+  static constexpr size_t kKvBytes = tc::KvStages<DK, DV>::kBytes;
+  // Selected's merge of the 4 warps' partial results, aliasing the K/V stages
+  // once the key loop is over: O [4][16][DV + 8] floats, m [4][16], l [4][16].
+  static constexpr int kLdO = DV + 8;
+  static constexpr size_t kMergeBytes = size_t(kTcWarps) * kTcRowsSel * (kLdO + 2) * sizeof(float);
+  static constexpr size_t kSelSegOffset = kKvBytes > kMergeBytes ? kKvBytes : kMergeBytes;
+  static size_t selected_bytes(int n_sel) { return kSelSegOffset + size_t(2 * n_sel + 1) * sizeof(int); }
+};
+
+// ---- one warp's 16 rows ---------------------------------------------------------
+template <int DK, int DV>
+struct WarpRows {
+  uint32_t q[DK / 16][4];  // Q as A fragments, one per 16 dims (rows gid, gid + 8)
+  float o[DV / 8][4];      // unnormalised output, C layout (8 columns per entry)
+  float m[2];              // running max of rows gid, gid + 8 (score * scale * log2 e)
+  float l[2];              // this lane's share of the row sums of 2^(s - m)
+};
+
+template <typename T, int DK, int DV>
+__device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const T* q, int64_t off0, bool valid0,
+                                          int64_t off1, bool valid1, int tig) {
+  tc::load_a_frags<T, DK>(w.q, q + off0, valid0, q + off1, valid1, tig);
+#pragma unroll
+  for (int n = 0; n < DV / 8; ++n) w.o[n][0] = w.o[n][1] = w.o[n][2] = w.o[n][3] = 0.f;
+  w.m[0] = w.m[1] = -INFINITY;
+  w.l[0] = w.l[1] = 0.f;
+}
+
+// Online softmax over one tile of scaled, masked scores s (log2 domain); s
+// becomes P = 2^(s - m_new); O and l are rescaled by alpha = 2^(m_old - m_new).
+template <int NK, int DV>
+__device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float (&m)[2], float (&l)[2],
+                                               float (&o)[DV / 8][4]) {
+  float mx[2] = {m[0], m[1]};
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+  }
+  float base[2], alpha[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    // The 4 lanes of a row (same gid) hold its 8-column slices: reduce over them.
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    base[i] = mx[i] == -INFINITY ? 0.f : mx[i];  // nothing seen yet: exponents against 0, no NaN
+    alpha[i] = exp2f(m[i] - base[i]);            // m = -inf -> 0 (O and l are 0 anyway)
+    m[i] = mx[i];
+  }
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s[n][j] = exp2f(s[n][j] - base[j / 2]);  // -inf -> 0
+      sum[j / 2] += s[n][j];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) l[i] = l[i] * alpha[i] + sum[i];
+#pragma unroll
+  for (int n = 0; n < DV / 8; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
+// ---- Window / Compressed: 64 rows (queries x heads) per CTA ----------------------
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
+  using L = TcLayout<DK, DV>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
+  T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  const int n_chunks = ceil_div(p.h, p.head_chunk);
+  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
+  const int b = bg / p.G, g = bg % p.G;
+  const int t0 = blockIdx.x * p.q_tile;
+  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
+
+  // Row r of the CTA = query t0 + r / head_chunk, head chunk*head_chunk + r % head_chunk.
+  const auto row_query = [&](int r, int* hq) {
+    const int qi = r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
+    *hq = g * p.h + imin(head, p.h - 1);
+    return (qi < p.q_tile && t0 + qi < p.S && head < p.h) ? t0 + qi : -1;  // -1: padding row
+  };
+  int hq0, hq1;
+  const int r0 = warp * 16 + gid;
+  const int tr0 = row_query(r0, &hq0), tr1 = row_query(r0 + 8, &hq1);
+  // Queries of the warp's valid rows (consecutive): tiles outside them are skipped.
+  int tmin = INT_MAX, tmax = -1;
+  for (int r = warp * 16; r < warp * 16 + 16; ++r) {
+    int hq;
+    const int t = row_query(r, &hq);
+    if (t >= 0) tmin = imin(tmin, t), tmax = imax(tmax, t);
+  }
+  const bool warp_active = tmax >= 0;
+
+  WarpRows<DK, DV> w;
+  init_rows<T, DK, DV>(w, q, row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
+                       row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
+  const float scale_log2 = p.scale * kLog2e;
+
+  int lo, hi;
+  contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
+  const int n_tiles = ceil_div(hi - lo, kTcKeys);
+  const auto issue_tile = [&](int i) {
+    const int stage = i & 1, r = tid / 2, key = lo + i * kTcKeys + r;
+    const bool valid = key < hi;
+    const int src = valid ? key : lo;  // any real row: nothing is read when !valid
+    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
+    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
+    tc::copy_row_async<DK>(kdst, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
+    tc::copy_row_async<DV>(vdst, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
+    tc::cp_async_commit();
+  };
+
+  if (n_tiles > 0) issue_tile(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if (i + 1 < n_tiles) {
+      issue_tile(i + 1);  // its stage was last read in iteration i - 1, before the barrier
+      tc::cp_async_wait<1>();
+    } else {
+      tc::cp_async_wait<0>();
+    }
+    __syncthreads();  // tile i is in shared memory for every warp
+    const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
+    // Does the warp see none / all / part of the tile? (warp-uniform)
+    bool none, all;
+    if (BR == Branch::Window) {
+      none = kt > tmax || kend - 1 <= tmin - p.window;
+      all = kend == kt + kTcKeys && kend - 1 <= tmin && kt > tmax - p.window;
+    } else {
+      none = kt >= n_cmp_visible(tmax, p.cmp_block, p.cmp_stride);
+      all = kend == kt + kTcKeys && kend <= n_cmp_visible(tmin, p.cmp_block, p.cmp_stride);
+    }
+    if (warp_active && !none) {
+      const int stage = i & 1;
+      float s[kTcKeys / 8][4];
+      tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, 0, lane);
+#pragma unroll
+      for (int n = 0; n < kTcKeys / 8; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
+          const bool vis = all || (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride));
+          s[n][j] = vis ? s[n][j] * scale_log2 : -INFINITY;
+        }
+      }
+      softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
+      tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, 0, lane);
+    }
+    __syncthreads();  // every warp is done with stage i & 1 before it is refilled
+  }
+
+  // Normalise and write: rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]).
+  T* o = static_cast<T*>(p.o);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float l = w.l[i];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int t = i == 0 ? tr0 : tr1, hq = i == 0 ? hq0 : hq1;
+    if (t < 0) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: o = 0
+    T* orow = o + row_offset(b, t, hq, p.S, p.H, DV);
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tig) =
+          tc::pack2<T>(w.o[n][2 * i] * inv, w.o[n][2 * i + 1] * inv);
+    }
+    if (tig == 0) {
+      p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = l > 0.f ? (w.m[i] + log2f(l)) * kLn2 : INFINITY;
+    }
+  }
+}
+
+// ---- Selected: one query x up to 16 heads per CTA ---------------------------------
+template <typename T, int DK, int DV>
+__device__ __forceinline__ void tc_fwd_selected_body(const AttnParams& p) {
+  using L = TcLayout<DK, DV>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
+  T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
+  int* seg_start = reinterpret_cast<int*>(smem_raw + L::kSelSegOffset);  // [n + 1] virtual offsets
+  int* seg_lo = seg_start + p.n_sel + 1;                                  // [n] first key of segment
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  const int n_chunks = ceil_div(p.h, p.head_chunk);
+  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
+  const int b = bg / p.G, g = bg % p.G;
+  const int t = blockIdx.x;
+
+  // The query's segments: slot s covers keys [seg_lo[s], seg_lo[s] + len) and
+  // virtual positions [seg_start[s], seg_start[s + 1]) (empty for -1 slots).
+  const int* idx = p.block_idx + (int64_t(b) * p.S + t) * p.G * p.n_sel + int64_t(g) * p.n_sel;
+  for (int s = tid; s < p.n_sel; s += kTcThreads) {
+    int lo, hi;
+    selected_key_range(idx[s], t, p.Sk, p.sel_block, &lo, &hi);
+    seg_lo[s] = lo;
+    seg_start[s + 1] = hi - lo;  // length for now
+  }
+  __syncthreads();
+  if (tid == 0) {
+    seg_start[0] = 0;
+    for (int s = 0; s < p.n_sel; ++s) seg_start[s + 1] += seg_start[s];
+  }
+  __syncthreads();
+  const int n_keys = seg_start[p.n_sel];
+  const int n_tiles = ceil_div(n_keys, kTcKeys);
+
+  // Rows: r = head chunk*16 + r of query t; every warp holds the same 16 rows.
+  const int head0 = chunk * p.head_chunk + gid, head1 = head0 + 8;
+  const bool valid0 = gid < p.head_chunk && head0 < p.h, valid1 = gid + 8 < p.head_chunk && head1 < p.h;
+  const int hq0 = g * p.h + imin(head0, p.h - 1), hq1 = g * p.h + imin(head1, p.h - 1);
+  WarpRows<DK, DV> w;
+  init_rows<T, DK, DV>(w, q, row_offset(b, t, hq0, p.S, p.H, DK), valid0, row_offset(b, t, hq1, p.S, p.H, DK),
+                       valid1, tig);
+  const float scale_log2 = p.scale * kLog2e;
+
+  // Loader: thread pair tid / 2 owns tile row r; its virtual position only
+  // grows from tile to tile, so its segment cursor only moves forward.
+  int cursor = 0;
+  const auto issue_tile = [&](int i) {
+    const int stage = i & 1, r = tid / 2, pos = i * kTcKeys + r;
+    while (cursor < p.n_sel && pos >= seg_start[cursor + 1]) ++cursor;
+    const bool valid = pos < n_keys;
+    const int key = valid ? seg_lo[cursor] + (pos - seg_start[cursor]) : 0;
+    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
+    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
+    tc::copy_row_async<DK>(kdst, k + row_offset(b, key, g, p.Sk, p.G, DK), valid, tid & 1);
+    tc::copy_row_async<DV>(vdst, v + row_offset(b, key, g, p.Sk, p.G, DV), valid, tid & 1);
+    tc::cp_async_commit();
+  };
+
+  if (n_tiles > 0) issue_tile(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if (i + 1 < n_tiles) {
+      issue_tile(i + 1);
+      tc::cp_async_wait<1>();
+    } else {
+      tc::cp_async_wait<0>();
+    }
+    __syncthreads();
+    const int pos0 = i * kTcKeys + warp * 16;  // this warp's 16-key slice
+    if (pos0 < n_keys) {
+      const int stage = i & 1;
+      float s[2][4];
+      tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, warp * 16, lane);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int pos = pos0 + n * 8 + 2 * tig + (j & 1);  // every selected key is visible (<= t)
+          s[n][j] = pos < n_keys ? s[n][j] * scale_log2 : -INFINITY;
+        }
+      }
+      softmax_update<16, DV>(s, w.m, w.l, w.o);
+      tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, warp * 16, lane);
+    }
+    __syncthreads();
+  }
+
+  // Merge the 4 warps' partial results (the K/V stages are free now: the loop
+  // ended on a barrier, and no copy is in flight).
+  float* red_o = reinterpret_cast<float*>(smem_raw);        // [4][16][kLdO]
+  float* red_m = red_o + kTcWarps * kTcRowsSel * L::kLdO;   // [4][16]
+  float* red_l = red_m + kTcWarps * kTcRowsSel;             // [4][16]
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float l = w.l[i];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = gid + 8 * i;
+    float* orow = red_o + (warp * kTcRowsSel + r) * L::kLdO;
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      orow[n * 8 + 2 * tig] = w.o[n][2 * i];
+      orow[n * 8 + 2 * tig + 1] = w.o[n][2 * i + 1];
+    }
+    if (tig == 0) {
+      red_m[warp * kTcRowsSel + r] = w.m[i];
+      red_l[warp * kTcRowsSel + r] = l;
+    }
+  }
+  __syncthreads();
+  T* o = static_cast<T*>(p.o);
+  for (int e = tid; e < kTcRowsSel * DV / 2; e += kTcThreads) {
+    const int r = e / (DV / 2), c = 2 * (e % (DV / 2));
+    const int head = chunk * p.head_chunk + r;
+    if (r >= p.head_chunk || head >= p.h) continue;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int ww = 0; ww < kTcWarps; ++ww) mx = fmaxf(mx, red_m[ww * kTcRowsSel + r]);
+    float l = 0.f, o0 = 0.f, o1 = 0.f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int ww = 0; ww < kTcWarps; ++ww) {
+        const float f = exp2f(red_m[ww * kTcRowsSel + r] - mx);  // a warp that saw nothing: 0
+        const float* orow = red_o + (ww * kTcRowsSel + r) * L::kLdO;
+        l += red_l[ww * kTcRowsSel + r] * f;
+        o0 += orow[c] * f;
+        o1 += orow[c + 1] * f;
+      }
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int hq = g * p.h + head;
+    *reinterpret_cast<uint32_t*>(o + row_offset(b, t, hq, p.S, p.H, DV) + c) = tc::pack2<T>(o0 * inv, o1 * inv);
+    if (c == 0) p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = l > 0.f ? (mx + log2f(l)) * kLn2 : INFINITY;
+  }
+}
+
+// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_window_fwd_tc_kernel(AttnParams p) {
+  tc_fwd_rows_body<T, DK, DV, Branch::Window>(p);
+}
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_compressed_fwd_tc_kernel(AttnParams p) {
+  tc_fwd_rows_body<T, DK, DV, Branch::Compressed>(p);
+}
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_tc_kernel(AttnParams p) {
+  tc_fwd_selected_body<T, DK, DV>(p);
+}
+
+template <typename T, int DK, int DV>
+bool launch_tc(Branch br, AttnParams& p) {
+  using L = TcLayout<DK, DV>;
+  void (*kernel)(AttnParams);
+  size_t smem;
+  dim3 grid;
+  if (br == Branch::Selected) {
+    smem = L::selected_bytes(p.n_sel);
+    if (smem > kSmemBudget) return false;  // an enormous n: v1 handles it
+    p.q_tile = 1;
+    p.head_chunk = imin(p.h, kTcRowsSel);
+    p.rows = kTcRowsSel;
+    grid = dim3(p.S, p.B * p.G * ceil_div(p.h, p.head_chunk));
+    kernel = nsa_selected_fwd_tc_kernel<T, DK, DV>;
+  } else {
+    smem = L::kKvBytes;
+    if (p.h >= kTcRowsWin) {
+      p.q_tile = 1;
+      p.head_chunk = kTcRowsWin;
+    } else {
+      p.head_chunk = p.h;
+      p.q_tile = kTcRowsWin / p.h;
+    }
+    p.rows = p.q_tile * p.head_chunk;
+    grid = dim3(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
+    kernel = br == Branch::Window ? nsa_window_fwd_tc_kernel<T, DK, DV> : nsa_compressed_fwd_tc_kernel<T, DK, DV>;
+  }
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+// The (dk, dv) pairs v2 instantiates.
+#define NSA_TC_FWD_DIMS(X) \
+  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
+
+template <typename T>
+bool launch_tc_dims(Branch br, AttnParams& p) {
+  switch (p.dk * 1000 + p.dv) {
+#define NSA_TC_CASE(DK, DV) \
+  case DK * 1000 + DV: return launch_tc<T, DK, DV>(br, p);
+    NSA_TC_FWD_DIMS(NSA_TC_CASE)
+#undef NSA_TC_CASE
+    default: return false;
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// -1: not read from the environment yet.
+std::atomic<int> g_force_v1{-1};
+std::atomic<int> g_last_fwd_version{0};
+
+bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
+  if (force_v1_kernels()) return false;
+  // 16-byte rows for cp.async (dims are multiples of 64 here, so every row of
+  // an aligned tensor is aligned), 4-byte pairs for Q loads and O stores.
+  if (!aligned16(p.k) || !aligned16(p.v) || !aligned16(p.q) || !aligned16(p.o)) return false;
+  if (dtype == at::kBFloat16) return launch_tc_dims<c10::BFloat16>(br, p);
+  if (dtype == at::kHalf) return launch_tc_dims<c10::Half>(br, p);
+  return false;  // fp32: v1
+}
+
+}  // namespace
+
+bool force_v1_kernels() {
+  int v = g_force_v1.load();
+  if (v < 0) {
+    const char* env = std::getenv("NSA_CUDA_KERNEL_V1");
+    const bool on = env != nullptr && std::strcmp(env, "1") == 0;
+    TORCH_CHECK(env == nullptr || on || std::strcmp(env, "0") == 0 || env[0] == '\0',
+                "NSA_CUDA_KERNEL_V1 must be 0 or 1, got '", env, "'");
+    int expected = -1;
+    g_force_v1.compare_exchange_strong(expected, on ? 1 : 0);
+    v = g_force_v1.load();
+  }
+  return v == 1;
+}
+
+void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
+
+int last_forward_kernel_version() { return g_last_fwd_version.load(); }
+
+bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
+  const bool launched = try_launch(br, dtype, p);
+  g_last_fwd_version.store(launched ? 2 : 1);  // false: the caller runs v1
+  return launched;
+}
+
+}  // namespace nsa::cuda

@@ -1,0 +1,525 @@
+// NSA decode attention (DESIGN.md §2 for the single query t = len - 1 of each
+// batch row), four launches, no host round trip, length read on the device:
+//
+//   1. partial   split-K attention partials (m, l, unnormalised o) of the
+//                compressed keys and the window, n_cmp_split + n_win_split CTAs
+//                per (b, g, head chunk); the compressed CTAs also keep their raw
+//                scores s = scale q.kc for the selection.
+//   2. select    col[i] = sum over the group's heads of p_cmp[i] (p from the
+//                exact global max / denominator of the partials), one key per
+//                thread; the last CTA of each (b, g) scores the selection blocks
+//                (col summed over the overlapping compressed blocks, ascending),
+//                forces blocks 0, t/l', t/l'-1, takes the top n (ties -> lower
+//                index) and writes them sorted, -1 padding (as select_blocks).
+//   3. partial   split-K partials of the selected branch, one CTA per chosen block.
+//   4. combine   per (b, head, branch): o = sum_s e^(m_s - m) o_s / sum_s e^(m_s - m) l_s.
+//
+// Why split-K (flash-decoding): one query has only B*G*ceil(h/16) independent
+// (b, g, head chunk) rows; at 64k keys that is 4 CTAs for the paper's shape, a
+// few % of an H100. Splitting the 4095 compressed keys over ~2 CTAs per SM and
+// combining keeps every SM streaming. The split count is fixed by the capacity
+// (the grid of a captured graph cannot change) and each CTA's share follows the
+// current length, read on the device.
+//
+// Versions of the partial kernel (both fp32 softmax and accumulators):
+//   v1  SIMT, this file: any dtype; tiles of 32 keys in fp32 shared memory, one
+//       (head, key) dot product per thread. Simple and obviously right; the
+//       fp32 path and the oracle for v2.
+//   v2  tensor cores (mma.sync m16n8k16), decode_attention_tc.cu: fp16/bf16; the
+//       16 heads of a chunk are the M=16 rows, 4 warps each own tiles of 16 keys.
+// Select and combine are shared. Timings: README "Decode".
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/decode_attention.h"
+#include "nsa/cuda/decode_kernels.cuh"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+namespace decode {
+namespace {
+
+constexpr int kV1Threads = 256;
+constexpr int kV1Tile = 32;  // keys per tile: one per lane in the softmax step
+constexpr int kSelectThreads = kColChunk;
+constexpr int kCombineThreads = 128;
+
+// v1 shared memory (floats): Q [hc][dk], K [32][dk+1], V [32][dv], S [hc][33],
+// O [hc][dv], row max / sum / rescale [hc] x 3. The +1 pads keep a warp's
+// column walks on distinct banks.
+size_t v1_smem_floats(int hc, int dk, int dv) {
+  return size_t(hc) * dk + size_t(kV1Tile) * (dk + 1) + size_t(kV1Tile) * dv + size_t(hc) * (kV1Tile + 1) +
+         size_t(hc) * dv + 3 * size_t(hc);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p, int slot0) {
+  extern __shared__ float smem[];
+  const int HC = p.head_chunk, DK = p.dk, DV = p.dv, BC = kV1Tile;
+  float* Qs = smem;                // [HC][DK]
+  float* Ks = Qs + HC * DK;        // [BC][DK+1]
+  float* Vs = Ks + BC * (DK + 1);  // [BC][DV]
+  float* Ss = Vs + BC * DV;        // [HC][BC+1] scores, then probabilities
+  float* Os = Ss + HC * (BC + 1);  // [HC][DV] unnormalised output
+  float* row_m = Os + HC * DV;     // running max
+  float* row_l = row_m + HC;       // running sum of exp
+  float* row_a = row_l + HC;       // rescale factor of the current tile
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nwarps = blockDim.x / 32;
+  const int slot = slot0 + blockIdx.x;
+  const int bg = blockIdx.y / p.n_head_chunks, h0 = (blockIdx.y % p.n_head_chunks) * HC;
+  const int b = bg / p.G, g = bg % p.G, nh = imin(HC, p.h - h0);
+  const SlotKeys sk = slot_keys(p, b, g, step_t(p, b), slot);
+  const int br = int(sk.br), NK = p.n_keys[br];
+  const T* k = static_cast<const T*>(p.k[br]);
+  const T* v = static_cast<const T*>(p.v[br]);
+  const T* q = static_cast<const T*>(p.q);
+
+  for (int i = tid; i < HC * DK; i += blockDim.x) {
+    const int r = i / DK;
+    Qs[i] = r < nh ? to_f(q[(int64_t(b) * p.H + g * p.h + h0 + r) * DK + i % DK]) : 0.f;
+  }
+  for (int i = tid; i < HC * DV; i += blockDim.x) Os[i] = 0.f;
+  for (int r = tid; r < HC; r += blockDim.x) row_m[r] = -INFINITY, row_l[r] = 0.f;
+
+  for (int kt = sk.lo; kt < sk.hi; kt += BC) {
+    __syncthreads();  // Q and row state written; the previous tile fully consumed
+    // 1. K/V tile -> fp32 shared; keys past the slot's end are zeros, never read.
+    for (int i = tid; i < BC * DK; i += blockDim.x) {
+      const int c = i / DK, d = i % DK, key = kt + c;
+      Ks[c * (DK + 1) + d] = key < sk.hi ? to_f(k[row_offset(b, key, g, NK, p.G, DK) + d]) : 0.f;
+    }
+    for (int i = tid; i < BC * DV; i += blockDim.x) {
+      const int c = i / DV, e = i % DV, key = kt + c;
+      Vs[i] = key < sk.hi ? to_f(v[row_offset(b, key, g, NK, p.G, DV) + e]) : 0.f;
+    }
+    __syncthreads();
+    // 2. Scores; -inf for padding heads and keys past the end.
+    for (int i = tid; i < HC * BC; i += blockDim.x) {
+      const int r = i / BC, c = i % BC, key = kt + c;
+      float s = -INFINITY;
+      if (r < nh && key < sk.hi) {
+        float acc = 0.f;
+        for (int d = 0; d < DK; ++d) acc += Qs[r * DK + d] * Ks[c * (DK + 1) + d];
+        s = acc * p.scale;
+        if (sk.br == Branch::Compressed) p.scores[(int64_t(bg) * p.h + h0 + r) * p.cap_c + key] = s;
+      }
+      Ss[r * (BC + 1) + c] = s;
+    }
+    __syncthreads();
+    // 3. Online softmax, one warp per head: new max, rescale factor, probabilities.
+    for (int r = warp; r < HC; r += nwarps) {
+      const float s = Ss[r * (BC + 1) + lane];
+      const float m_old = row_m[r];
+      const float m_new = fmaxf(m_old, warp_max(s));
+      const float pr = (s == -INFINITY) ? 0.f : expf(s - m_new);  // all -inf -> 0
+      const float sum = warp_sum(pr);
+      Ss[r * (BC + 1) + lane] = pr;
+      __syncwarp();  // every lane has read row_m[r] before lane 0 rewrites it
+      if (lane == 0) {
+        const float alpha = (m_new == -INFINITY) ? 1.f : expf(m_old - m_new);
+        row_a[r] = alpha;
+        row_m[r] = m_new;
+        row_l[r] = row_l[r] * alpha + sum;
+      }
+    }
+    __syncthreads();
+    // 4. O = O * alpha + P V.
+    for (int i = tid; i < HC * DV; i += blockDim.x) {
+      const int r = i / DV, e = i % DV;
+      float acc = Os[i] * row_a[r];
+      for (int c = 0; c < BC; ++c) acc += Ss[r * (BC + 1) + c] * Vs[c * DV + e];
+      Os[i] = acc;
+    }
+  }
+  __syncthreads();
+  // 5. The slot's partial, written even when empty (m = -inf, l = 0, o = 0).
+  for (int i = tid; i < nh * DV; i += blockDim.x) p.part_o[part_row(p, bg, slot, h0 + i / DV) * DV + i % DV] = Os[i];
+  for (int r = tid; r < nh; r += blockDim.x) {
+    float* ml = p.part_ml + part_row(p, bg, slot, h0 + r) * 2;
+    ml[0] = row_m[r];
+    ml[1] = row_l[r];
+  }
+}
+
+// Grid (n_col_chunks, B*G). Shared: score [n_blocks], head max / den [h] x 2, chosen [n_sel].
+__global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Params p) {
+  extern __shared__ float sm[];
+  float* score = sm;
+  float* head_m = score + p.n_blocks;
+  float* head_den = head_m + p.h;
+  int* chosen = reinterpret_cast<int*>(head_den + p.h);
+  __shared__ bool last;
+
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int bg = blockIdx.y, b = bg / p.G;
+  const int t = step_t(p, b), nc = visible_cmp(p, t);
+
+  // 1. Each head's softmax max and denominator over all compressed keys, from the
+  //    split partials (the max is exact; fixed summation order).
+  for (int head = tid; head < p.h; head += blockDim.x) {
+    float m = -INFINITY, den = 0.f;
+    for (int s = 0; s < p.n_cmp_split; ++s) {
+      const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+      if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
+    }
+    for (int s = 0; s < p.n_cmp_split; ++s) {
+      const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+      if (ml[1] > 0.f) den += ml[1] * expf(ml[0] - m);
+    }
+    head_m[head] = m;
+    head_den[head] = den;
+  }
+  __syncthreads();
+  // 2. col[i] = sum over heads of p_cmp[head][i] (Eq. 10 before Eq. 9: both are
+  //    sums, and summing heads first reads each score once, coalesced).
+  const int i = blockIdx.x * blockDim.x + tid;
+  if (i < nc) {
+    float acc = 0.f;
+    for (int head = 0; head < p.h; ++head)
+      acc += expf(p.scores[(int64_t(bg) * p.h + head) * p.cap_c + i] - head_m[head]) / head_den[head];
+    p.col[int64_t(bg) * p.cap_c + i] = acc;
+  }
+  // 3. The last CTA of this (b, g) to finish picks (threadfence-reduction
+  //    pattern: publish, fence, take a ticket; no CTA ever waits for another).
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(&p.counters[bg], 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+
+  // 4. Block scores: col over the compressed blocks overlapping block j, ascending
+  //    i, so equal contributions give bitwise-equal scores (exact ties, as the
+  //    reference). __ldcg: other CTAs wrote col; read it from L2.
+  const int n_cand = t >= 0 ? imin(t / p.sel_block + 1, p.n_blocks) : 0;
+  const float* col = p.col + int64_t(bg) * p.cap_c;
+  for (int j = tid; j < n_cand; j += blockDim.x) {
+    const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
+    const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+    float sc = 0.f;
+    for (int c = lo; c < hi; ++c) sc += __ldcg(col + c);
+    score[j] = sc;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    if (n_cand > 0) {  // forced blocks outrank every scored one
+      const int local = t / p.sel_block;
+      score[0] = INFINITY;
+      if (local < n_cand) score[local] = INFINITY;
+      if (local >= 1 && local - 1 < n_cand) score[local - 1] = INFINITY;
+    }
+    p.counters[bg] = 0u;  // ready for the next step (graph replays reuse the workspace)
+  }
+  __syncthreads();
+
+  // 5. Top-n by one warp. Lane owns candidates lane, lane+32, ... and caches its
+  //    best (higher score, then lower index); per round two warp reductions find
+  //    the winner and only its owner rescans. Scores are +0..+inf, whose float
+  //    bits order like the values; taken blocks become -inf and are skipped.
+  const int picks = imin(p.n_sel, n_cand);
+  if (tid < 32) {
+    float bs = 0.f;
+    int bi = -1;
+    const auto rescan = [&] {
+      bi = -1;
+      for (int j = lane; j < n_cand; j += 32) {
+        const float s = score[j];
+        if (s != -INFINITY && (bi < 0 || s > bs)) bs = s, bi = j;
+      }
+    };
+    rescan();
+    for (int round = 0; round < picks; ++round) {
+      const unsigned key = bi >= 0 ? __float_as_uint(bs) + 1u : 0u;
+      const unsigned best = __reduce_max_sync(0xffffffffu, key);
+      const unsigned win = __reduce_min_sync(0xffffffffu, (bi >= 0 && key == best) ? unsigned(bi) : 0xffffffffu);
+      if (lane == 0) chosen[round] = int(win);
+      if (bi == int(win)) {
+        score[win] = -INFINITY;
+        rescan();
+      }
+    }
+  }
+  __syncthreads();
+  // 6. Sorted ascending by rank (picks are distinct), -1 after them.
+  int* out = p.block_idx + int64_t(bg) * p.n_sel;
+  for (int s = tid; s < p.n_sel; s += blockDim.x) {
+    if (s < picks) {
+      const int mine = chosen[s];
+      int rank = 0;
+      for (int r = 0; r < picks; ++r) rank += chosen[r] < mine;
+      out[rank] = mine;
+    } else {
+      out[s] = -1;
+    }
+  }
+}
+
+// Grid (B*H, 3 branches). Shared: the weight e^(m_s - m) of each slot of the branch.
+template <typename T>
+__global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Params p) {
+  extern __shared__ float wgt[];
+  const int tid = threadIdx.x;
+  const int b = blockIdx.x / p.H, hq = blockIdx.x % p.H, g = hq / p.h, head = hq % p.h, bg = b * p.G + g;
+  const Branch br = Branch(blockIdx.y);
+  const int s0 = br == Branch::Compressed ? 0 : br == Branch::Window ? p.n_cmp_split : p.n_cmp_split + p.n_win_split;
+  const int s1 = br == Branch::Compressed ? p.n_cmp_split
+                 : br == Branch::Window   ? p.n_cmp_split + p.n_win_split
+                                          : p.n_slots;
+  float m = -INFINITY, L = 0.f;
+  for (int s = s0; s < s1; ++s) {
+    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+    if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
+  }
+  for (int s = s0; s < s1; ++s) {
+    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+    if (ml[1] > 0.f) L += ml[1] * expf(ml[0] - m);
+  }
+  for (int s = s0 + tid; s < s1; s += blockDim.x) {
+    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+    wgt[s - s0] = ml[1] > 0.f ? expf(ml[0] - m) : 0.f;  // empty slots: never read their o
+  }
+  __syncthreads();
+  T* o = static_cast<T*>(p.o[int(br)]);
+  for (int e = tid; e < p.dv; e += blockDim.x) {
+    float acc = 0.f;
+    for (int s = s0; s < s1; ++s)
+      if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
+    o[(int64_t(b) * p.H + hq) * p.dv + e] = T(L > 0.f ? acc / L : 0.f);  // no key: 0, never NaN
+  }
+}
+
+// ---- host side -----------------------------------------------------------------
+
+struct Dims {
+  int64_t B, H, G, h, dk, dv, cap, cap_c, n_blocks;
+};
+
+void check_tensor(const char* what, const at::Tensor& t, const at::Tensor& q) {
+  TORCH_CHECK(t.defined(), "decode_attention: ", what, " is undefined");
+  TORCH_CHECK(t.is_cuda() && t.device() == q.device(), "decode_attention: ", what, " must be on ", q.device(),
+              ", got ", t.device());
+  TORCH_CHECK(t.dim() == 4 && t.is_contiguous(), "decode_attention: ", what, " must be 4-D contiguous, got ",
+              t.sizes());
+  TORCH_CHECK(t.scalar_type() == q.scalar_type(), "decode_attention: ", what, " is ", t.scalar_type(), ", q is ",
+              q.scalar_type());
+}
+
+Dims check_inputs(const DecodeCaches& c, const DecodeHyper& hp) {
+  TORCH_CHECK(c.q.defined() && c.q.is_cuda(), "decode_attention: q must be a CUDA tensor");
+  const std::pair<const char*, const at::Tensor*> all[] = {{"q", &c.q},         {"k_cmp", &c.k_cmp},
+                                                            {"v_cmp", &c.v_cmp}, {"k_slc", &c.k_slc},
+                                                            {"v_slc", &c.v_slc}, {"k_win", &c.k_win},
+                                                            {"v_win", &c.v_win}};
+  for (const auto& [what, t] : all) check_tensor(what, *t, c.q);
+  Dims d{};
+  d.B = c.q.size(0), d.H = c.q.size(2), d.dk = c.q.size(3);
+  d.G = c.k_slc.size(2), d.dv = c.v_slc.size(3), d.cap = c.k_slc.size(1), d.cap_c = c.k_cmp.size(1);
+  TORCH_CHECK(c.q.size(1) == 1, "decode_attention: q must be [B,1,H,dk] (one new token), got ", c.q.sizes());
+  TORCH_CHECK(d.G > 0 && d.H % d.G == 0, "decode_attention: H=", d.H, " is not a multiple of G=", d.G);
+  d.h = d.H / d.G;
+  const auto expect = [&](const char* what, const at::Tensor& t, int64_t rows, int64_t dim) {
+    TORCH_CHECK(t.size(0) == d.B && t.size(1) == rows && t.size(2) == d.G && t.size(3) == dim, "decode_attention: ",
+                what, " must be [", d.B, ",", rows, ",", d.G, ",", dim, "], got ", t.sizes());
+  };
+  expect("k_slc", c.k_slc, d.cap, d.dk);
+  expect("v_slc", c.v_slc, d.cap, d.dv);
+  expect("k_win", c.k_win, d.cap, d.dk);
+  expect("v_win", c.v_win, d.cap, d.dv);
+  expect("k_cmp", c.k_cmp, d.cap_c, d.dk);
+  expect("v_cmp", c.v_cmp, d.cap_c, d.dv);
+  TORCH_CHECK(d.dk % 16 == 0 && d.dk > 0 && d.dk <= 256 && d.dv % 16 == 0 && d.dv > 0 && d.dv <= 256,
+              "decode_attention: dk=", d.dk, ", dv=", d.dv, " must be multiples of 16 up to 256");
+  TORCH_CHECK(c.len.defined() && c.len.is_cuda() && c.len.device() == c.q.device() &&
+                  c.len.scalar_type() == at::kInt && c.len.is_contiguous() &&
+                  (c.len.numel() == 1 || c.len.numel() == d.B),
+              "decode_attention: len must be a contiguous int32 tensor of B=", d.B, " or 1 element on ",
+              c.q.device());
+  TORCH_CHECK(hp.cmp_block > 0 && hp.cmp_stride > 0 && hp.sel_block > 0 && hp.n_sel > 0 && hp.window > 0,
+              "decode_attention: l, d, l', n, w must be positive");
+  TORCH_CHECK(d.cap < (int64_t(1) << 30), "decode_attention: capacity ", d.cap, " too large");
+  d.n_blocks = (d.cap + hp.sel_block - 1) / hp.sel_block;
+  return d;
+}
+
+int device_attr(cudaDeviceAttr attr, int device) {
+  int v = 0;
+  NSA_CUDA_CHECK(cudaDeviceGetAttribute(&v, attr, device));
+  return v;
+}
+
+bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+struct WsLayout {
+  int64_t scores, col, part_o, part_ml, total;
+};
+WsLayout ws_layout(const Dims& d, const DecodePlan& plan) {
+  WsLayout w{};
+  const int64_t bg = d.B * d.G;
+  w.scores = 0;
+  w.col = w.scores + bg * d.h * d.cap_c;
+  w.part_o = w.col + bg * d.cap_c;
+  w.part_ml = w.part_o + bg * plan.n_slots * d.h * d.dv;
+  w.total = w.part_ml + bg * plan.n_slots * d.h * 2;
+  return w;
+}
+
+size_t select_smem_bytes(const Dims& d, const DecodeHyper& hp) {
+  return size_t(d.n_blocks + 2 * d.h) * sizeof(float) + size_t(hp.n_sel) * sizeof(int);
+}
+
+}  // namespace
+}  // namespace decode
+
+void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n) {
+  if (n == 0) return;
+  const size_t smem = decode::v1_smem_floats(p.head_chunk, p.dk, p.dv) * sizeof(float);
+  const dim3 grid(n, p.B * p.G * p.n_head_chunks);
+  NSA_DISPATCH_FLOAT_TYPES(dtype, "decode_attention", [&] {
+    auto kernel = decode::nsa_decode_partial_kernel<scalar_t>;
+    NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, decode::kV1Threads, smem, at::cuda::getCurrentCUDAStream()>>>(p, slot0);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version) {
+  using namespace decode;
+  const Dims d = check_inputs(c, hp);
+  TORCH_CHECK(version >= 0 && version <= 2, "decode_attention: version must be 0 (auto), 1 or 2, got ", version);
+  const int device = c.q.get_device();
+  const size_t optin = size_t(device_attr(cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int sms = device_attr(cudaDevAttrMultiProcessorCount, device);
+
+  const bool half = c.q.scalar_type() == at::kHalf || c.q.scalar_type() == at::kBFloat16;
+  bool aligned = true;  // v2 copies 16-byte chunks
+  for (const at::Tensor* t : {&c.q, &c.k_cmp, &c.v_cmp, &c.k_slc, &c.v_slc, &c.k_win, &c.v_win})
+    aligned = aligned && aligned16(*t);
+  const bool v2_ok = half && aligned && decode_v2_smem_bytes(int(d.dk), int(d.dv)) <= optin;
+  TORCH_CHECK(version != 2 || v2_ok, "decode_attention: version 2 needs float16/bfloat16 (got ",
+              c.q.scalar_type(), ") and 16-byte aligned tensors");
+  DecodePlan plan;
+  plan.version = version == 0 ? (v2_ok ? 2 : 1) : version;
+  plan.n_head_chunks = int((d.h + kMaxHeadChunk - 1) / kMaxHeadChunk);
+  plan.head_chunk = int((d.h + plan.n_head_chunks - 1) / plan.n_head_chunks);
+  if (plan.version == 1)
+    TORCH_CHECK(v1_smem_floats(plan.head_chunk, int(d.dk), int(d.dv)) * sizeof(float) <= optin,
+                "decode_attention: dk=", d.dk, ", dv=", d.dv, " do not fit shared memory");
+  // Window: ~64 keys per CTA. Compressed: enough CTAs that launch 1 has ~2 per SM
+  // at full capacity, but at least 32 keys each (fewer keys per CTA only adds
+  // combine work).
+  plan.n_win_split = int(std::max<int64_t>(1, (std::min(hp.window, d.cap) + kWinChunk - 1) / kWinChunk));
+  const int64_t rows = d.B * d.G * plan.n_head_chunks;
+  const int64_t want = (2 * sms + rows - 1) / rows - plan.n_win_split;
+  const int64_t most = std::max<int64_t>(1, (d.cap_c + 31) / 32);
+  plan.n_cmp_split = int(std::clamp<int64_t>(want, 1, most));
+  plan.n_slots = plan.n_cmp_split + plan.n_win_split + int(hp.n_sel);
+  plan.n_col_chunks = int(std::max<int64_t>(1, (d.cap_c + kColChunk - 1) / kColChunk));
+  TORCH_CHECK(rows <= 65535 && d.B * d.G <= 65535, "decode_attention: B*G*ceil(h/16)=", rows, " too large");
+  TORCH_CHECK(select_smem_bytes(d, hp) <= optin, "decode_attention: capacity ", d.cap,
+              " needs more shared memory for the block scores than the device has");
+  return plan;
+}
+
+DecodeWorkspace make_decode_workspace(const DecodeCaches& c, const DecodePlan& plan) {
+  const decode::Dims d = decode::check_inputs(c, DecodeHyper{});
+  const auto opts = c.q.options();
+  DecodeWorkspace ws;
+  ws.f32 = at::empty({decode::ws_layout(d, plan).total}, opts.dtype(at::kFloat));
+  ws.counters = at::zeros({d.B * d.G}, opts.dtype(at::kInt));  // every step leaves them at 0
+  return ws;
+}
+
+DecodeResult make_decode_outputs(const DecodeCaches& c, const DecodeHyper& hp) {
+  const decode::Dims d = decode::check_inputs(c, hp);
+  const auto opts = c.q.options();
+  const auto make = [&](at::IntArrayRef sizes, const at::TensorOptions& o, double poison) {
+    return poison_outputs() ? at::full(sizes, poison, o) : at::empty(sizes, o);
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  DecodeResult r;
+  r.o_cmp = make({d.B, 1, d.H, d.dv}, opts, nan);
+  r.o_slc = make({d.B, 1, d.H, d.dv}, opts, nan);
+  r.o_win = make({d.B, 1, d.H, d.dv}, opts, nan);
+  r.block_idx = make({d.B, 1, d.G, hp.n_sel}, opts.dtype(at::kInt), -2);
+  return r;
+}
+
+void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const DecodePlan& plan,
+                          DecodeWorkspace& ws, DecodeResult& out) {
+  using namespace decode;
+  const Dims d = check_inputs(c, hp);
+  c10::cuda::CUDAGuard guard(c.q.device());
+  const WsLayout lay = ws_layout(d, plan);
+  TORCH_CHECK(ws.f32.defined() && ws.f32.numel() >= lay.total && ws.counters.defined() &&
+                  ws.counters.numel() >= d.B * d.G,
+              "decode_attention: workspace too small for this plan (make_decode_workspace)");
+  for (const at::Tensor* o : {&out.o_cmp, &out.o_slc, &out.o_win})
+    TORCH_CHECK(o->defined() && o->is_contiguous() && o->dim() == 4 && o->size(0) == d.B && o->size(1) == 1 &&
+                    o->size(2) == d.H && o->size(3) == d.dv && o->scalar_type() == c.q.scalar_type(),
+                "decode_attention: outputs must be [B,1,H,dv] (make_decode_outputs)");
+  TORCH_CHECK(out.block_idx.defined() && out.block_idx.scalar_type() == at::kInt &&
+                  out.block_idx.numel() == d.B * d.G * hp.n_sel && out.block_idx.is_contiguous(),
+              "decode_attention: block_idx must be int32 [B,1,G,n]");
+  if (d.B == 0) return;
+
+  Params p;
+  p.q = c.q.data_ptr();
+  const int W = int(Branch::Window), C = int(Branch::Compressed), S = int(Branch::Selected);
+  p.k[W] = c.k_win.data_ptr(), p.v[W] = c.v_win.data_ptr(), p.n_keys[W] = int(d.cap);
+  p.k[C] = c.k_cmp.data_ptr(), p.v[C] = c.v_cmp.data_ptr(), p.n_keys[C] = int(d.cap_c);
+  p.k[S] = c.k_slc.data_ptr(), p.v[S] = c.v_slc.data_ptr(), p.n_keys[S] = int(d.cap);
+  p.o[W] = out.o_win.data_ptr(), p.o[C] = out.o_cmp.data_ptr(), p.o[S] = out.o_slc.data_ptr();
+  p.len = c.len.data_ptr<int>();
+  p.len_stride = c.len.numel() == 1 ? 0 : 1;
+  p.block_idx = out.block_idx.data_ptr<int>();
+  float* ws0 = ws.f32.data_ptr<float>();
+  p.scores = ws0 + lay.scores, p.col = ws0 + lay.col, p.part_o = ws0 + lay.part_o, p.part_ml = ws0 + lay.part_ml;
+  p.counters = reinterpret_cast<unsigned*>(ws.counters.data_ptr<int>());
+  p.B = int(d.B), p.H = int(d.H), p.G = int(d.G), p.h = int(d.h), p.dk = int(d.dk), p.dv = int(d.dv);
+  p.cap = int(d.cap), p.cap_c = int(d.cap_c), p.n_blocks = int(d.n_blocks);
+  p.cmp_block = int(hp.cmp_block), p.cmp_stride = int(hp.cmp_stride), p.sel_block = int(hp.sel_block);
+  p.n_sel = int(hp.n_sel), p.window = int(hp.window);
+  p.n_cmp_split = plan.n_cmp_split, p.n_win_split = plan.n_win_split, p.n_slots = plan.n_slots;
+  p.head_chunk = plan.head_chunk, p.n_head_chunks = plan.n_head_chunks, p.n_col_chunks = plan.n_col_chunks;
+  p.scale = float(hp.scale > 0 ? hp.scale : 1.0 / std::sqrt(double(d.dk)));
+
+  const auto partial = [&](int slot0, int n) {
+    if (plan.version == 2) launch_decode_partial_v2(c.q.scalar_type(), p, slot0, n);
+    else launch_decode_partial_v1(c.q.scalar_type(), p, slot0, n);
+  };
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int first = plan.n_cmp_split + plan.n_win_split;
+  partial(0, first);  // 1. compressed + window partials (and the raw compressed scores)
+
+  const size_t sel_smem = select_smem_bytes(d, hp);  // 2. block choice
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(nsa_decode_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(sel_smem)));
+  nsa_decode_select_kernel<<<dim3(plan.n_col_chunks, p.B * p.G), kSelectThreads, sel_smem, stream>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+
+  partial(first, int(hp.n_sel));  // 3. selected partials
+
+  NSA_DISPATCH_FLOAT_TYPES(c.q.scalar_type(), "decode_attention", [&] {  // 4. combine
+    nsa_decode_combine_kernel<scalar_t>
+        <<<dim3(p.B * p.H, 3), kCombineThreads, plan.n_slots * sizeof(float), stream>>>(p);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+DecodeResult decode_attention(const DecodeCaches& c, const DecodeHyper& hp, int version) {
+  c10::cuda::CUDAGuard guard(c.q.device());
+  const DecodePlan plan = plan_decode(c, hp, version);
+  DecodeWorkspace ws = make_decode_workspace(c, plan);
+  DecodeResult out = make_decode_outputs(c, hp);
+  decode_attention_out(c, hp, plan, ws, out);
+  return out;
+}
+
+}  // namespace nsa::cuda

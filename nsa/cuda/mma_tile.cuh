@@ -1,0 +1,215 @@
+// Warp-level tensor-core building blocks of the v2 attention kernels
+// (attention_fwd_tc.cu, attention_bwd_tc.cu): 16-byte async copies into shared
+// memory, ldmatrix, mma.sync m16n8k16 with fp32 accumulators for fp16 / bf16
+// operands, and the two warp tiles built from them (16 rows x a shared tile:
+// A B^T and C B).
+//
+// Why inline PTX mma.sync rather than nvcuda::wmma: flash attention needs to
+// know which accumulator element a lane holds (to mask per (query, key), to
+// reduce row maxima over the 4 lanes of a row, and to reuse the S accumulators
+// as the A operand of P·V without a trip through shared memory). wmma leaves
+// that mapping unspecified; mma.sync documents it (PTX ISA, "Matrix Fragments
+// for mma.m16n8k16 with floating point type"). With lane = 4*gid + tig
+// (gid = lane / 4, tig = lane % 4), each 32-bit register holds 2 consecutive
+// 16-bit elements, lower column in the low half:
+//
+//   A 16x16 (row-major), 4 regs:  a[0] = A[gid  ][2tig..+1]   a[1] = A[gid+8][2tig..+1]
+//                                 a[2] = A[gid  ][2tig+8..+9] a[3] = A[gid+8][2tig+8..+9]
+//   B 16x8  (k x n, "col"), 2 regs: b[0] = B[2tig..+1][gid]   b[1] = B[2tig+8..+9][gid]
+//   C/D 16x8 fp32, 4 floats:      c[0..1] = C[gid][2tig..+1]  c[2..3] = C[gid+8][2tig..+1]
+//
+// ldmatrix .x4 loads four 8x8 tiles of 16-bit elements; lanes 8i..8i+7 give the
+// row addresses of tile i, and register i of every lane receives tile i in the
+// A/C layout above (row gid, columns 2tig..+1); with .trans it receives the
+// transposed tile (stored rows 2tig..+1 of stored column gid), which is the B
+// layout when the tile is stored k-major (V stored [key][dim]).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include "nsa/cuda/attention_common.cuh"
+
+namespace nsa::cuda::tc {
+
+// ---- the v2 tiling (forward and dq share it) -------------------------------------
+constexpr int kTcThreads = 128;            // 4 warps per CTA
+constexpr int kTcWarps = kTcThreads / 32;
+constexpr int kTcKeys = 64;                // keys per shared-memory stage
+constexpr int kTcRowsWin = kTcWarps * 16;  // Window / Compressed rows per CTA (16 per warp)
+constexpr int kTcRowsSel = 16;             // Selected rows per CTA (heads of one query)
+constexpr int kSmemPad = 8;                // 16-bit elements of padding per shared row
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+static_assert(kTcThreads == 2 * kTcKeys, "the loaders give each key row of a tile two threads");
+static_assert(kTcKeys == 16 * kTcWarps, "Selected splits a tile into one 16-key slice per warp");
+
+// Two K/V stages of kTcKeys rows, 16-bit elements, rows padded by 16 bytes so
+// the 8 rows an ldmatrix reads fall in 8 different bank groups.
+template <int DK, int DV>
+struct KvStages {
+  static constexpr int kLdK = DK + kSmemPad, kLdV = DV + kSmemPad;  // elements per shared row
+  static constexpr size_t kBytes = 2 * size_t(kTcKeys) * (kLdK + kLdV) * 2;
+  static_assert(kBytes <= kSmemBudget, "K/V stages exceed the shared-memory budget");
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without staging in registers (sm_80+). When
+// `valid` is false nothing is read and the 16 bytes are zero-filled (src-size
+// 0), so padding rows of a tile are zeros, never stale shared memory.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Wait until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(smem_row))
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(smem_row))
+               : "memory");
+}
+
+// d += A(16x16) * B(16x8), fp32 accumulators; T selects the operand type.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_16816<c10::BFloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma_16816<c10::Half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                     uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats -> one register of two 16-bit values (lo in the low half), round to nearest.
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<c10::BFloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &v, sizeof(u));
+  return u;
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<c10::Half>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &v, sizeof(u));
+  return u;
+}
+
+// Two consecutive 16-bit elements from global memory (4-byte aligned) as one register.
+template <typename T>
+__device__ __forceinline__ uint32_t ldg_pair(const T* p) {
+  return __ldg(reinterpret_cast<const unsigned int*>(p));
+}
+
+// ---- warp tiles: one warp, 16 rows, operands B in shared memory ---------------
+
+// A fragments of 16 rows x D (row-major in global memory, 4-byte aligned rows
+// row0 = rows gid, row1 = rows gid + 8); zeros for an invalid row.
+template <typename T, int D>
+__device__ __forceinline__ void load_a_frags(uint32_t (&a)[D / 16][4], const T* row0, bool valid0, const T* row1,
+                                             bool valid1, int tig) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int c = kk * 16 + 2 * tig;
+    a[kk][0] = valid0 ? ldg_pair(row0 + c) : 0u;
+    a[kk][1] = valid1 ? ldg_pair(row1 + c) : 0u;
+    a[kk][2] = valid0 ? ldg_pair(row0 + c + 8) : 0u;
+    a[kk][3] = valid1 ? ldg_pair(row1 + c + 8) : 0u;
+  }
+}
+
+// acc[16 x NK] = A[16 x KD] * B^T, B = the NK shared rows kr0 .. kr0 + NK of
+// KD elements each (row stride LD): S = Q K^T, dP = dO V^T.
+// ldmatrix x4 tiles: lanes 0-7 rows +0..7 cols +0..7, 8-15 rows +0..7 cols
+// +8..15, 16-23 rows +8..15 cols +0..7, 24-31 rows +8..15 cols +8..15 -> b[0..1]
+// is the B fragment of rows (n) +0..7, b[2..3] of rows +8..15.
+template <typename T, int KD, int NK, int LD>
+__device__ __forceinline__ void warp_a_bt(float (&acc)[NK / 8][4], const uint32_t (&a)[KD / 16][4], const T* smem,
+                                          int kr0, int lane) {
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  const T* base = smem + (kr0 + (lane / 16) * 8 + lane % 8) * LD + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+#pragma unroll
+    for (int np = 0; np < NK / 16; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, base + np * 16 * LD + kk * 16);
+      mma_16816<T>(acc[2 * np], a[kk], b[0], b[1]);
+      mma_16816<T>(acc[2 * np + 1], a[kk], b[2], b[3]);
+    }
+  }
+}
+
+// acc[16 x ND] += C[16 x NK] * B, C = fp32 accumulators of an earlier warp_a_bt
+// rounded to T (the C layout of n-tiles 2kk, 2kk + 1 is the A layout of k-step
+// kk), B = the NK shared rows kr0 .. kr0 + NK of ND elements (row stride LD):
+// O += P V, dQ += dS K.
+// ldmatrix x4.trans tiles: lanes 0-7 rows +0..7 cols +0..7, 8-15 rows +8..15
+// cols +0..7, 16-23 rows +0..7 cols +8..15, 24-31 rows +8..15 cols +8..15 ->
+// b[0..1] is the B fragment of cols (n) +0..7, b[2..3] of cols +8..15.
+template <typename T, int ND, int NK, int LD>
+__device__ __forceinline__ void warp_c_b(float (&acc)[ND / 8][4], const float (&c)[NK / 8][4], const T* smem,
+                                         int kr0, int lane) {
+  const T* base = smem + (kr0 + ((lane / 8) % 2) * 8 + lane % 8) * LD + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < NK / 16; ++kk) {
+    const uint32_t a[4] = {pack2<T>(c[2 * kk][0], c[2 * kk][1]), pack2<T>(c[2 * kk][2], c[2 * kk][3]),
+                           pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]),
+                           pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3])};
+#pragma unroll
+    for (int np = 0; np < ND / 16; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, base + kk * 16 * LD + np * 16);
+      mma_16816<T>(acc[2 * np], a, b[0], b[1]);
+      mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// One row of D 16-bit elements global -> shared in 16-byte pieces; the two
+// threads of a row take alternate pieces (`part` = 0 / 1).
+template <int D, typename T>
+__device__ __forceinline__ void copy_row_async(T* dst, const T* src, bool valid, int part) {
+#pragma unroll
+  for (int c = part; c < D / 8; c += 2) cp_async_16(dst + c * 8, src + c * 8, valid);
+}
+
+}  // namespace nsa::cuda::tc
