@@ -3,7 +3,7 @@
 # scenarios. Everything it produces lands under $OUT.
 #
 # Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
-# SKIP_SANITIZER, SANITIZER_TESTS ("binary:filter" ...), SANITIZER_TOOLS;
+# SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
 # SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S.
 set -uo pipefail
@@ -26,14 +26,14 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
 fi
 # Sanitizers over the kernel tests' small cases and the layer test (every branch
-# through the model's CUDA path). SANITIZER_TESTS names "binary:gtest_filter" pairs.
+# through the model's CUDA path). SANITIZER_TESTS entries: "binary#tool,tool#gtest_filter".
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-  for pair in ${SANITIZER_TESTS:-nsa_cuda_test:*Small*:*Edge*:*Short* nsa_cuda_layer_test:*}; do
-    bin=${pair%%:*}; filter=${pair#*:}
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck#*Small*:*Edge*:*Short* nsa_cuda_layer_test#memcheck#*}; do
+    bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
-    for tool in ${SANITIZER_TOOLS:-memcheck racecheck initcheck}; do
+    for tool in ${tools//,/ }; do
       extra=""; [ "$tool" = memcheck ] && extra="--leak-check no"
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool $tool $extra --error-exitcode 9 \
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT_S:-300}" compute-sanitizer --tool $tool $extra --error-exitcode 9 \
         "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$bin-$tool.log" 2>&1
       log "compute-sanitizer $tool $bin rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$bin-$tool.log" | tail -1)"
     done
