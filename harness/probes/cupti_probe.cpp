@@ -32,6 +32,12 @@ const char* branch_pattern(const std::string& branch) {
 class CuptiProbe : public Probe {
  public:
   std::string name() const override { return "cupti"; }
+  // Posted collections use tracer_ and retained_: the writer stops before they
+  // go. Normally on_run_end closed it already; after an error nothing queued
+  // runs (deadline 0) and a collection in hand gets a short grace.
+  ~CuptiProbe() override {
+    if (writer_) writer_->close({}, tr::CuptiTracer::timestamp_ns(), 0.0);
+  }
 
   void on_start(ProbeContext& ctx) override {
     if (!ctx.device.is_cuda()) return;
@@ -70,21 +76,28 @@ class CuptiProbe : public Probe {
     }
   }
 
-  void on_step_end(ProbeContext& ctx) override {
+  // The step's records are collected, converted and written on the trace
+  // writer's thread: the training thread only queues the request (a skipped
+  // request loses nothing — the next one takes everything since).
+  void on_step_end(ProbeContext&) override {
     if (!tracer_) return;
-    collect();
-    (void)ctx;
+    writer_->post([this] { return collect(); });
   }
 
   void on_run_end(ProbeContext& ctx) override {
     if (!tracer_) return;
-    tracer_->stop();
-    collect();
-    if (writer_) {
-      if (!writer_->close(retained_.counters, tr::CuptiTracer::timestamp_ns()))
-        ctx.table("trace_writer", {{"drained", false}, {"events_dropped", writer_->events_dropped()}});
-      retained_.counters.events_dropped_writer_behind = writer_->events_dropped();
+    writer_->post([this] {
+      tracer_->stop();
+      return collect();
+    }, SIZE_MAX);
+    // retained_ belongs to the writer's thread until it has drained.
+    const bool drained = writer_->drain(kDrainDeadlineS);
+    if (!drained) {
+      ctx.table("trace_writer", {{"drained", false}, {"deadline_s", kDrainDeadlineS}});
+      return;  // the worker may still touch retained_: no summary rather than a race
     }
+    writer_->close(retained_.counters, tr::CuptiTracer::timestamp_ns());
+    retained_.counters.events_dropped_writer_behind = writer_->events_dropped();
     auto summary = tr::process_trace(retained_.events, retained_.counters);
     nlohmann::json s = summary;
     ctx.table("trace", s);
@@ -95,15 +108,20 @@ class CuptiProbe : public Probe {
   }
 
  private:
-  void collect() {
+  // Runs on the writer's thread. Returns a copy for the file; the run-end
+  // summary keeps the originals.
+  std::vector<tr::TraceEvent> collect() {
     tracer_->flush();
     auto events = tracer_->take_events();
     auto ranges = ranges_.take_completed();
     events.insert(events.end(), ranges.begin(), ranges.end());
-    if (writer_) writer_->submit(events);  // a copy: the summary keeps the originals
+    std::vector<tr::TraceEvent> for_file = events;
     retained_.counters = tracer_->counters();
     retained_.append(std::move(events));
+    return for_file;
   }
+
+  static constexpr double kDrainDeadlineS = 300.0;
 
   void check_routing(ProbeContext& ctx, const tr::TraceSummary& summary) {
     auto& rt = ctx.rt;

@@ -31,6 +31,24 @@ void AsyncTraceWriter::submit(std::vector<TraceEvent> batch) {
   push({n, [shared](ChromeTraceWriter& w) { w.write(lay_out_gpu_tracks(std::move(*shared))); }});
 }
 
+bool AsyncTraceWriter::post(std::function<std::vector<TraceEvent>()> produce, std::size_t max_pending_tasks) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || queue_.size() >= max_pending_tasks) return false;
+  }
+  push({0, [this, produce = std::move(produce)](ChromeTraceWriter& w) {
+          std::vector<TraceEvent> batch = produce();
+          if (!batch.empty()) w.write(lay_out_gpu_tracks(std::move(batch)));
+        }});
+  return true;
+}
+
+bool AsyncTraceWriter::drain(double deadline_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_for(lock, std::chrono::duration<double>(deadline_s),
+                        [this] { return queue_.empty() && !busy_; });
+}
+
 std::uint64_t AsyncTraceWriter::events_dropped() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dropped_;
@@ -50,7 +68,11 @@ void AsyncTraceWriter::work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop_ and nothing left
+    if (queue_.empty()) {  // stop_ and nothing left
+      finished_ = true;
+      idle_.notify_all();
+      return;
+    }
     Task task = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
@@ -76,7 +98,17 @@ bool AsyncTraceWriter::close(TraceCounters counters, std::uint64_t at_ns, double
     stop_ = true;
   }
   wake_.notify_all();
-  worker_.join();  // at most the batch in hand
+  {
+    // The task in hand gets a grace period; one that never returns (a flush
+    // on a dead CUDA context) must not keep the process from exiting.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!idle_.wait_for(lock, std::chrono::duration<double>(kJoinGraceS), [this] { return finished_; })) {
+      lock.unlock();
+      worker_.detach();  // the file stays unterminated; recover_trace() reads it
+      return false;
+    }
+  }
+  worker_.join();
   counters.events_dropped_writer_behind += dropped_;
   writer_.write_truncation_mark(counters, at_ns);
   writer_.close();

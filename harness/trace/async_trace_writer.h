@@ -37,12 +37,22 @@ class AsyncTraceWriter {
   void write_info(const nlohmann::json& args);
   // Queues one batch and returns; dropped (and counted) when the queue is full.
   void submit(std::vector<TraceEvent> batch);
+  // Queues a producer that runs on the worker and returns the batch to write:
+  // the collection itself (CUPTI flush, record conversion) then happens off the
+  // caller's thread too. Producers run in the order posted, one at a time.
+  // Returns false (nothing queued) when `max_pending_tasks` are already waiting:
+  // a producer that drains cumulative sources loses nothing by being skipped.
+  bool post(std::function<std::vector<TraceEvent>()> produce, std::size_t max_pending_tasks = 64);
+  // Waits until everything queued has been written, at most `deadline_s`.
+  bool drain(double deadline_s = 120.0);
   // Events dropped because the queue was full.
   std::uint64_t events_dropped() const;
   // Writes what is queued (waiting at most `deadline_s`), then the truncation
   // mark when `counters` (plus this writer's drops) say events were lost, then
   // "]". Batches still queued at the deadline are dropped and the file is
-  // closed anyway. Returns false in that case. Idempotent.
+  // closed anyway; a task still running kJoinGraceS after that is abandoned
+  // with its thread (the file then stays unterminated, as after a kill).
+  // Returns false in either case. Idempotent.
   bool close(TraceCounters counters = {}, std::uint64_t at_ns = 0, double deadline_s = 120.0);
 
  private:
@@ -59,7 +69,8 @@ class AsyncTraceWriter {
   std::condition_variable wake_, idle_;
   std::deque<Task> queue_;
   std::size_t pending_events_ = 0;
-  bool busy_ = false, stop_ = false, closed_ = false;
+  bool busy_ = false, stop_ = false, closed_ = false, finished_ = false;
+  static constexpr double kJoinGraceS = 5.0;
   std::uint64_t dropped_ = 0;
   std::thread worker_;
 };

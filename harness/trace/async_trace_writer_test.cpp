@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "harness/trace/trace_test_util.h"
 
 namespace harness::trace {
@@ -68,6 +72,57 @@ TEST(AsyncTraceWriter, SubmitAfterCloseIsCountedNotWritten) {
   w.close();
   w.submit(batch(1'000, 1));
   EXPECT_EQ(w.events_dropped(), 2u);
+}
+
+TEST(AsyncTraceWriter, PostedProducersRunOnTheWorkerInOrder) {
+  auto path = testing::scratch_dir() / "trace.json";
+  AsyncTraceWriter w(path.string(), 1'000'000, ChromeTraceOptions{1, 4242, "host"});
+  const auto caller = std::this_thread::get_id();
+  std::vector<int> order;
+  bool off_thread = true;
+  for (int b = 0; b < 5; ++b)
+    EXPECT_TRUE(w.post([&, b] {
+      order.push_back(b);  // only the worker touches it until drain()
+      off_thread &= std::this_thread::get_id() != caller;
+      return batch(1'000 * (b + 1), 3);
+    }));
+  EXPECT_TRUE(w.drain(30));
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(off_thread);
+  EXPECT_TRUE(w.close());
+  json trace = json::parse(testing::read_file(path));
+  EXPECT_EQ(count(trace, "X", "kernel"), 15);
+}
+
+TEST(AsyncTraceWriter, CloseAtTheDeadlineDropsQueuedWorkButFinishesTheFile) {
+  auto path = testing::scratch_dir() / "trace.json";
+  AsyncTraceWriter w(path.string(), 1'000'000, ChromeTraceOptions{1, 4242, "host"});
+  std::atomic<int> ran{0};
+  for (int b = 0; b < 3; ++b)
+    w.post([&, b] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ++ran;
+      return batch(1'000 * (b + 1), 1);
+    });
+  EXPECT_FALSE(w.close(TraceCounters{}, 5'000, 0.0));  // not drained: the queue was dropped
+  EXPECT_LE(ran.load(), 1);                              // at most the one in hand ran
+  json trace = json::parse(testing::read_file(path));   // still closed with "]"
+  EXPECT_LE(count(trace, "X", "kernel"), 1);
+}
+
+TEST(AsyncTraceWriter, PostRefusesBeyondThePendingCap) {
+  auto path = testing::scratch_dir() / "trace.json";
+  AsyncTraceWriter w(path.string());
+  std::atomic<bool> release{false};
+  w.post([&] {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return std::vector<TraceEvent>{};
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first is in hand
+  EXPECT_TRUE(w.post([] { return std::vector<TraceEvent>{}; }, 1));
+  EXPECT_FALSE(w.post([] { return std::vector<TraceEvent>{}; }, 1));  // one already waiting
+  release = true;
+  EXPECT_TRUE(w.drain(30));
 }
 
 }  // namespace
