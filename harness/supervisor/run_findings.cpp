@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/protocol/events.h"
+#include "harness/supervisor/kernel_name.h"
 #include "harness/supervisor/phase_stack.h"
 
 namespace harness::supervisor {
@@ -120,7 +121,8 @@ Finding error_finding(const SupervisedRun& run, const ErrorDiagnosis& d, const s
                 {"last_events", last_events(run.events, kLastEvents)}};
   if (!d.op.empty()) f.evidence["op"] = d.op;
   if (d.is_cuda()) {
-    std::string kernel = last_kernel_from(run.events);
+    const std::string symbol = last_kernel_from(run.events);
+    const std::string kernel = symbol.empty() ? "" : readable_kernel_name(symbol);
     f.title = d.reason == reason::cuda_illegal_address ? "CUDA illegal memory access (error 700)" : "CUDA error";
     if (!kernel.empty()) {
       f.title += " after kernel " + kernel;

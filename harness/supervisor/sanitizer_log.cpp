@@ -66,32 +66,6 @@ void parse_frame(std::string_view rest, SanitizerReport& r) {
 
 }  // namespace
 
-std::string short_kernel_name(std::string_view f) {
-  std::string s = trim(f);
-  if (starts_with(s, "void ")) s = s.substr(5);
-  // Drop the parameter list: the last top-level "(...)" at the end.
-  if (!s.empty() && s.back() == ')') {
-    int depth = 0;
-    for (size_t i = s.size(); i-- > 0;) {
-      if (s[i] == ')') ++depth;
-      if (s[i] == '(' && --depth == 0) {
-        s.resize(i);
-        break;
-      }
-    }
-  }
-  // The last "::" outside template brackets and parentheses starts the name.
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i + 1 < s.size(); ++i) {
-    char c = s[i];
-    if (c == '<' || c == '(') ++depth;
-    if (c == '>' || c == ')') --depth;
-    if (depth == 0 && c == ':' && s[i + 1] == ':') start = i + 2;
-  }
-  return trim(std::string_view(s).substr(start));
-}
-
 SanitizerReport parse_sanitizer_log(std::string_view text) {
   SanitizerReport r;
   std::istringstream in{std::string(text)};

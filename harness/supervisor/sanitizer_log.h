@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "harness/supervisor/kernel_name.h"
+
 namespace harness::supervisor {
 
 struct SanitizerReport {
@@ -28,11 +30,6 @@ struct SanitizerReport {
 // and the device backtrace of newer versions ("Device Frame: kernel(...)+0x10 in
 // file.cu:149", innermost first), whose last frame is the kernel itself.
 SanitizerReport parse_sanitizer_log(std::string_view text);
-
-// "void nsa::cuda::(anonymous namespace)::nsa_window_fwd_kernel<c10::BFloat16>(nsa::cuda::AttnParams)"
-//   → "nsa_window_fwd_kernel<c10::BFloat16>". Template arguments are kept (they
-// tell the dtype); a name without parameters or namespaces passes through.
-std::string short_kernel_name(std::string_view function);
 
 // The compute-sanitizer executable: $NSA_COMPUTE_SANITIZER, then PATH, then
 // $CUDA_HOME/bin and /usr/local/cuda/bin. Empty when none is installed.

@@ -97,11 +97,5 @@ TEST(SanitizerLog, CleanRunAndTruncatedLog) {
   EXPECT_TRUE(parse_sanitizer_log("program output only\n").first_error.empty());
 }
 
-TEST(SanitizerLog, ShortKernelName) {
-  EXPECT_EQ(short_kernel_name("void a::b::k<float>(int*, a::P)"), "k<float>");
-  EXPECT_EQ(short_kernel_name("k"), "k");
-  EXPECT_EQ(short_kernel_name("void ns::(anonymous namespace)::k<ns::T<2>>(int)"), "k<ns::T<2>>");
-}
-
 }  // namespace
 }  // namespace harness::supervisor
