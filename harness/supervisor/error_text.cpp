@@ -5,19 +5,14 @@
 #include <fstream>
 #include <regex>
 
+#include "harness/supervisor/text.h"
+
 namespace harness::supervisor {
 namespace {
 using nlohmann::json;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
   return s;
 }
 

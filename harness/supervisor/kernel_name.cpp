@@ -6,17 +6,10 @@
 #include <cstdlib>
 #include <memory>
 
+#include "harness/supervisor/text.h"
+
 namespace harness::supervisor {
 namespace {
-
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // The last complete <length><identifier> of a nested name "_ZN…", or "".
 std::string last_identifier(std::string_view mangled) {

@@ -7,17 +7,10 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/supervisor/text.h"
+
 namespace harness::supervisor {
 namespace {
-
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // The text after the "=========" prefix, or nullopt for lines the tool did not write.
 std::optional<std::string> tool_line(std::string_view line) {
