@@ -142,12 +142,8 @@ void ChromeTraceWriter::write(const std::vector<TraceEvent>& events) {
 
 void ChromeTraceWriter::write_truncation_mark(const TraceCounters& c, std::uint64_t at_ns) {
   if (file_ == nullptr || !c.truncated()) return;
-  nlohmann::json args = {{"records_dropped_by_cupti", c.records_dropped_by_cupti},
-                         {"buffer_requests_refused", c.buffer_requests_refused},
-                         {"events_dropped_store_full", c.events_dropped_store_full},
-                         {"events_dropped_retained_full", c.events_dropped_retained_full},
-                         {"ranges_dropped", c.ranges_dropped},
-                         {"events_dropped_writer_behind", c.events_dropped_writer_behind}};
+  nlohmann::json args = nlohmann::json::object();
+  for (const auto& f : TraceCounters::kFields) args[f.name] = c.*f.member;
   name_tracks(opt_.host_pid, 0, false);
   append({{"ph", "i"}, {"s", "g"}, {"cat", "harness"}, {"name", "trace truncated"},
           {"pid", opt_.host_pid}, {"tid", 0}, {"ts", ts_us(at_ns)}, {"args", args}});

@@ -174,15 +174,19 @@ std::string_view to_string(RangeSource s) {
   return "?";
 }
 
+const TraceCounters::Field TraceCounters::kFields[8] = {
+    {"records_dropped_by_cupti", &TraceCounters::records_dropped_by_cupti},
+    {"buffer_requests_refused", &TraceCounters::buffer_requests_refused},
+    {"events_dropped_store_full", &TraceCounters::events_dropped_store_full},
+    {"events_dropped_retained_full", &TraceCounters::events_dropped_retained_full},
+    {"ranges_dropped", &TraceCounters::ranges_dropped},
+    {"events_dropped_writer_behind", &TraceCounters::events_dropped_writer_behind},
+    {"records_ignored", &TraceCounters::records_ignored},
+    {"tracing_errors", &TraceCounters::tracing_errors},
+};
+
 TraceCounters& TraceCounters::operator+=(const TraceCounters& o) {
-  records_dropped_by_cupti += o.records_dropped_by_cupti;
-  buffer_requests_refused += o.buffer_requests_refused;
-  events_dropped_store_full += o.events_dropped_store_full;
-  events_dropped_retained_full += o.events_dropped_retained_full;
-  ranges_dropped += o.ranges_dropped;
-  events_dropped_writer_behind += o.events_dropped_writer_behind;
-  records_ignored += o.records_ignored;
-  tracing_errors += o.tracing_errors;
+  for (const auto& f : kFields) this->*f.member += o.*f.member;
   return *this;
 }
 

@@ -123,6 +123,14 @@ struct TraceCounters {
   }
   bool truncated() const { return dropped() > 0 || buffer_requests_refused > 0; }
   TraceCounters& operator+=(const TraceCounters& o);
+
+  // Every counter with its name, in one place: sums, results.json and the
+  // trace's truncation mark all walk this list.
+  struct Field {
+    const char* name;
+    std::uint64_t TraceCounters::*member;
+  };
+  static const Field kFields[8];
 };
 
 }  // namespace harness::trace

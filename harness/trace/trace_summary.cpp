@@ -32,16 +32,10 @@ void to_json(nlohmann::json& j, const CorrelationStats& c) {
 }
 
 void to_json(nlohmann::json& j, const TraceCounters& c) {
-  j = {{"records_dropped_by_cupti", c.records_dropped_by_cupti},
-       {"buffer_requests_refused", c.buffer_requests_refused},
-       {"events_dropped_store_full", c.events_dropped_store_full},
-       {"events_dropped_retained_full", c.events_dropped_retained_full},
-       {"ranges_dropped", c.ranges_dropped},
-       {"events_dropped_writer_behind", c.events_dropped_writer_behind},
-       {"records_ignored", c.records_ignored},
-       {"tracing_errors", c.tracing_errors},
-       {"dropped", c.dropped()},
-       {"truncated", c.truncated()}};
+  j = nlohmann::json::object();
+  for (const auto& f : TraceCounters::kFields) j[f.name] = c.*f.member;
+  j["dropped"] = c.dropped();
+  j["truncated"] = c.truncated();
 }
 
 void to_json(nlohmann::json& j, const TraceSummary& s) {
