@@ -104,6 +104,8 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   ro.jobs = jobs;
   ro.resume = resume;
   ro.progress = &std::cerr;
+  // Without a GPU every cell computes on the CPU: a busy silent child is slow, not stuck.
+  ro.supervisor.busy_is_progress = !cuda_available();
 #ifdef NSA_WITH_CUPTI
   // CUPTI sees NVTX ranges only when the injection library is named before the
   // child's first NVTX call.

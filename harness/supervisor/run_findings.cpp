@@ -81,9 +81,16 @@ Finding watchdog_finding(const SupervisedRun& run) {
       f.title = wall ? fmt::format("run exceeded its wall-time cap ({:.1f} s){}", run.kill_at_s, where)
                      : fmt::format("step {} ran {:.1f} s without ending",
                                    run.step_in_progress.value_or(-1), run.step_elapsed_s);
-      f.detail = fmt::format("Events kept arriving ({} progress/phase events during the step, {:.2f} per "
-                             "second) but the step did not end: slow or livelocked, not stuck.",
-                             run.step_events, run.progress_rate);
+      if (run.cpu_s_since_last_event >= 0) {  // silent but busy (watchdog.h: busy_is_progress)
+        f.detail = fmt::format("No event for {:.1f} s, but the child used {:.1f} s of CPU in that time: "
+                               "computing, not blocked — slow, not stuck.",
+                               run.since_last_event_s, run.cpu_s_since_last_event);
+        f.evidence["cpu_s_since_last_event"] = run.cpu_s_since_last_event;
+      } else {
+        f.detail = fmt::format("Events kept arriving ({} progress/phase events during the step, {:.2f} per "
+                               "second) but the step did not end: slow or livelocked, not stuck.",
+                               run.step_events, run.progress_rate);
+      }
       f.evidence["step_elapsed_s"] = run.step_elapsed_s;
       f.evidence["progress_events"] = run.step_events;
       f.evidence["progress_rate_per_s"] = run.progress_rate;

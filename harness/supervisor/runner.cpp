@@ -68,6 +68,7 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
     launch.cell_dir = dir;
     SupervisorOptions sup = opt.supervisor;
     if (sup.max_wall_s <= 0) sup.max_wall_s = derived_max_wall_s(cell);
+    sup.busy_is_progress = sup.busy_is_progress || cell.device == "cpu";
     Hooks hooks;
     hooks.cancelled = opt.cancelled;
     run = supervise(launch, cell.watchdog, hooks, sup);

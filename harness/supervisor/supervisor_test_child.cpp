@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,16 @@ int main(int argc, char** argv) {
       w.emit("progress", {{"what", "tokens"}, {"done", i}, {"total", 1 << 30}, {"step", 1}});
       usleep(50 * 1000);
     }
+  }
+  if (mode == "busy_silent" || mode == "busy_forever") {  // computes without a word
+    w.emit("step_begin", {{"step", 1}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(mode == "busy_silent" ? 3 : 3600);
+    volatile double x = 0;
+    while (std::chrono::steady_clock::now() < until) x = x + 1.0;
+    w.emit("step_end", {{"step", 1}, {"loss", 4.0}, {"step_ms", 3000.0}, {"tok_s", 1.0},
+                        {"tokens", 10}, {"skipped", false}, {"host_syncs", 0}});
+    w.emit("done", {{"steps_completed", 2}});
+    return 0;
   }
   if (mode == "segv") raise(SIGSEGV);
   if (mode == "abort") std::abort();

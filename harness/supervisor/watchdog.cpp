@@ -1,6 +1,11 @@
 #include "harness/supervisor/watchdog.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <thread>
 
 #include "harness/protocol/events.h"
@@ -11,6 +16,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A child busier than this since its last event is computing, not blocked.
+constexpr double kBusyFraction = 0.5;
+
+// User + system CPU seconds of process `pid` (all its threads), from
+// /proc/<pid>/stat fields 14 and 15; nullopt when it cannot be read.
+std::optional<double> process_cpu_s(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');  // the command name may contain spaces
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (utime + stime) / ticks;
+}
 
 // Deadline state, advanced one event at a time in arrival order.
 struct StepClock {
@@ -84,6 +110,9 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
     }
   };
   auto last_activity = [&] { return tail.last_line_time().value_or(start); };
+  // CPU time of the child when its last event arrived (busy_is_progress).
+  std::optional<double> cpu_at_last_event = opt.busy_is_progress ? process_cpu_s(run.pid) : std::nullopt;
+  size_t lines_seen = 0;
   const auto poll_every = std::chrono::duration<double>(opt.poll_interval_s);
 
   while (true) {
@@ -93,7 +122,24 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
     auto now = Clock::now();
     drain(now);
     if (exited) break;
+    if (opt.busy_is_progress && tail.lines() != lines_seen) {
+      lines_seen = tail.lines();
+      cpu_at_last_event = process_cpu_s(run.pid);
+    }
     KillReason why = deadline_hit(spec, opt, steps, start, last_activity(), now);
+    if (why == KillReason::stall && opt.busy_is_progress && cpu_at_last_event) {
+      auto cpu_now = process_cpu_s(run.pid);
+      const double quiet = seconds(now - last_activity());
+      if (cpu_now) run.cpu_s_since_last_event = *cpu_now - *cpu_at_last_event;
+      if (cpu_now && run.cpu_s_since_last_event >= kBusyFraction * quiet) {
+        // Computing, not blocked: no stall; a first step that overruns is a
+        // slow step, not a hang; the step and wall deadlines still apply.
+        WatchdogSpec busy = spec;
+        busy.stall_timeout_s = std::numeric_limits<double>::infinity();
+        why = deadline_hit(busy, opt, steps, start, last_activity(), now);
+        if (why == KillReason::first_step_timeout) why = KillReason::step_timeout;
+      }
+    }
     if (why == KillReason::none && hooks.cancelled && hooks.cancelled()) why = KillReason::cancelled;
     if (why != KillReason::none) {
       run.killed_by = why;

@@ -31,6 +31,10 @@ struct SupervisorOptions {
   double poll_interval_s = 0.05;
   double kill_grace_s = 3.0;     // SIGTERM → SIGKILL
   double max_wall_s = 0.0;       // 0: no overall cap beyond the other deadlines
+  // The child computes on the CPU only (no GPU it could be spin-waiting on).
+  // Then a child that kept at least half a core busy since its last event is
+  // slow, not stuck: the stall deadline waits, the step deadline still applies.
+  bool busy_is_progress = false;
   StackCaptureOptions stacks;
 };
 
@@ -55,6 +59,7 @@ struct SupervisedRun {
   KillReason killed_by = KillReason::none;
   double kill_at_s = 0.0;                  // since start, when the deadline fired
   double since_last_event_s = 0.0;         // at the kill (or at exit)
+  double cpu_s_since_last_event = -1;      // the child's CPU time in that interval; -1 = unknown
   std::optional<int> step_in_progress;     // step begun and not ended at the kill
   double step_elapsed_s = 0.0;             // how long that step had run
   int step_events = 0;                     // progress/phase events during that step

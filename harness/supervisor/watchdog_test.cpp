@@ -73,6 +73,36 @@ TEST(Watchdog, SilentChildIsAStallDetectedPromptly) {
   expect_group_gone(run);
 }
 
+// A CPU-only child computing for 3 s without a word, under a 1 s stall
+// deadline: with busy_is_progress it is slow, not stuck, and finishes.
+TEST(Watchdog, BusySilentCpuChildIsNotAStall) {
+  ScratchDir dir;
+  WatchdogSpec spec = fast_spec();
+  spec.stall_timeout_s = 1.0;
+  SupervisorOptions opt = no_debugger();
+  opt.busy_is_progress = true;
+  SupervisedRun run = supervise(launch_mode("busy_silent", dir.path()), spec, {}, opt);
+  EXPECT_EQ(run.killed_by, KillReason::none);
+  EXPECT_EQ(run.exit_code, 0);
+  // The same child where busyness proves nothing (a GPU run may spin-wait): a stall.
+  ScratchDir dir2;
+  SupervisedRun gpu = supervise(launch_mode("busy_silent", dir2.path()), spec, {}, no_debugger());
+  EXPECT_EQ(gpu.killed_by, KillReason::stall);
+}
+
+TEST(Watchdog, BusySilentChildStillMeetsTheStepDeadline) {
+  ScratchDir dir;
+  WatchdogSpec spec = fast_spec();
+  spec.stall_timeout_s = 0.5;
+  spec.step_timeout_s = 1.5;  // the child's step 1 never ends
+  SupervisorOptions opt = no_debugger();
+  opt.busy_is_progress = true;
+  SupervisedRun run = supervise(launch_mode("busy_forever", dir.path()), spec, {}, opt);
+  EXPECT_EQ(run.killed_by, KillReason::step_timeout);
+  EXPECT_GT(run.cpu_s_since_last_event, 0.5);
+  expect_group_gone(run);
+}
+
 TEST(Watchdog, ProgressWithoutStepEndIsAStepTimeoutWithARate) {
   ScratchDir dir;
   WatchdogSpec spec = fast_spec();
