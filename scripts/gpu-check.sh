@@ -5,7 +5,7 @@
 # Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
 # SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SCENARIOS ("file[@GLOB]" ...),
-# ONLY, SCENARIO_BUDGET_S.
+# ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check-out}
@@ -52,7 +52,7 @@ for entry in ${SCENARIOS:-scenarios/default.yaml}; do
   name=$(basename "$sc" .yaml)
   # Leave time to pack the results inside the caller's limit.
   if [ $((SECONDS - START)) -gt "${SCENARIO_BUDGET_S:-400}" ]; then log "scenario $name skipped: time budget spent"; continue; fi
-  timeout 500 "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" ${only:+--only "$only"} > "$WORK/run-$name.log" 2>&1
+  timeout "${SCENARIO_TIMEOUT_S:-500}" "$BUILD/harness/cli/nsa-harness" run "$sc" --out "$WORK/run-$name" ${only:+--only "$only"} > "$WORK/run-$name.log" 2>&1
   log "scenario $name rc=$? $(grep decision "$WORK/run-$name.log")"
 done
 
