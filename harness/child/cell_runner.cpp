@@ -5,7 +5,9 @@
 #include <torch/version.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <filesystem>
 
 #include "harness/child/phase_stack.h"
@@ -19,6 +21,27 @@ namespace harness::child {
 namespace {
 namespace ev = protocol::ev;
 using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The median cost of each probe's step hook over the run (warm-up step
+// included: one step of twelve does not move a median), largest first, as the
+// probe table "probe_costs" — what the report's Observation Cost section lists.
+void emit_probe_costs(protocol::EventWriter& events, std::map<std::string, std::vector<double>>& costs) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto& [name, v] : costs) {
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    const double median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    rows.push_back({{"name", name}, {"median_ms", median}, {"steps", v.size()}});
+  }
+  std::sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.at("median_ms").get<double>() > b.at("median_ms").get<double>();
+  });
+  if (!rows.empty()) events.emit(protocol::ev::probe, {{"name", "probe_costs"}, {"data", rows}});
+}
 
 // Bridges the model's observer hooks to events, the phase stack and the probes' tap.
 class ChildObserver : public nsa::Observer {
@@ -129,11 +152,11 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     for (auto& p : probes) p->on_start(ctx);
 
     const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;
+    std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
     for (step = 1; step <= spec.train.steps; ++step) {
       // Time spent observing outside the timed step (parameter snapshots, the
       // probes' step-end hooks) is reported per step as the metric probe_ms, so
       // step_ms + probe_ms is what a step costs with the probes on.
-      auto probe_t0 = Clock::now();
       bool capture = false, keep_params = false;
       for (auto& p : probes) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
       tap.clear();
@@ -142,10 +165,16 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       events.emit(ev::step_begin, {{"step", step}});
       auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).to(device);
       std::vector<at::Tensor> before;
-      if (keep_params)
-        for (auto& [n, p] : model.parameters()) before.push_back(p.detach().clone());
       sync_device(device);
-      double probe_ms = std::chrono::duration<double, std::milli>(Clock::now() - probe_t0).count();
+      double probe_ms = 0;
+      if (keep_params) {
+        auto snap_t0 = Clock::now();
+        for (auto& [n, p] : model.parameters()) before.push_back(p.detach().clone());
+        sync_device(device);
+        const double snap_ms = ms_since(snap_t0);
+        probe_ms += snap_ms;
+        costs["(parameter snapshots)"].push_back(snap_ms);
+      }
       auto t0 = Clock::now();
       nsa::StepStats st;
       {
@@ -167,12 +196,19 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       ctx.params_before = std::move(before);
       observer.set_capture(false);
       auto hooks_t0 = Clock::now();
-      for (auto& p : probes) p->on_step_end(ctx);
+      for (auto& p : probes) {
+        // Per probe, host time of its hook; GPU work it queued is paid by
+        // whichever hook (or the sync below) waits for it first.
+        auto p_t0 = Clock::now();
+        p->on_step_end(ctx);
+        costs[p->name()].push_back(ms_since(p_t0));
+      }
       ctx.params_before.clear();
       sync_device(device);
-      probe_ms += std::chrono::duration<double, std::milli>(Clock::now() - hooks_t0).count();
+      probe_ms += ms_since(hooks_t0);
       events.emit(ev::metric, {{"name", "probe_ms"}, {"step", step}, {"value", probe_ms}});
     }
+    emit_probe_costs(events, costs);
     observer.set_step(spec.train.steps);
     for (auto& p : probes) p->on_run_end(ctx);
     events.emit(ev::done, {{"steps_completed", spec.train.steps}});

@@ -90,8 +90,15 @@ class CuptiProbe : public Probe {
       tracer_->stop();
       return collect();
     }, SIZE_MAX);
-    // retained_ belongs to the writer's thread until it has drained.
-    const bool drained = writer_->drain(kDrainDeadlineS);
+    // retained_ belongs to the writer's thread until it has drained. A heavy
+    // trace can keep it busy for a while: say so every few seconds, so the
+    // supervisor sees a child that is finishing, not a silent one.
+    bool drained = false;
+    for (double waited = 0; !drained && waited < kDrainDeadlineS; waited += kDrainTickS) {
+      drained = writer_->drain(kDrainTickS);
+      if (!drained)
+        ctx.events.emit(protocol::ev::progress, {{"what", "trace writer"}, {"waited_s", waited + kDrainTickS}});
+    }
     if (!drained) {
       ctx.table("trace_writer", {{"drained", false}, {"deadline_s", kDrainDeadlineS}});
       return;  // the worker may still touch retained_: no summary rather than a race
@@ -122,6 +129,7 @@ class CuptiProbe : public Probe {
   }
 
   static constexpr double kDrainDeadlineS = 300.0;
+  static constexpr double kDrainTickS = 5.0;
 
   void check_routing(ProbeContext& ctx, const tr::TraceSummary& summary) {
     auto& rt = ctx.rt;

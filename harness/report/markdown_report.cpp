@@ -96,6 +96,8 @@ std::string gates_section(const RunResult& r) {
   return s;
 }
 
+constexpr size_t kProbeCostRows = 6;
+
 // Only for matrices with the probes axis; otherwise the section is left out.
 std::string observation_section(const RunResult& r) {
   auto costs = observation_costs(r.cells);
@@ -110,6 +112,16 @@ std::string observation_section(const RunResult& r) {
     s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} % | {} |\n", table_cell(code(c.observed_cell)),
                      c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100,
                      c.cost <= kObservationCostGoal ? "✅" : "❌");
+  // Where the time outside the step goes, as the observed child measured it.
+  for (const auto& c : costs) {
+    for (const auto& cell : r.cells) {
+      if (cell.id != c.observed_cell) continue;
+      auto it = cell.extra.find("probe_costs");
+      if (it == cell.extra.end() || !it->is_array() || it->empty()) continue;
+      s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
+      s += render_table(*it, kProbeCostRows);
+    }
+  }
   return s;
 }
 

@@ -67,7 +67,9 @@ TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
     return c;
   };
   r.cells = {cell("all", 103.0, 2.0), cell("none", 99.5, 0.5)};
+  r.cells[0].extra["probe_costs"] = nlohmann::json::array({{{"name", "finite"}, {"median_ms", 1.5}, {"steps", 8}}});
   std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| name | median_ms | steps |\n|---|---|---|\n| finite | 1.5 | 8 |"), std::string::npos) << md;
   // (103 + 2) / (99.5 + 0.5) - 1 = +5.0 %: over the 3 % goal.
   EXPECT_NE(md.find("\n## Observation Cost\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| `probes=all` | 103.0 | 2.00 | 100.0 | +5.0 % | ❌ |"), std::string::npos) << md;
