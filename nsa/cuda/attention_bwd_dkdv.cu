@@ -1,7 +1,9 @@
 // Attention backward, dk and dv, for the three NSA branches (one body, three
 // names). Key-centric and deterministic: no float atomics anywhere.
 //
-// Versions: v1 only. SIMT fp32. One CTA owns a tile of key_tile keys of one KV
+// Versions: v1 here, SIMT fp32; v2 (tensor cores, fp16/bf16, the same row sets and
+// ownership) in attention_bwd_dkdv_tc.cu, tried first by launch_attention_bwd_dkdv.
+// v1: One CTA owns a tile of key_tile keys of one KV
 // group and streams, in chunks of R rows, every (query, head) row that can see
 // one of its keys:
 //     dv[c] += sum_r P[r][c] * dO[r]
@@ -178,8 +180,11 @@ void launch(Branch br, AttnParams& p) {
 
 }  // namespace
 
+bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p);  // attention_bwd_dkdv_tc.cu
+
 void launch_attention_bwd_dkdv(Branch br, at::ScalarType dtype, AttnParams& p) {
   if (p.Sk == 0 || p.B == 0) return;
+  if (launch_attention_bwd_dkdv_tc(br, dtype, p)) return;  // v2 (tensor cores) where it tiles
   NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dk, dv)", [&] { launch<scalar_t>(br, p); });
 }
 

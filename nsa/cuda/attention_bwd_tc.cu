@@ -2,7 +2,7 @@
 // accumulators) for fp16 / bf16 inputs, for the three NSA branches. v1
 // (attention_bwd_dq.cu) stays the kernel for fp32 and the head dims v2 does not
 // tile; launch_attention_bwd_dq picks (NSA_CUDA_KERNEL_V1=1 forces v1). dk/dv
-// are still v1 (attention_bwd_dkdv.cu).
+// v2 is attention_bwd_dkdv_tc.cu.
 //
 // Same tiling as the forward v2 (attention_fwd_tc.cu; header comment there):
 // Window / Compressed 64 rows (queries x heads) per CTA, 4 warps x 16 rows, one

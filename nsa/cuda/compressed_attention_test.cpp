@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
         CompressedCase{"bf16_S130_h80_head_chunks_d64", 1, 130, 80, 1, 64, 64, 8, 4, at::kBFloat16}),
     [](const ::testing::TestParamInfo<CompressedCase>& info) { return std::string(info.param.name); });
 
-// The same inputs through v1 (forced) and v2 (forward and backward dq): both
+// The same inputs through v1 (forced) and v2 (forward, backward dq and dk/dv): both
 // match the reference, and their logsumexps agree (+inf in the same rows: early queries see no block).
 TEST(CompressedAttention, V1AndV2BothMatchReference) {
   NSA_REQUIRE_CUDA();
@@ -105,6 +105,7 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
           });
       EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
       EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
+      EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
     }
   }
 }

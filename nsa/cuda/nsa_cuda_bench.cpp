@@ -246,7 +246,9 @@ void BM_Branch(benchmark::State& state) {
 void BM_SelectBlocks(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
+  KernelVersion version(state, 20);
   const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale); });
+  version.report(ms);
   report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
 
@@ -338,7 +340,7 @@ BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
 BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
-BENCHMARK(BM_SelectBlocks)->Apply(Sizes);
+BENCHMARK(BM_SelectBlocks)->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(SizesV);

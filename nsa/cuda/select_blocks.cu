@@ -1,7 +1,9 @@
 // Top-n selection-block choice from compressed attention scores (DESIGN.md §2,
 // Eq. 9-10), entirely on the GPU: no host round trip, no S x S matrix.
 //
-// Versions: v1 only. One CTA per (b, t, g):
+// Versions: v2 (select_blocks_tc.cu: tensor cores, fp16/bf16, dk in {64, 128,
+// 192}) where it tiles, else this v1 (also whenever force_v1_kernels() is on).
+// v1: one CTA per (b, t, g):
 //   for each head of the group (in order):
 //     s_i = scale * q.kc_i for the visible compressed blocks i < n_cmp(t)
 //     p_i = exp(s_i - max) / sum                 (fp32 softmax)
@@ -13,6 +15,8 @@
 // so equal contributions give bitwise-equal scores and ties resolve exactly as
 // the reference does (ref_select_blocks sums in the same order).
 // Shared memory: (S_cmp + n_blocks + dk) floats.
+#include <atomic>
+
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -149,7 +153,16 @@ __global__ void __launch_bounds__(kThreads) nsa_select_blocks_kernel(SelectParam
   for (int s = tid; s < p.n_sel; s += blockDim.x) out[s] = s < picks ? chosen[s] : -1;
 }
 
+std::atomic<int> g_last_select_version{0};
+
 }  // namespace
+
+// select_blocks_tc.cu: false when v2 does not tile this call (dtype, dk, h, S).
+bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, at::Tensor& out, int cmp_block,
+                             int cmp_stride, int sel_block, int n_sel, float scale);
+
+// Testing hook: the version (1 or 2) of the last select_blocks kernel launched (0 before the first).
+int last_select_blocks_kernel_version() { return g_last_select_version.load(); }
 
 at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_block,
                          int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale) {
@@ -186,6 +199,12 @@ at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_
                               : at::empty({q.size(0), q.size(1), G, n_sel}, q.options().dtype(at::kInt));
   p.out = out.data_ptr<int>();
   if (out.numel() == 0) return out;
+  if (!force_v1_kernels() && launch_select_blocks_tc(q, kc, out, p.cmp_block, p.cmp_stride, p.sel_block,
+                                                     p.n_sel, p.scale)) {
+    g_last_select_version.store(2);
+    return out;
+  }
+  g_last_select_version.store(1);
 
   const size_t smem = size_t(p.S_cmp + p.n_blocks + p.dk) * sizeof(float);
   int device = 0, smem_optin = 0;

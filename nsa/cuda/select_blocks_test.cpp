@@ -1,6 +1,7 @@
 // select_blocks vs ref_select_blocks: exact equality (ties included), plus the
 // invariants every selection must satisfy whatever the scores.
 #include <cmath>
+#include <vector>
 
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/branch_reference.h"
@@ -8,6 +9,8 @@
 #include "nsa/cuda/test_util.h"
 
 namespace nsa::cuda {
+// select_blocks.cu testing hook: version (1 or 2) of the last select_blocks kernel.
+int last_select_blocks_kernel_version();
 namespace {
 
 struct SelectCase {
@@ -60,15 +63,16 @@ void expect_valid_selection(const at::Tensor& sel_in, int64_t lp, int64_t n) {
 
 class SelectBlocks : public ::testing::TestWithParam<SelectCase> {};
 
-TEST_P(SelectBlocks, MatchesReferenceExactly) {
-  NSA_REQUIRE_CUDA();
-  const SelectCase& c = GetParam();
-  const SelectInputs in = make_select_inputs(c, 4000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
+at::Tensor run_select(const SelectCase& c, const SelectInputs& in, double scale) {
   set_poison_outputs(true);
   const at::Tensor got =
       select_blocks(in.q.to(at::kCUDA), in.kc.to(at::kCUDA), c.l, c.d, c.lp, c.n, scale).cpu();
   set_poison_outputs(false);
+  return got;
+}
+
+// `got` vs ref_select_blocks: exact on tied inputs, exact up to rare near-ties otherwise.
+void expect_matches_reference(const SelectCase& c, const SelectInputs& in, double scale, const at::Tensor& got) {
   const at::Tensor q64 = in.q.to(at::kDouble), kc64 = in.kc.to(at::kDouble);
   const at::Tensor want = ref_select_blocks(q64, kc64, c.l, c.d, c.lp, c.n, scale);
   expect_valid_selection(got, c.lp, c.n);
@@ -98,6 +102,14 @@ TEST_P(SelectBlocks, MatchesReferenceExactly) {
   EXPECT_LE(excused, rows / 100 + 1) << excused << " near-tie rows of " << rows;
 }
 
+TEST_P(SelectBlocks, MatchesReferenceExactly) {
+  NSA_REQUIRE_CUDA();
+  const SelectCase& c = GetParam();
+  const SelectInputs in = make_select_inputs(c, 4000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  expect_matches_reference(c, in, scale, run_select(c, in, scale));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, SelectBlocks,
     ::testing::Values(
@@ -110,6 +122,70 @@ INSTANTIATE_TEST_SUITE_P(
         SelectCase{"fp32_S_less_than_l", 1, 20, 2, 1, 16, 32, 16, 8, 4, at::kFloat, false},
         SelectCase{"fp32_fewer_blocks_than_n", 1, 100, 2, 1, 16, 8, 4, 16, 16, at::kFloat, false},
         SelectCase{"fp32_n_is_1_block0_only", 1, 64, 2, 1, 16, 8, 4, 16, 1, at::kFloat, false}),
+    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
+
+// Shapes the tensor-core v2 kernel (select_blocks_tc.cu) takes: fp16/bf16, dk in
+// {64, 128, 192}, h = H/G in {1, 6, 16, 20}; S around the 32/64-query and
+// 64-key tile edges, queries with no compressed key (S < l), fewer blocks than n,
+// several key tiles (S = 1000 / 3000 with l = 8, d = 4: 249 / 749 keys).
+const std::vector<SelectCase>& v2_cases() {
+  static const std::vector<SelectCase> cases = {
+      SelectCase{"v2_bf16_S1_h6", 1, 1, 12, 2, 64, 32, 16, 64, 16, at::kBFloat16, false},
+      SelectCase{"v2_fp16_S31_h6_B2", 2, 31, 12, 2, 64, 32, 16, 64, 16, at::kHalf, false},
+      SelectCase{"v2_bf16_S32_h1", 1, 32, 2, 2, 64, 32, 16, 64, 4, at::kBFloat16, false},
+      SelectCase{"v2_fp16_S33_h16_d128", 1, 33, 16, 1, 128, 8, 4, 16, 3, at::kHalf, false},
+      SelectCase{"v2_bf16_S64_h20_d192", 1, 64, 20, 1, 192, 8, 4, 16, 4, at::kBFloat16, false},
+      SelectCase{"v2_bf16_S65_h6_d128_B2", 2, 65, 12, 2, 128, 8, 4, 16, 5, at::kBFloat16, false},
+      SelectCase{"v2_fp16_S257_h1_B2", 2, 257, 2, 2, 64, 8, 4, 16, 6, at::kHalf, false},
+      SelectCase{"v2_bf16_ties_S257_h20", 1, 257, 20, 1, 64, 8, 4, 16, 6, at::kBFloat16, true},
+      SelectCase{"v2_bf16_fewer_blocks_than_n", 1, 100, 12, 2, 64, 8, 4, 16, 16, at::kBFloat16, false},
+      SelectCase{"v2_bf16_S1000_h6_paper_B2", 2, 1000, 12, 2, 64, 32, 16, 64, 16, at::kBFloat16, false},
+      SelectCase{"v2_fp16_S1000_h16_d192", 1, 1000, 16, 1, 192, 32, 16, 64, 16, at::kHalf, false},
+      SelectCase{"v2_fp16_S1000_h1_d128_l8", 1, 1000, 2, 2, 128, 8, 4, 16, 16, at::kHalf, false},
+      SelectCase{"v2_bf16_ties_S1000_h6_l8", 1, 1000, 12, 2, 64, 8, 4, 16, 8, at::kBFloat16, true},
+      SelectCase{"v2_fp16_ties_S1000_h16_d128", 1, 1000, 32, 2, 128, 32, 16, 64, 16, at::kHalf, true},
+      SelectCase{"v2_bf16_ties_S513_h20_d192", 1, 513, 20, 1, 192, 8, 4, 16, 6, at::kBFloat16, true},
+      SelectCase{"v2_bf16_S3000_h6_l8", 1, 3000, 12, 2, 64, 8, 4, 16, 16, at::kBFloat16, false},
+  };
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    V2Cases, SelectBlocks, ::testing::ValuesIn(v2_cases()),
+    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
+
+// The same input through v1 (forced) and v2: both equal the reference (exactly
+// on tied inputs, where they must also equal each other bitwise).
+class SelectBlocksV1AndV2 : public ::testing::TestWithParam<SelectCase> {};
+
+TEST_P(SelectBlocksV1AndV2, BothMatchReference) {
+  NSA_REQUIRE_CUDA();
+  const SelectCase& c = GetParam();
+  const SelectInputs in = make_select_inputs(c, 7000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  const bool prev = force_v1_kernels();
+  set_force_v1_kernels(true);
+  const at::Tensor got1 = run_select(c, in, scale);
+  const int version1 = last_select_blocks_kernel_version();
+  set_force_v1_kernels(false);
+  const at::Tensor got2 = run_select(c, in, scale);
+  const int version2 = last_select_blocks_kernel_version();
+  set_force_v1_kernels(prev);
+  EXPECT_EQ(version1, 1);
+  EXPECT_EQ(version2, 2) << "this case should run the tensor-core kernel";
+  {
+    SCOPED_TRACE("v1");
+    expect_matches_reference(c, in, scale, got1);
+  }
+  {
+    SCOPED_TRACE("v2");
+    expect_matches_reference(c, in, scale, got2);
+  }
+  if (c.tied) EXPECT_TRUE(at::equal(got1, got2)) << "v1 and v2 differ on tied scores";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    V2Cases, SelectBlocksV1AndV2, ::testing::ValuesIn(v2_cases()),
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

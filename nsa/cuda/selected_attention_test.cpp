@@ -117,7 +117,9 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"bf16_B2_S257_h16_d192_dv128_l64_n4_selected", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1},
         SelectedCase{"bf16_S257_h6_d64_l16_n16_four_tiles", 1, 257, 12, 2, 64, 64, 16, 16, at::kBFloat16, 0},
         SelectedCase{"bf16_S130_h40_head_chunks_d128_dv64", 1, 130, 40, 1, 128, 64, 16, 3, at::kBFloat16, 0},
-        SelectedCase{"bf16_block0_only_h6_d192", 2, 70, 12, 2, 192, 192, 16, 3, at::kBFloat16, 2}),
+        SelectedCase{"bf16_block0_only_h6_d192", 2, 70, 12, 2, 192, 192, 16, 3, at::kBFloat16, 2},
+        SelectedCase{"bf16_S200_h6_d64_l48_n3_three_key_slices", 1, 200, 12, 2, 64, 64, 48, 3, at::kBFloat16, 0},
+        SelectedCase{"fp16_S300_h2_d128_l128_n2_two_key_tiles", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZerosV2) {
@@ -136,7 +138,7 @@ TEST(SelectedAttention, AllSlotsUnusedGivesZerosV2) {
   EXPECT_TRUE(at::isinf(f.lse).all().item<bool>() && (f.lse > 0).all().item<bool>()) << "lse must be +inf";
 }
 
-// The same inputs through v1 (forced) and v2 (forward and backward dq): both
+// The same inputs through v1 (forced) and v2 (forward, backward dq and dk/dv): both
 // match the reference, and their logsumexps agree.
 TEST(SelectedAttention, V1AndV2BothMatchReference) {
   NSA_REQUIRE_CUDA();
@@ -168,6 +170,7 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
           });
       EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
       EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
+      EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
     }
   }
 }

@@ -81,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
         WindowCase{"bf16_window0_empty_rows_d64", 1, 70, 6, 1, 64, 64, 0, at::kBFloat16}),
     [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
 
-// The same inputs through v1 (forced) and v2 (forward and backward dq): both
+// The same inputs through v1 (forced) and v2 (forward, backward dq and dk/dv): both
 // match the reference, and their logsumexps agree.
 TEST(WindowAttention, V1AndV2BothMatchReference) {
   NSA_REQUIRE_CUDA();
@@ -111,6 +111,7 @@ TEST(WindowAttention, V1AndV2BothMatchReference) {
           });
       EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
       EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
+      EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
     }
   }
 }

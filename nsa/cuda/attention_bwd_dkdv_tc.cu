@@ -1,0 +1,338 @@
+// Attention backward dk/dv v2: tensor cores (mma.sync m16n8k16, fp32
+// accumulators) for fp16 / bf16 inputs, for the three NSA branches. v1
+// (attention_bwd_dkdv.cu) stays the kernel for fp32 and the head dims v2 does
+// not tile; launch_attention_bwd_dkdv picks (NSA_CUDA_KERNEL_V1=1 forces v1).
+//
+// Key-centric, FlashAttention-2 style, with the row sets of v1: a CTA owns up
+// to 64 keys of one (b, g) and streams every row (query, head of the group)
+// that can see one of them, in ascending query order:
+//   Window      queries [k0, k1 - 1 + w)                     64 keys per CTA
+//   Compressed  queries [k0 d + l - 1, S)                    64 keys per CTA
+//   Selected    the reverse index's queries of block j       one CTA per (block,
+//               (rev_query / rev_offset, attention_launch.cpp) 64-key sub-tile)
+// Each warp owns a 16-key slice of the tile (its dK, dV accumulators stay in
+// registers for the whole kernel) and, per step of NR rows of a row tile,
+//   S^T  = K Q^T, dP^T = V dO^T      tensor cores; K, V, Q, dO all via ldmatrix
+//   P^T  = 2^(S^T scale log2e - lse log2e)   fp32, from the forward's lse; 0 for
+//                                    an invisible (row, key) pair, a padding
+//                                    row or key, or a row with lse = +inf
+//   dV  += P^T dO                    P^T rounded to the input dtype straight from
+//   dS^T = P^T (dP^T - delta)        the accumulators (C layout == A layout),
+//   dK  += dS^T Q                    Q / dO via ldmatrix.trans
+// and at the end dk = scale dK, dv = dV in the input dtype. Selected with
+// sel_block <= 32 has fewer 16-key slices than warps: the warps then split the
+// row steps too (warp = slice + slices * row group) and the partial dK, dV of
+// the row groups are summed in shared memory in row-group order. Every key is
+// written by exactly one CTA (zeros when no row saw it); the summation order is
+// fixed and there are no atomics, so results are bitwise reproducible.
+//
+// Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
+// elements, loaded once), two stages of RT rows of Q and dO (double-buffered
+// cp.async; RT = 64, or 32 when dk + dv > 256) and per-row t / lse / delta:
+// 55 KB at 64/64, 104 KB at 128/128, 101 KB at 192/192, all <= kSmemBudget
+// (112 KB). The final reduction area (4 warps x 16 keys x (dk + dv) floats)
+// aliases it once the row loop is done.
+// Registers per thread: dK dk/2 + dV dv/2 fp32 accumulators + S, dP (NR/2 each;
+// NR = 32 rows per step, 16 when dk + dv >= 320); K and V are re-read from
+// shared memory (ldmatrix) rather than held, so 192/192 fits under 255.
+#include <atomic>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/nsa_cuda.h"
+
+namespace nsa::cuda {
+
+// Defined here, called by launch_attention_bwd_dkdv (attention_bwd_dkdv.cu):
+// false, launching nothing, when v1 must run (fp32, other dims, unaligned
+// tensors, force_v1_kernels()).
+bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p);
+
+namespace {
+
+using tc::kLog2e;
+using tc::kTcThreads;
+using tc::kTcWarps;
+constexpr int kKeys = 64;  // keys per CTA (4 warps x 16)
+
+template <int DK, int DV>
+struct DkdvLayout {
+  static constexpr int kRows = DK + DV > 256 ? 32 : 64;  // rows per stage (RT)
+  static constexpr int kStep = DK + DV >= 320 ? 16 : 32;  // rows per warp step (NR)
+  static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
+  static constexpr size_t kKvBytes = size_t(kKeys) * (kLdK + kLdV) * 2;
+  static constexpr size_t kStageBytes = size_t(kRows) * (kLdK + kLdV) * 2;
+  static constexpr size_t kMetaBytes = 2 * size_t(kRows) * 3 * 4;  // [2][RT] t, lse2, delta
+  static constexpr size_t kRedBytes = size_t(kTcWarps) * 16 * (DK + DV) * sizeof(float);
+  static constexpr size_t kLoopBytes = kKvBytes + 2 * kStageBytes + kMetaBytes;
+  static constexpr size_t kBytes = kLoopBytes > kRedBytes ? kLoopBytes : kRedBytes;
+  static_assert(kBytes <= kSmemBudget, "dk/dv v2 tiles exceed the shared-memory budget");
+  static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
+};
+
+// acc[16 x NK] = A B^T, A = the 16 shared rows ar0.. (KD elements, stride LDA),
+// B = the NK shared rows br0.. (stride LDB): S^T = K Q^T, dP^T = V dO^T.
+// ldmatrix x4 for A: lanes 0-7 rows +0..7 cols +0..7 (a[0]), 8-15 rows +8..15
+// cols +0..7 (a[1]), 16-23 rows +0..7 cols +8..15 (a[2]), 24-31 rows +8..15
+// cols +8..15 (a[3]); B as in tc::warp_a_bt.
+template <typename T, int KD, int NK, int LDA, int LDB>
+__device__ __forceinline__ void warp_smem_a_bt(float (&acc)[NK / 8][4], const T* As, int ar0, const T* Bs, int br0,
+                                               int lane) {
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  const T* abase = As + (ar0 + lane % 8 + ((lane / 8) % 2) * 8) * LDA + (lane / 16) * 8;
+  const T* bbase = Bs + (br0 + (lane / 16) * 8 + lane % 8) * LDB + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    uint32_t a[4];
+    tc::ldmatrix_x4(a, abase + kk * 16);
+#pragma unroll
+    for (int np = 0; np < NK / 16; ++np) {
+      uint32_t b[4];
+      tc::ldmatrix_x4(b, bbase + np * 16 * LDB + kk * 16);
+      tc::mma_16816<T>(acc[2 * np], a, b[0], b[1]);
+      tc::mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
+  using L = DkdvLayout<DK, DV>;
+  constexpr int RT = L::kRows, NR = L::kStep, kTpr = kTcThreads / RT;  // loader threads per row
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][kLdK]
+  T* Vs = Ks + kKeys * L::kLdK;            // [64][kLdV]
+  T* Qs = Vs + kKeys * L::kLdV;            // [2][RT][kLdK]
+  T* dOs = Qs + 2 * RT * L::kLdK;          // [2][RT][kLdV]
+  int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
+  float* row_lse2 = reinterpret_cast<float*>(row_t + 2 * RT);   // [2][RT], log2 domain
+  float* row_delta = row_lse2 + 2 * RT;                         // [2][RT]
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const T* dout = static_cast<const T*>(p.dout);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
+
+  // This CTA's keys [k0, k1), its rows and its slices (16 keys each).
+  int k0, k1, q_lo = 0, n_q, n_slices = kTcWarps;
+  const int* q_list = nullptr;
+  if (BR == Branch::Selected) {
+    const int tiles_per_block = ceil_div(p.sel_block, kKeys);
+    const int j = blockIdx.x / tiles_per_block, sub = blockIdx.x % tiles_per_block;
+    k0 = j * p.sel_block + sub * kKeys;
+    k1 = imin(imin(k0 + kKeys, (j + 1) * p.sel_block), p.Sk);
+    // 16-key slices the block needs: 1, 2 or 4 (3 -> 4: the warps must split evenly).
+    n_slices = imin(kTcWarps, ceil_div(p.sel_block, 16));
+    if (n_slices == 3) n_slices = 4;
+    const int64_t key = (int64_t(b) * p.G + g) * p.n_blocks + j;
+    const int64_t off = p.rev_offset[key];
+    q_list = p.rev_query + off;
+    n_q = int(p.rev_offset[key + 1] - off);
+  } else {
+    k0 = blockIdx.x * kKeys;
+    k1 = imin(k0 + kKeys, p.Sk);
+    int q_hi;
+    contiguous_query_range(BR, k0, k1, p.S, p.window, p.cmp_block, p.cmp_stride, &q_lo, &q_hi);
+    n_q = q_hi - q_lo;
+  }
+  if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
+  const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
+  const bool slice_active = slice < ceil_div(k1 - k0, 16);  // the slice holds a key
+  const int n_rows = n_q * p.h;  // row = (query index, head)
+  const int n_tiles = ceil_div(n_rows, RT);
+
+  const auto issue_rows = [&](int i) {
+    const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
+    const bool valid = ri < n_rows;
+    const int t = valid ? (BR == Branch::Selected ? q_list[ri / p.h] : q_lo + ri / p.h) : -1;
+    const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
+    T* qdst = Qs + (stage * RT + r) * L::kLdK;
+    T* odst = dOs + (stage * RT + r) * L::kLdV;
+    const T* qsrc = q + row_offset(b, ts, hq, p.S, p.H, DK);
+    const T* osrc = dout + row_offset(b, ts, hq, p.S, p.H, DV);
+#pragma unroll
+    for (int c = part; c < DK / 8; c += kTpr) tc::cp_async_16(qdst + c * 8, qsrc + c * 8, valid);
+#pragma unroll
+    for (int c = part; c < DV / 8; c += kTpr) tc::cp_async_16(odst + c * 8, osrc + c * 8, valid);
+    tc::cp_async_commit();
+    if (part == 0) {
+      const int64_t li = (int64_t(b) * p.S + ts) * p.H + hq;
+      row_t[stage * RT + r] = t;
+      row_lse2[stage * RT + r] = valid ? p.lse[li] * kLog2e : INFINITY;
+      row_delta[stage * RT + r] = valid ? p.delta[li] : 0.f;
+    }
+  };
+
+  float dk_acc[DK / 8][4], dv_acc[DV / 8][4];
+#pragma unroll
+  for (int n = 0; n < DK / 8; ++n) dk_acc[n][0] = dk_acc[n][1] = dk_acc[n][2] = dk_acc[n][3] = 0.f;
+#pragma unroll
+  for (int n = 0; n < DV / 8; ++n) dv_acc[n][0] = dv_acc[n][1] = dv_acc[n][2] = dv_acc[n][3] = 0.f;
+
+  if (n_tiles > 0) {  // the key tile (2 threads per key row) joins row tile 0's group
+    const int r = tid / 2, key = k0 + r;
+    const bool valid = key < k1;
+    const int src = valid ? key : k0;
+    tc::copy_row_async<DK>(Ks + r * L::kLdK, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
+    tc::copy_row_async<DV>(Vs + r * L::kLdV, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
+    issue_rows(0);
+  }
+  const float scale_log2 = p.scale * kLog2e;
+  const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
+  const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
+  for (int i = 0; i < n_tiles; ++i) {
+    if (i + 1 < n_tiles) {
+      issue_rows(i + 1);
+      tc::cp_async_wait<1>();
+    } else {
+      tc::cp_async_wait<0>();
+    }
+    __syncthreads();
+    const int stage = i & 1, n_here = imin(RT, n_rows - i * RT);
+    const T* qs = Qs + stage * RT * L::kLdK;
+    const T* os = dOs + stage * RT * L::kLdV;
+    const int* ts = row_t + stage * RT;
+    const float* lse2 = row_lse2 + stage * RT;
+    const float* delta = row_delta + stage * RT;
+    for (int s = row_group; slice_active && s < RT / NR; s += n_groups) {
+      const int row0 = s * NR;
+      if (row0 >= n_here) break;
+      const int tf = ts[row0], tl = ts[imin(row0 + NR, n_here) - 1];  // rows ascend in t
+      bool none;  // no row of the step sees a key of the warp (warp-uniform)
+      if (BR == Branch::Window) none = tl < kw0 || kw1 - 1 <= tf - p.window;
+      else if (BR == Branch::Compressed) none = kw0 * p.cmp_stride + p.cmp_block - 1 > tl;
+      else none = kw0 > tl;
+      if (none) continue;
+
+      float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)
+      warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
+      // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
+#pragma unroll
+      for (int n = 0; n < NR / 8; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
+          const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
+          sp[n][j] = vis ? exp2f(sp[n][j] * scale_log2 - lse2[r]) : 0.f;
+        }
+      }
+      tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
+      warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
+#pragma unroll
+      for (int n = 0; n < NR / 8; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
+      }
+      tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
+    }
+    __syncthreads();  // the stage is free for tile i + 2
+  }
+
+  // Partial sums -> shared [warp][16 keys][dk + dv] floats (aliasing the tiles),
+  // then row groups summed in order per key and written as pairs.
+  constexpr int kLdR = DK + DV;
+  float* red = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float* row = red + (warp * 16 + gid + 8 * i) * kLdR + 2 * tig;
+#pragma unroll
+    for (int n = 0; n < DK / 8; ++n) row[n * 8] = dk_acc[n][2 * i], row[n * 8 + 1] = dk_acc[n][2 * i + 1];
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) row[DK + n * 8] = dv_acc[n][2 * i], row[DK + n * 8 + 1] = dv_acc[n][2 * i + 1];
+  }
+  __syncthreads();
+  T* dk = static_cast<T*>(p.dk_out);
+  T* dv = static_cast<T*>(p.dv_out);
+  for (int e = tid; e < kKeys * kLdR / 2; e += kTcThreads) {
+    const int c = e / (kLdR / 2), col = 2 * (e % (kLdR / 2)), key = k0 + c;
+    if (key >= k1) continue;
+    float s0 = 0.f, s1 = 0.f;
+    for (int rg = 0; rg < n_groups; ++rg) {
+      const float* src = red + ((rg * n_slices + c / 16) * 16 + c % 16) * kLdR + col;
+      s0 += src[0], s1 += src[1];
+    }
+    if (col < DK) {
+      *reinterpret_cast<uint32_t*>(dk + row_offset(b, key, g, p.Sk, p.G, DK) + col) =
+          tc::pack2<T>(s0 * p.scale, s1 * p.scale);
+    } else {
+      *reinterpret_cast<uint32_t*>(dv + row_offset(b, key, g, p.Sk, p.G, DV) + col - DK) = tc::pack2<T>(s0, s1);
+    }
+  }
+}
+
+// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_window_bwd_dkdv_tc_kernel(AttnParams p) {
+  tc_dkdv_body<T, DK, DV, Branch::Window>(p);
+}
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_compressed_bwd_dkdv_tc_kernel(AttnParams p) {
+  tc_dkdv_body<T, DK, DV, Branch::Compressed>(p);
+}
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_selected_bwd_dkdv_tc_kernel(AttnParams p) {
+  tc_dkdv_body<T, DK, DV, Branch::Selected>(p);
+}
+
+template <typename T, int DK, int DV>
+bool launch_tc(Branch br, AttnParams& p) {
+  const size_t smem = DkdvLayout<DK, DV>::kBytes;
+  const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
+  const dim3 grid(n_tiles, p.B * p.G);
+  auto kernel = br == Branch::Window       ? nsa_window_bwd_dkdv_tc_kernel<T, DK, DV>
+                : br == Branch::Compressed ? nsa_compressed_bwd_dkdv_tc_kernel<T, DK, DV>
+                                           : nsa_selected_bwd_dkdv_tc_kernel<T, DK, DV>;
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+// The (dk, dv) pairs v2 instantiates (as the forward and dq).
+#define NSA_TC_DKDV_DIMS(X) \
+  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
+
+template <typename T>
+bool launch_tc_dims(Branch br, AttnParams& p) {
+  switch (p.dk * 1000 + p.dv) {
+#define NSA_TC_CASE(DK, DV) \
+  case DK * 1000 + DV: return launch_tc<T, DK, DV>(br, p);
+    NSA_TC_DKDV_DIMS(NSA_TC_CASE)
+#undef NSA_TC_CASE
+    default: return false;
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+std::atomic<int> g_last_dkdv_version{0};
+
+bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
+  if (force_v1_kernels()) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout) || !aligned16(p.dk_out) ||
+      !aligned16(p.dv_out))
+    return false;
+  if (dtype == at::kBFloat16) return launch_tc_dims<c10::BFloat16>(br, p);
+  if (dtype == at::kHalf) return launch_tc_dims<c10::Half>(br, p);
+  return false;  // fp32: v1
+}
+
+}  // namespace
+
+int last_dkdv_kernel_version() { return g_last_dkdv_version.load(); }
+
+bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
+  const bool launched = try_launch(br, dtype, p);
+  g_last_dkdv_version.store(launched ? 2 : 1);  // false: the caller runs v1
+  return launched;
+}
+
+}  // namespace nsa::cuda

@@ -1,0 +1,335 @@
+// select_blocks v2: the same function as v1 (select_blocks.cu, DESIGN.md §2
+// Eq. 9-10), with the q.kc scores on tensor cores (mma.sync m16n8k16, fp32
+// accumulators) for fp16 / bf16 and dk in {64, 128, 192}. v1 runs everything
+// else, and everything when force_v1_kernels() is on.
+//
+// Why: v1 takes one CTA per (b, t, g) and re-reads every compressed key of the
+// group for every query, with FFMA. Here a CTA takes 64 rows = q_tile = 64 / h
+// consecutive queries x all h heads of the group (all heads must be in one CTA:
+// a block's importance sums over them), so each compressed-key tile staged in
+// shared memory serves 64 rows, and S = Q Kc^T runs on tensor cores (the warp
+// tile of mma_tile.cuh, as in the v2 attention forward).
+//
+// Per CTA, two passes over the visible compressed keys in tiles of 64
+// (double-buffered 16-byte cp.async):
+//   pass 1  S tile -> running row max m and row sum l of 2^(s - m) (fp32, log2
+//           domain; s = q.kc * scale * log2 e, masked to keys i < n_cmp(t)).
+//   pass 2  S tile again -> p = 2^(s - m) / l, written as fp32 into a ring of
+//           the last 128 keys' probabilities per row, P[64 rows][128].
+//           Then every selection block j whose last overlapping visible key
+//           min(hi_j, n_cmp(t)) - 1 falls in this tile is finished by one
+//           thread per (query, j), exactly in v1's order:
+//             score = 0; for head in order: { acc = 0; for i = lo_j .. ascending:
+//                                              acc += p[head][i]; score += acc; }
+//           so equal contributions give bitwise-equal scores (ties resolve as in
+//           the reference). The host checks that no block overlaps more than 64
+//           compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16, l'=64), so
+//           lo_j lies in this tile or the previous one, both still in the ring.
+// Then one warp per query: forced blocks (0, t/l', t/l' - 1) -> +inf, n rounds
+// of a warp argmax (higher score, ties -> lower index; a taken block becomes
+// -inf, as in v1), and the taken blocks are written in ascending order with a
+// ballot, -1 padding last. Rows are (query, head) pairs r = qi * h + head; rows
+// past q_tile * h are zero padding (h = 6: 60 of 64 rows used). h > 64 runs v1.
+//
+// Shared memory per CTA:
+//   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
+//   P ring     64 x 136 x 4 B             34 KB (row stride 136: the float2
+//                                          stores of a half warp hit 32 banks)
+//   scores     q_tile x ceil(S/l') x 4 B  the rest of kSmemBudget (112 KB);
+// the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 10 queries x
+// 1024 blocks = 40 KB) and runs v1 when not even one query fits.
+// The grid walks query tiles from the last (most keys) to the first so the long
+// CTAs start early.
+#include <cstdint>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/mma_tile.cuh"
+
+namespace nsa::cuda {
+namespace {
+
+using tc::kLog2e;
+using tc::kTcKeys;
+using tc::kTcThreads;
+using tc::kTcWarps;
+
+constexpr int kRows = kTcWarps * 16;  // (query, head) rows per CTA
+constexpr int kRing = 2 * kTcKeys;    // keys of P kept per row (this tile and the previous)
+constexpr int kLdP = kRing + 8;       // floats per P row
+
+struct SelectTcParams {
+  const void* q;
+  const void* kc;
+  int* out;  // [B,S,G,n_sel]
+  int B, S, S_cmp, H, G, h, n_blocks, n_sel;
+  int cmp_block, cmp_stride, sel_block;
+  int q_tile;
+  float scale;
+};
+
+template <int DK>
+struct SelLayout {
+  static constexpr int kLdK = DK + tc::kSmemPad;
+  static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
+  static constexpr size_t kPBytes = size_t(kRows) * kLdP * sizeof(float);
+  static constexpr size_t kFixed = kKBytes + kPBytes;  // scores follow
+  static_assert(kFixed < kSmemBudget, "select v2 tiles exceed the shared-memory budget");
+};
+
+// (score, index) a beats b: higher score, then lower index; index -1 never wins.
+__device__ __forceinline__ bool beats(float sa, int ia, float sb, int ib) {
+  if (ia < 0) return false;
+  if (ib < 0) return true;
+  return sa > sb || (sa == sb && ia < ib);
+}
+
+template <typename T, int DK>
+__global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(SelectTcParams p) {
+  using L = SelLayout<DK>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
+  float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [64][kLdP], key i at column i % 128
+  float* score = reinterpret_cast<float*>(smem_raw + L::kFixed);  // [q_tile][n_blocks]
+  const T* q = static_cast<const T*>(p.q);
+  const T* kc = static_cast<const T*>(p.kc);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
+  const int t0 = (gridDim.x - 1 - blockIdx.x) * p.q_tile;  // last query tile first
+  const int nq = imin(p.q_tile, p.S - t0), rows = nq * p.h;
+  const auto n_cmp = [&](int t) { return imin(n_cmp_visible(t, p.cmp_block, p.cmp_stride), p.S_cmp); };
+  const auto n_cand = [&](int t) { return imin(t / p.sel_block + 1, p.n_blocks); };
+
+  // This lane's rows gid, gid + 8 of the warp: Q fragments and visible key counts.
+  const int r0 = warp * 16 + gid, r1 = r0 + 8;
+  const bool v0 = r0 < rows, v1 = r1 < rows;
+  const int ta = t0 + (v0 ? r0 / p.h : 0), tb = t0 + (v1 ? r1 / p.h : 0);
+  const int nc0 = v0 ? n_cmp(ta) : 0, nc1 = v1 ? n_cmp(tb) : 0;
+  uint32_t qa[DK / 16][4];
+  tc::load_a_frags<T, DK>(qa, q + row_offset(b, ta, g * p.h + (v0 ? r0 % p.h : 0), p.S, p.H, DK), v0,
+                          q + row_offset(b, tb, g * p.h + (v1 ? r1 % p.h : 0), p.S, p.H, DK), v1, tig);
+  // Keys this warp's rows see at most (its last valid row has the latest query).
+  const int warp_nc = warp * 16 < rows ? n_cmp(t0 + imin(warp * 16 + 15, rows - 1) / p.h) : 0;
+  const int nc_max = n_cmp(t0 + nq - 1);
+  const int n_tiles = ceil_div(nc_max, kTcKeys);
+  const float scale_log2 = p.scale * kLog2e;
+
+  for (int e = tid; e < nq * p.n_blocks; e += kTcThreads) score[e] = 0.f;
+
+  const auto issue_tile = [&](int i) {
+    const int r = tid / 2, key = i * kTcKeys + r;
+    const bool valid = key < nc_max;
+    T* dst = Ks + ((i & 1) * kTcKeys + r) * L::kLdK;
+    tc::copy_row_async<DK>(dst, kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK), valid, tid & 1);
+    tc::cp_async_commit();
+  };
+  // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
+  // for query t those are jb <= j < j_end(t) (hi_j = ceil((j+1) l'/d) is
+  // increasing in j; hi_j > k0 <=> j >= k0 d / l', hi_j <= k1 <=> j < k1 d / l').
+  const auto finish_blocks = [&](int k0) {
+    const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.sel_block;
+    const auto j_end = [&](int t) {
+      return n_cmp(t) <= k1 ? n_cand(t) : imin(k1 * p.cmp_stride / p.sel_block, n_cand(t));
+    };
+    // Bound on j_end - jb over the CTA's queries: queries with n_cmp(t) <= k1
+    // (t <= k1 d + l - 2) end at n_cand(t), increasing in t; the others at most
+    // at k1 d / l'.
+    const int t_last = t0 + nq - 1, tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
+    const int J = imax(imin(k1 * p.cmp_stride / p.sel_block, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - jb;
+    for (int e = tid; e < nq * J; e += kTcThreads) {
+      const int qi = e / J, j = jb + e % J, t = t0 + qi, nc = n_cmp(t);
+      if (nc <= k0 || j >= j_end(t)) continue;
+      const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
+      const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+      if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
+      const float* prow = P + qi * p.h * kLdP;
+      float s = 0.f;
+      for (int head = 0; head < p.h; ++head) {
+        float acc = 0.f;
+        for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
+        s += acc;
+      }
+      score[qi * p.n_blocks + j] = s;
+    }
+  };
+
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, inv_l[2] = {0.f, 0.f};
+  for (int pass = 0; pass < 2; ++pass) {
+    if (n_tiles > 0) issue_tile(0);
+    for (int i = 0; i < n_tiles; ++i) {
+      if (i + 1 < n_tiles) {
+        issue_tile(i + 1);  // its stage was last read in iteration i - 1, before its last barrier
+        tc::cp_async_wait<1>();
+      } else {
+        tc::cp_async_wait<0>();
+      }
+      __syncthreads();  // tile i is in shared memory; the previous finish_blocks is done
+      const int k0 = i * kTcKeys;
+      if (k0 < warp_nc) {
+        float s[kTcKeys / 8][4];
+        tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
+#pragma unroll
+        for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int key = k0 + n * 8 + 2 * tig + (c & 1);
+            s[n][c] = key < (c < 2 ? nc0 : nc1) ? s[n][c] * scale_log2 : -INFINITY;
+          }
+        if (pass == 0) {  // online max / sum; l stays a per-lane partial until the end
+          float mx[2] = {m[0], m[1]};
+#pragma unroll
+          for (int n = 0; n < kTcKeys / 8; ++n) {
+            mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+          }
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float base = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n) sum += exp2f(s[n][2 * r] - base) + exp2f(s[n][2 * r + 1] - base);
+            l[r] = l[r] * exp2f(m[r] - base) + sum;
+            m[r] = mx[r];
+          }
+        } else {  // p into the ring; masked keys get 0 (never read)
+#pragma unroll
+          for (int n = 0; n < kTcKeys / 8; ++n) {
+            const int col = (k0 + n * 8 + 2 * tig) % kRing;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const float base = m[r] == -INFINITY ? 0.f : m[r];
+              const float2 pv = make_float2(exp2f(s[n][2 * r] - base) * inv_l[r],
+                                            exp2f(s[n][2 * r + 1] - base) * inv_l[r]);
+              *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) = pv;
+            }
+          }
+        }
+      }
+      if (pass == 1) {
+        __syncthreads();  // P of tile i is complete
+        finish_blocks(k0);
+      }
+      __syncthreads();  // every warp is done with stage i & 1 (and the ring) before reuse
+    }
+    if (pass == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        inv_l[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+      }
+    }
+  }
+  __syncthreads();  // scores complete (also when there was no tile)
+
+  // Top-n, one warp per query.
+  for (int qi = warp; qi < nq; qi += kTcWarps) {
+    const int t = t0 + qi, nca = n_cand(t), local = t / p.sel_block;
+    float* sc = score + qi * p.n_blocks;
+    if (lane == 0) {  // forced blocks outrank every scored one
+      sc[0] = INFINITY;
+      if (local < nca) sc[local] = INFINITY;
+      if (local - 1 >= 0 && local - 1 < nca) sc[local - 1] = INFINITY;
+    }
+    __syncwarp();
+    const int picks = imin(p.n_sel, nca);
+    for (int round = 0; round < picks; ++round) {
+      float bs = -INFINITY;
+      int bi = -1;
+      for (int j = lane; j < nca; j += 32)
+        if (sc[j] != -INFINITY && beats(sc[j], j, bs, bi)) bs = sc[j], bi = j;
+      for (int off = 16; off > 0; off >>= 1) {
+        const float os = __shfl_xor_sync(0xffffffffu, bs, off);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+        if (beats(os, oi, bs, bi)) bs = os, bi = oi;
+      }
+      if (lane == 0 && bi >= 0) sc[bi] = -INFINITY;  // taken
+      __syncwarp();
+    }
+    // Taken blocks (-inf) in ascending order, then -1.
+    int* out = p.out + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
+    int count = 0;
+    for (int j0 = 0; j0 < nca && count < picks; j0 += 32) {
+      const int j = j0 + lane;
+      const bool taken = j < nca && sc[j] == -INFINITY;
+      const unsigned mask = __ballot_sync(0xffffffffu, taken);
+      const int pos = count + __popc(mask & ((1u << lane) - 1u));
+      if (taken && pos < p.n_sel) out[pos] = j;
+      count += __popc(mask);
+    }
+    for (int s = imin(count, p.n_sel) + lane; s < p.n_sel; s += 32) out[s] = -1;
+  }
+}
+
+template <typename T, int DK>
+bool launch_dk(SelectTcParams& p) {
+  using L = SelLayout<DK>;
+  const size_t per_query = size_t(p.n_blocks) * sizeof(float);
+  const int fit = int((kSmemBudget - L::kFixed) / per_query);
+  p.q_tile = imin(kRows / p.h, fit);
+  if (p.q_tile < 1) return false;  // very long S: v1
+  const size_t smem = L::kFixed + size_t(p.q_tile) * per_query;
+  auto kernel = nsa_select_blocks_tc_kernel<T, DK>;
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G);
+  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T>
+bool launch_dtype(SelectTcParams& p, int dk) {
+  switch (dk) {
+    case 64: return launch_dk<T, 64>(p);
+    case 128: return launch_dk<T, 128>(p);
+    case 192: return launch_dk<T, 192>(p);
+    default: return false;
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+// Called by select_blocks (select_blocks.cu) after its argument checks; false:
+// this shape / dtype is not tiled here, the caller runs v1.
+bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, at::Tensor& out, int cmp_block,
+                             int cmp_stride, int sel_block, int n_sel, float scale) {
+  const at::ScalarType dtype = q.scalar_type();
+  if (dtype != at::kHalf && dtype != at::kBFloat16) return false;
+  SelectTcParams p{};
+  p.q = q.data_ptr();
+  p.kc = kc.data_ptr();
+  p.out = out.data_ptr<int>();
+  p.B = int(q.size(0));
+  p.S = int(q.size(1));
+  p.S_cmp = int(kc.size(1));
+  p.H = int(q.size(2));
+  p.G = int(kc.size(2));
+  p.h = p.H / p.G;
+  p.n_blocks = ceil_div(p.S, sel_block);
+  p.n_sel = n_sel;
+  p.cmp_block = cmp_block;
+  p.cmp_stride = cmp_stride;
+  p.sel_block = sel_block;
+  p.scale = scale;
+  if (p.h > kRows) return false;  // the group's heads must fit one CTA
+  // 16-byte rows for cp.async (dk is a multiple of 64), 4-byte pairs for Q.
+  if (!aligned16(p.q) || (p.S_cmp > 0 && !aligned16(p.kc))) return false;
+  // Every block's overlapping compressed keys must fit the 128-key ring (see top).
+  for (int j = 0; j < p.n_blocks; ++j)
+    if (overlap_hi(j, cmp_stride, sel_block) - overlap_lo(j, cmp_block, cmp_stride, sel_block) > kTcKeys)
+      return false;
+  const int dk = int(q.size(3));
+  if (dtype == at::kBFloat16) return launch_dtype<c10::BFloat16>(p, dk);
+  return launch_dtype<c10::Half>(p, dk);
+}
+
+}  // namespace nsa::cuda
