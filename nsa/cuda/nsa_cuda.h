@@ -68,9 +68,9 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
 void set_poison_outputs(bool on);
 bool poison_outputs();
 
-// Kernel versions: the forward and the backward dq and dk/dv run v2 (tensor
-// cores, fp16/bf16, head dims {64,128,192} x {64,128,192}) where it tiles and v1
-// (SIMT fp32) elsewhere; select_blocks is v1 only.
+// Kernel versions: the forward, the backward dq and dk/dv, and select_blocks run
+// v2 (tensor cores, fp16/bf16, head dims {64,128,192}) where it tiles and v1
+// (SIMT fp32) elsewhere.
 // Forcing v1 runs v1 everywhere, to compare the two side by side (benchmarks,
 // tests). Starts from NSA_CUDA_KERNEL_V1 ("1" forces v1; unset, "" or "0" do
 // not; any other value throws at the first launch). Takes effect at the next launch.
