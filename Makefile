@@ -19,7 +19,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/harness/nsa-harness run $(SCENARIO)
+	$(BUILD)/harness/cli/nsa-harness run $(SCENARIO)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

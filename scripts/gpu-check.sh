@@ -4,7 +4,7 @@
 #
 # Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
-# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SCENARIOS ("file[@GLOB]" ...),
+# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 fi
 START=$SECONDS
 # SCENARIOS: files, each optionally "file@GLOB" to run only the matching cells.
+[ "${SKIP_SCENARIOS:-0}" = 1 ] && SCENARIOS=" "
 for entry in ${SCENARIOS:-scenarios/default.yaml}; do
   sc=${entry%%@*}; only=""; [ "$entry" != "$sc" ] && only=${entry#*@}
   only=${only:-${ONLY:-}}

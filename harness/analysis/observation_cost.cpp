@@ -27,7 +27,9 @@ bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.me
 std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& cells) {
   std::vector<ObservationCost> out;
   for (const auto& observed : cells) {
-    if (probes_value(observed) != "all" || !timed_pass(observed)) continue;
+    // Every observed variant (all probes, or a subset such as "cupti") against the bare cell.
+    const auto observed_probes = probes_value(observed);
+    if (!observed_probes || *observed_probes == "none" || !timed_pass(observed)) continue;
     const AxisValues rest = without_probes(observed.axes);
     auto bare = std::find_if(cells.begin(), cells.end(), [&](const CellResult& c) {
       return probes_value(c) == "none" && without_probes(c.axes) == rest;

@@ -41,5 +41,17 @@ TEST(ObservationCost, NoPartnerOrFailedPartnerGivesNothing) {
   EXPECT_TRUE(observation_costs(other_axis).empty());
 }
 
+TEST(ObservationCost, EachProbeSubsetIsComparedWithTheBareCell) {
+  std::vector<CellResult> cells = {timed({{"probes", "all"}}, 120.0, 0.0), timed({{"probes", "cupti"}}, 110.0, 0.0),
+                                   timed({{"probes", "finite+gates"}}, 100.0, 5.0),
+                                   timed({{"probes", "none"}}, 100.0, 0.0)};
+  auto costs = observation_costs(cells);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[1].observed_cell, "probes=cupti");
+  EXPECT_NEAR(costs[0].cost, 0.20, 1e-12);
+  EXPECT_NEAR(costs[1].cost, 0.10, 1e-12);
+  EXPECT_NEAR(costs[2].cost, 0.05, 1e-12);  // the probes' time outside the step counts
+}
+
 }  // namespace
 }  // namespace harness

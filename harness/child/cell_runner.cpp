@@ -85,6 +85,20 @@ class ChildObserver : public nsa::Observer {
   bool capture_ = false;
 };
 
+// Copies every parameter into `into` (allocated on first use and reused):
+// one multi-tensor copy per dtype rather than an allocation and a copy kernel
+// per parameter.
+void snapshot_parameters(nsa::Model& model, std::vector<at::Tensor>& into) {
+  std::vector<at::Tensor> params;
+  for (auto& [n, p] : model.parameters()) params.push_back(p.detach());
+  if (into.size() != params.size()) {
+    into.clear();
+    for (auto& p : params) into.push_back(at::empty_like(p));
+  }
+  at::NoGradGuard no_grad;
+  at::_foreach_copy_(into, params);
+}
+
 at::Device resolve_device(const std::string& wanted) {
   const bool have_cuda = at::hasCUDA();
   if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
@@ -153,6 +167,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
 
     const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;
     std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
+    std::vector<at::Tensor> snapshot;                   // the parameters before a step, when a probe asks
     for (step = 1; step <= spec.train.steps; ++step) {
       // Time spent observing outside the timed step (parameter snapshots, the
       // probes' step-end hooks) is reported per step as the metric probe_ms, so
@@ -164,12 +179,11 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       observer.set_capture(capture);
       events.emit(ev::step_begin, {{"step", step}});
       auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).to(device);
-      std::vector<at::Tensor> before;
       sync_device(device);
       double probe_ms = 0;
       if (keep_params) {
         auto snap_t0 = Clock::now();
-        for (auto& [n, p] : model.parameters()) before.push_back(p.detach().clone());
+        snapshot_parameters(model, snapshot);
         sync_device(device);
         const double snap_ms = ms_since(snap_t0);
         probe_ms += snap_ms;
@@ -193,15 +207,20 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       ctx.step = step;
       ctx.batch = batch;
       ctx.stats = st;
-      ctx.params_before = std::move(before);
+      if (keep_params) ctx.params_before = snapshot;
       observer.set_capture(false);
       auto hooks_t0 = Clock::now();
-      for (auto& p : probes) {
-        // Per probe, host time of its hook; GPU work it queued is paid by
-        // whichever hook (or the sync below) waits for it first.
-        auto p_t0 = Clock::now();
-        p->on_step_end(ctx);
-        costs[p->name()].push_back(ms_since(p_t0));
+      {
+        // A phase of its own, so the trace puts the probes' kernels and syncs
+        // under "probes" and a hang in a probe names it.
+        nsa::Phase phase(rt, "probes");
+        for (auto& p : probes) {
+          // Per probe, host time of its hook; GPU work it queued is paid by
+          // whichever hook (or the sync below) waits for it first.
+          auto p_t0 = Clock::now();
+          p->on_step_end(ctx);
+          costs[p->name()].push_back(ms_since(p_t0));
+        }
       }
       ctx.params_before.clear();
       sync_device(device);

@@ -12,7 +12,7 @@
 #include "harness/trace/cupti_tracer.h"
 #endif
 #include "harness/supervisor/crash_escalation.h"
-#include "harness/supervisor/kernel_name.h"
+#include "harness/core/kernel_name.h"
 #include "harness/supervisor/runner.h"
 
 namespace harness::cli {
@@ -54,7 +54,7 @@ void attach_flight_recorder(CellResult& r, const std::string& cell_dir, const st
     if (log.entries.empty()) return;
     nlohmann::json last = nlohmann::json::array();
     // The recorder keeps the symbol as launched (mangled); reports show "name<T>".
-    auto readable = [](const std::string& symbol) { return supervisor::readable_kernel_name(symbol); };
+    auto readable = [](const std::string& symbol) { return readable_kernel_name(symbol); };
     for (size_t i = log.entries.size() > 8 ? log.entries.size() - 8 : 0; i < log.entries.size(); ++i)
       last.push_back({{"kernel", readable(log.entries[i].kernel)}, {"step", log.entries[i].step},
                       {"nvtx", log.entries[i].nvtx_path}});

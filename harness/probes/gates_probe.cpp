@@ -12,38 +12,54 @@ class GatesProbe : public Probe {
   std::string name() const override { return "gates"; }
   bool wants_tensors(int step) const override { return step == 1 || probe_due(spec_, step); }
 
+  // Each layer's statistics are computed on the device into one small vector;
+  // all layers come back to the host together (one sync per step, not seven
+  // per layer).
   void on_step_end(ProbeContext& ctx) override {
-    nlohmann::json layers = nlohmann::json::array();
+    std::vector<int> layer_ids;
+    std::vector<at::Tensor> stats;
     for (auto& e : ctx.tap.entries) {
       if (e.name != "gates") continue;
-      auto g = e.value.to(at::kFloat);                      // [B,S,H,3]
-      auto share = g / g.sum(-1, true).clamp_min(1e-12);    // each branch's share of the gate mass
-      auto mean_share = share.mean({0, 1, 2});              // [3]
-      auto std_tokens = g.std(1).mean();                    // spread over positions
-      double saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean().item<double>();
-      double spread = std_tokens.item<double>();
-      std::string w2 = "layers." + std::to_string(e.layer) + ".attn.gate.w2";
-      double fc2_norm = 0;
-      for (auto& [n, p] : ctx.model.parameters())
-        if (n == w2) fc2_norm = p.detach().to(at::kFloat).norm().item<double>();
-      nlohmann::json row = {{"layer", e.layer},
-                            {"share_cmp", mean_share[0].item<double>()},
-                            {"share_slc", mean_share[1].item<double>()},
-                            {"share_win", mean_share[2].item<double>()},
-                            {"std_over_tokens", spread},
-                            {"saturated_fraction", saturated},
-                            {"mean_gate", g.mean().item<double>()},
-                            {"fc2_norm", fc2_norm}};
-      layers.push_back(row);
-      check(ctx, e.layer, row, spread, saturated);
+      auto g = e.value.detach().to(at::kFloat);            // [B,S,H,3]
+      auto share = g / g.sum(-1, true).clamp_min(1e-12);   // each branch's share of the gate mass
+      auto mean_share = share.mean({0, 1, 2});             // [3]
+      auto spread = g.std(1).mean();                       // spread over positions
+      auto saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean();
+      auto fc2 = fc2_weight(ctx, e.layer);
+      auto fc2_norm = fc2.defined() ? fc2.detach().to(at::kFloat).norm() : at::zeros({}, g.options());
+      stats.push_back(at::cat({mean_share, at::stack({spread, saturated, g.mean(), fc2_norm})}));
+      layer_ids.push_back(e.layer);
     }
-    if (!layers.empty()) last_ = {{"step", ctx.step}, {"layers", layers}};
+    if (stats.empty()) return;
+    auto host = at::stack(stats).to(at::kCPU, at::kDouble).contiguous();
+    auto v = host.accessor<double, 2>();
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t i = 0; i < layer_ids.size(); ++i) {
+      nlohmann::json row = {{"layer", layer_ids[i]},
+                            {"share_cmp", v[i][0]},
+                            {"share_slc", v[i][1]},
+                            {"share_win", v[i][2]},
+                            {"std_over_tokens", v[i][3]},
+                            {"saturated_fraction", v[i][4]},
+                            {"mean_gate", v[i][5]},
+                            {"fc2_norm", v[i][6]}};
+      layers.push_back(row);
+      check(ctx, layer_ids[i], row, v[i][3], v[i][4]);
+    }
+    last_ = {{"step", ctx.step}, {"layers", layers}};
   }
   void on_run_end(ProbeContext& ctx) override {
     if (!last_.is_null()) ctx.table("gates", last_);
   }
 
  private:
+  static at::Tensor fc2_weight(ProbeContext& ctx, int layer) {
+    const std::string w2 = "layers." + std::to_string(layer) + ".attn.gate.w2";
+    for (auto& [n, p] : ctx.model.parameters())
+      if (n == w2) return p;
+    return {};
+  }
+
   void check(ProbeContext& ctx, int layer, const nlohmann::json& row, double spread, double saturated) {
     if (spread < 1e-6 && !warned_constant_) {
       warned_constant_ = true;

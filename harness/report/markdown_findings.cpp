@@ -7,6 +7,7 @@
 
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/summary.h"
+#include "harness/report/markdown_trace.h"
 #include "harness/report/text_format.h"
 
 namespace harness {
@@ -174,9 +175,9 @@ std::string render_findings_section(const RunResult& run) {
     blocks.push_back(t);
   }
   for (auto& c : run.cells) {
-    auto it = c.extra.find("kernels");
-    if (c.outcome != Outcome::skip && it != c.extra.end() && is_table(*it))
-      blocks.push_back("### Kernel table: " + code(c.id) + "\n\n" + render_table(*it, kTableRows));
+    if (c.outcome == Outcome::skip) continue;
+    std::string trace = render_trace_section(c);
+    if (!trace.empty()) blocks.push_back(trace);
   }
   std::string skipped;
   for (auto& c : run.cells) {

@@ -75,6 +75,31 @@ inline RunResult prefill_hang_run() {
   return r;
 }
 
+// A CUPTI trace summary as the child records it (results.json: extra.trace).
+inline nlohmann::json trace_summary_fixture() {
+  using nlohmann::json;
+  auto syncs = [](int step, int stream, int device, int dtoh, int blocking) {
+    return json{{"step", step},          {"stream_syncs", stream}, {"device_syncs", device}, {"event_syncs", 0},
+                {"dtoh_copies", dtoh},   {"dtoh_blocking", blocking},
+                {"host_syncs", stream + device + blocking}};
+  };
+  return json{
+      {"kernel_count", 16},
+      {"kernel_ns", 2000000},
+      {"kernels",
+       {{{"name", "_ZN3nsa4cuda21nsa_window_fwd_kernelIfEEvNS0_10AttnParamsE"},
+         {"display_name", "void nsa::cuda::nsa_window_fwd_kernel<float>(nsa::cuda::AttnParams)"},
+         {"count", 8}, {"total_ns", 1250400}, {"mean_ns", 156300.0}, {"share", 0.6252}},
+        {{"name", "_ZN3nsa4cuda23nsa_selected_fwd_kernelIfEEvNS0_10AttnParamsE"},
+         {"display_name", "void nsa::cuda::nsa_selected_fwd_kernel<float>(nsa::cuda::AttnParams)"},
+         {"count", 8}, {"total_ns", 749600}, {"mean_ns", 93700.0}, {"share", 0.3748}}}},
+      {"phases",
+       {{{"path", "forward/layer 0/attention"}, {"kernels", 10}, {"gpu_ns", 1500000}, {"share", 0.75}},
+        {{"path", "backward"}, {"kernels", 6}, {"gpu_ns", 500000}, {"share", 0.25}}}},
+      {"steps", {syncs(1, 2, 0, 3, 1), syncs(2, 40, 1, 40, 0)}},
+      {"outside_steps", syncs(-1, 0, 1, 0, 0)},
+      {"truncated", false}};
+}
 // fp16 goes non-finite at step 2; an fp32 cell passes at another length; bf16 is skipped.
 inline RunResult fp16_nan_run() {
   RunResult r;
@@ -90,8 +115,7 @@ inline RunResult fp16_nan_run() {
   fp32.metrics.last_loss = 2.5;
   fp32.metrics.tok_s = 300.0;
   fp32.metrics.step_ms_median = 10.0;
-  fp32.extra["kernels"] = {{{"name", "nsa_window_fwd"}, {"calls", 8}, {"ms", 1.25}},
-                           {{"name", "nsa_select_fwd"}, {"calls", 8}, {"ms", 0.75}}};
+  fp32.extra["trace"] = trace_summary_fixture();
   fp32.expect = nlohmann::json{{"outcome", "pass"}};
   fp32.expect_met = true;
 

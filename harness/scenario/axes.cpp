@@ -97,6 +97,31 @@ std::optional<std::string> check_fault(const YNode& value, const std::string& pa
   return std::nullopt;
 }
 
+std::optional<std::string> check_probes_value(const YNode& value, const std::string& path, Checker& check) {
+  if (!value.is_scalar() || value.text.empty()) {
+    check.error(value.pos, path, "expected all, none or probe names joined by '+', got " + value.describe());
+    return std::nullopt;
+  }
+  if (value.text == "all" || value.text == "none") return value.text;
+  for (const auto& name : split_probe_list(value.text)) {
+    if (std::find(probe_names().begin(), probe_names().end(), name) != probe_names().end()) continue;
+    std::string hint = did_you_mean(name, probe_names());
+    check.error(value.pos, path,
+                "unknown probe '" + name + "' (expected all, none or probe names joined by '+')" +
+                    (hint.empty() ? "; see `nsa-harness list probes`" : hint));
+    return std::nullopt;
+  }
+  return value.text;
+}
+
+std::vector<std::string> split_probe_list(const std::string& text) {
+  std::vector<std::string> names;
+  std::string rest = text + "+";
+  for (size_t start = 0, plus; (plus = rest.find('+', start)) != std::string::npos; start = plus + 1)
+    names.push_back(rest.substr(start, plus - start));
+  return names;
+}
+
 std::optional<std::string> check_data(const YNode& value, const std::string& path, Checker& check) {
   namespace fs = std::filesystem;
   if (value.is_scalar() && value.text == "synthetic") return value.text;
@@ -149,7 +174,7 @@ std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& 
   if (axis == "phi") return same(check.one_of(value, path, {"mlp", "mean"}));
   if (axis == "device") return same(check.one_of(value, path, {"cpu", "cuda", "auto"}));
   if (axis == "fault") return same(check_fault(value, path, check, /*allow_none=*/true));
-  if (axis == "probes") return same(check.one_of(value, path, {"all", "none"}));
+  if (axis == "probes") return same(check_probes_value(value, path, check));
   // Flags: the key position is not at hand here; the axis name was checked already.
   return same(check_flag(axis, value.pos, value, path, check));
 }
@@ -192,9 +217,12 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
       s.faults.push_back(setting);
   } else if (axis == "probes") {
     // "all" keeps the file's probe settings; "none" is the same cell unobserved
-    // (the yardstick for what observation costs).
-    if (setting == "none")
-      for (auto& [name, probe] : s.probes) probe.enabled = false;
+    // (the yardstick for what observation costs); "cupti+finite" keeps only
+    // those probes (as the file set them), to tell what each one costs.
+    if (setting == "all") return;
+    const auto only = split_probe_list(setting);
+    for (auto& [name, probe] : s.probes)
+      if (std::find(only.begin(), only.end(), name) == only.end()) probe.enabled = false;
   } else {
     s.flags[axis] = setting;
     cell.origins["flags." + axis] = origin;

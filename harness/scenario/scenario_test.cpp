@@ -177,6 +177,26 @@ TEST(Scenario, ProbesAxisSwitchesEveryProbeOffForNone) {
   }
 }
 
+TEST(Scenario, ProbesAxisNamesASubsetOfProbes) {
+  Scenario s = load_scenario_text("name: m\nprobes: {parity: false, finite: {every: 2}}\nmatrix:\n  probes: [cupti+finite, parity]\n",
+                                  "m.yaml", opts());
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].id, "probes=cupti+finite");
+  for (const auto& [name, p] : s.cells[0].probes)
+    EXPECT_EQ(p.enabled, name == "cupti" || name == "finite") << name;
+  EXPECT_EQ(s.cells[0].probes.at("finite").every, 2);  // as the file set it
+  // A probe the file switched off stays off: the subset only narrows.
+  for (const auto& [name, p] : s.cells[1].probes) EXPECT_FALSE(p.enabled) << name;
+  try {
+    load_scenario_text("name: m\nmatrix:\n  probes: [cupti+finte]\n", "m.yaml", opts());
+    FAIL() << "probes: cupti+finte loaded";
+  } catch (const ScenarioError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("m.yaml:3:12: matrix.probes[0]: unknown probe 'finte'"), std::string::npos) << what;
+    EXPECT_NE(what.find("did you mean 'finite'?"), std::string::npos) << what;
+  }
+}
+
 TEST(Scenario, InlineModelStartsFromBase) {
   Scenario s = load_scenario_text("name: m\nmodel:\n  base: tiny\n  n_layers: 1\n", "m.yaml", opts());
   ASSERT_EQ(s.cells.size(), 1u);

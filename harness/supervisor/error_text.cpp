@@ -5,7 +5,7 @@
 #include <fstream>
 #include <regex>
 
-#include "harness/supervisor/text.h"
+#include "harness/core/text.h"
 
 namespace harness::supervisor {
 namespace {

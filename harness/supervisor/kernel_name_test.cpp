@@ -1,4 +1,4 @@
-#include "harness/supervisor/kernel_name.h"
+#include "harness/core/kernel_name.h"
 
 #include <gtest/gtest.h>
 

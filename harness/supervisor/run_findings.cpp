@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/protocol/events.h"
-#include "harness/supervisor/kernel_name.h"
+#include "harness/core/kernel_name.h"
 #include "harness/supervisor/phase_stack.h"
 
 namespace harness::supervisor {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "harness/supervisor/text.h"
+#include "harness/core/text.h"
 
 namespace harness::supervisor {
 namespace {

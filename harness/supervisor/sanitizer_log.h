@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "harness/supervisor/kernel_name.h"
+#include "harness/core/kernel_name.h"
 
 namespace harness::supervisor {
 

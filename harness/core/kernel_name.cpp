@@ -1,4 +1,4 @@
-#include "harness/supervisor/kernel_name.h"
+#include "harness/core/kernel_name.h"
 
 #include <cxxabi.h>
 
@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "harness/supervisor/text.h"
+#include "harness/core/text.h"
 
-namespace harness::supervisor {
+namespace harness {
 namespace {
 
 // The last complete <length><identifier> of a nested name "_ZN…", or "".
@@ -72,4 +72,4 @@ std::string readable_kernel_name(std::string_view symbol) {
   return std::string(symbol);
 }
 
-}  // namespace harness::supervisor
+}  // namespace harness

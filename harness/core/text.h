@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace harness::supervisor {
+namespace harness {
 
 inline std::string trim(std::string_view s) {
   size_t a = 0, b = s.size();
@@ -15,4 +15,4 @@ inline std::string trim(std::string_view s) {
 
 inline bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-}  // namespace harness::supervisor
+}  // namespace harness

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace harness::supervisor {
+namespace harness {
 
 // "void nsa::cuda::(anonymous namespace)::nsa_window_fwd_kernel<c10::BFloat16>(nsa::cuda::AttnParams)"
 //   → "nsa_window_fwd_kernel<c10::BFloat16>". Template arguments are kept (they
@@ -18,4 +18,4 @@ std::string short_kernel_name(std::string_view function);
 // "vectorized_elementwise_kernel…", the "…" saying it was cut).
 std::string readable_kernel_name(std::string_view symbol);
 
-}  // namespace harness::supervisor
+}  // namespace harness

@@ -1,0 +1,72 @@
+#include "harness/probes/tensor_checks.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace harness {
+
+// The L1 norm of a tensor is finite exactly when every element is (a NaN or
+// an infinity propagates through |x| and the sum), barring a sum of finite
+// values past the accumulator's range, which can only make this say "not
+// finite" where a caller's exact search then finds nothing. _foreach_norm
+// reads a whole list of same-typed tensors in one multi-tensor kernel.
+bool all_finite_together(const std::vector<at::Tensor>& tensors) {
+  std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> groups;
+  for (auto& t : tensors)
+    if (t.defined() && t.numel() > 0) groups[{t.device().str(), t.scalar_type()}].push_back(t.detach());
+  if (groups.empty()) return true;
+  const at::Device home = groups.begin()->second.front().device();
+  std::vector<at::Tensor> sums;
+  for (auto& [key, list] : groups) {
+    // 16-bit sums are taken in fp32 (an fp16 sum passes 65504 on ordinary values).
+    const bool narrow = key.second == at::kHalf || key.second == at::kBFloat16;
+    for (auto& n : at::_foreach_norm(list, 1, narrow ? std::optional<at::ScalarType>(at::kFloat) : std::nullopt))
+      sums.push_back(n.to(home, at::kDouble));
+  }
+  return at::isfinite(at::stack(sums)).all().item<bool>();
+}
+
+std::optional<std::string> selection_row_violation(const std::vector<int64_t>& row, int64_t t, int64_t sel_block,
+                                                   int64_t sel_count) {
+  const int64_t cur = t / sel_block, expected = std::min<int64_t>(sel_count, cur + 1);
+  std::vector<int64_t> seen;
+  for (int64_t j : row) {
+    if (j < 0) continue;
+    if (j > cur) return "block " + std::to_string(j) + " starts after the query (t=" + std::to_string(t) + "): it sees the future";
+    if (std::find(seen.begin(), seen.end(), j) != seen.end()) return "block " + std::to_string(j) + " selected twice";
+    seen.push_back(j);
+  }
+  if (static_cast<int64_t>(seen.size()) != expected)
+    return std::to_string(seen.size()) + " blocks selected where " + std::to_string(expected) + " are due";
+  for (int64_t j : {int64_t(0), cur, cur - 1})
+    if (j >= 0 && std::find(seen.begin(), seen.end(), j) == seen.end())
+      return "forced block " + std::to_string(j) + " (initial or local) is missing";
+  return std::nullopt;
+}
+
+at::Tensor selection_violations(const at::Tensor& block_idx, int64_t sel_block, int64_t sel_count) {
+  TORCH_CHECK(block_idx.dim() == 4, "block_idx must be [B,S,G,n], got ", block_idx.sizes());
+  const auto idx = block_idx.to(at::kLong);
+  const int64_t S = idx.size(1);
+  const auto opts = idx.options();
+  const auto cur = at::arange(S, opts).div(sel_block, "floor").view({1, S, 1, 1});  // ⌊t/l'⌋
+  const auto valid = idx >= 0;
+  const auto future = (valid & (idx > cur)).any(-1);
+  // Duplicates: sort with the empty slots pushed past every index, compare neighbours.
+  const int64_t past = S / sel_block + 1;
+  const auto sorted = std::get<0>(at::where(valid, idx, past).sort(-1));
+  auto twice = at::zeros_like(future);
+  if (idx.size(3) > 1) {
+    auto a = sorted.narrow(-1, 1, idx.size(3) - 1), b = sorted.narrow(-1, 0, idx.size(3) - 1);
+    twice = ((a == b) & (a < past)).any(-1);
+  }
+  const auto count = valid.sum(-1);
+  const auto expected = at::clamp_max(cur.squeeze(-1) + 1, sel_count);
+  const auto has = [&](const at::Tensor& j) { return (idx == j).any(-1); };
+  const auto c = cur.squeeze(-1);
+  const auto missing = ~has(at::zeros_like(cur)) | ~has(cur) | (~has(cur - 1) & (c >= 1));
+  return future | twice | (count != expected) | missing;
+}
+
+}  // namespace harness

@@ -1,0 +1,80 @@
+// The trace subsection's other shapes (the table shape is in the fp16_nan golden
+// report): expected text written by hand from the fixture's numbers.
+#include "harness/report/markdown_trace.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/report/report_fixtures.h"
+
+namespace harness {
+namespace {
+
+CellResult traced_cell() {
+  CellResult c;
+  c.id = "probes=all";
+  c.outcome = Outcome::pass;
+  c.extra["trace"] = testing::trace_summary_fixture();
+  return c;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(MarkdownTrace, NoTraceNoSection) {
+  CellResult c;
+  c.id = "cpu";
+  EXPECT_EQ(render_trace_section(c), "");
+  c.extra["trace"] = {{"kernels", nlohmann::json::array()}};  // a summary without phases or steps
+  EXPECT_EQ(render_trace_section(c), "");
+}
+
+TEST(MarkdownTrace, IdenticalStepsReadAsOneSentence) {
+  CellResult c = traced_cell();
+  auto step = c.extra["trace"]["steps"][0];
+  c.extra["trace"]["steps"] = {step, step, step};
+  const std::string s = render_trace_section(c);
+  EXPECT_TRUE(has(s, "Each of the 3 steps: 2 stream, 0 device, 0 event syncs; 3 device→host copies (1 blocking) — "
+                     "3 host syncs per step.\n"))
+      << s;
+  EXPECT_FALSE(has(s, "| Step |")) << s;
+}
+
+TEST(MarkdownTrace, ManyStepsShowTheWorstInStepOrder) {
+  CellResult c = traced_cell();
+  nlohmann::json steps = nlohmann::json::array();
+  for (int i = 1; i <= 20; ++i) {
+    const int syncs = i == 17 ? 500 : i;  // one storm
+    steps.push_back({{"step", i}, {"stream_syncs", syncs}, {"device_syncs", 0}, {"event_syncs", 0},
+                     {"dtoh_copies", 0}, {"dtoh_blocking", 0}, {"host_syncs", syncs}});
+  }
+  c.extra["trace"]["steps"] = steps;
+  const std::string s = render_trace_section(c);
+  // The 12 steps with the most syncs are 9..20, listed by step.
+  EXPECT_TRUE(has(s, "| 9 | 9 | 9 | 0 | 0 | 0 (0) |\n| 10 |")) << s;
+  EXPECT_TRUE(has(s, "| 17 | 500 | 500 |")) << s;
+  EXPECT_FALSE(has(s, "| 8 | 8 |")) << s;
+  EXPECT_TRUE(has(s, "(12 steps with the most host syncs of 20)")) << s;
+}
+
+TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
+  CellResult c = traced_cell();
+  c.artifacts = {"cells/probes=all/events.jsonl", "cells/probes=all/trace.json"};
+  c.extra["trace"]["truncated"] = true;
+  const std::string s = render_trace_section(c);
+  EXPECT_TRUE(has(s, "16 kernels, 2.0 ms of GPU time (CUPTI activity records; timeline in `cells/probes=all/trace.json`). "
+                     "**The trace is truncated**"))
+      << s;
+}
+
+TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
+  CellResult c = traced_cell();
+  nlohmann::json kernels = nlohmann::json::array();
+  for (int i = 0; i < 12; ++i)
+    kernels.push_back({{"name", "k" + std::to_string(i)}, {"count", 1}, {"total_ns", 1000}, {"mean_ns", 1000.0},
+                       {"share", 1.0 / 12}});
+  c.extra["trace"]["kernels"] = kernels;
+  const std::string s = render_trace_section(c);
+  EXPECT_TRUE(has(s, "| `k9` | 1 | 0.00 | 1.0 | 8.3 % |\n\n(2 more kernels, 16.7 % of GPU time)\n")) << s;
+}
+
+}  // namespace
+}  // namespace harness
