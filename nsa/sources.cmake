@@ -14,7 +14,7 @@ endif()
 
 # CPU tests of the model: every path against the reference, causality, gradients, training.
 nsa_add_test(nsa_model_test
-  SOURCES nsa_paths_test.cpp nsa_spec_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp
+  SOURCES nsa_paths_test.cpp nsa_spec_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp optim_test.cpp
           test_support.cpp
   LIBS nsa)
 if(TARGET nsa_model_test)

@@ -59,13 +59,16 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
   // One host sync per step for the loss and the gradient norm: the optimizer needs both.
   if (rt.observer) rt.observer->sync_point("loss and grad norm");
   st.loss = loss.item<double>();
+  std::vector<at::Tensor> grads;
+  for (auto& [name, p] : model_.parameters())
+    if (p.grad().defined()) grads.push_back(p.grad());
   at::Tensor sq;
   {
     at::NoGradGuard ng;
-    std::vector<at::Tensor> norms;
-    for (auto& [name, p] : model_.parameters())
-      if (p.grad().defined()) norms.push_back(p.grad().to(at::kFloat).pow(2).sum());
-    sq = norms.empty() ? at::zeros({}, at::kFloat) : at::stack(norms).sum();
+    // One multi-tensor pass for every gradient's L2 norm, in fp32 whatever the
+    // gradients' dtype (a 16-bit sum of squares overflows on ordinary values).
+    sq = grads.empty() ? at::zeros({}, at::kFloat)
+                       : at::stack(at::_foreach_norm(grads, 2, at::kFloat)).to(at::kFloat).pow(2).sum();
   }
   double norm = std::sqrt(sq.item<double>()) / scaler_.scale();
   st.grad_norm = norm;
@@ -76,9 +79,7 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
     // Unscale and clip in one multiply.
     double factor = 1.0 / scaler_.scale();
     if (std::isfinite(norm) && norm > cfg_.grad_clip) factor *= cfg_.grad_clip / (norm + 1e-6);
-    if (factor != 1.0)
-      for (auto& [name, p] : model_.parameters())
-        if (p.grad().defined()) p.mutable_grad().mul_(factor);
+    if (factor != 1.0 && !grads.empty()) at::_foreach_mul_(grads, factor);
   }
   opt_->step(st.lr);
   return st;

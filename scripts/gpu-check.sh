@@ -4,7 +4,7 @@
 #
 # Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
-# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
+# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout "${BENCH_TIMEOUT_S:-420}" "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json \
     --benchmark_out="$OUT/bench.json" --benchmark_filter="${BENCH_FILTER:-.}" ${BENCH_ARGS:-} > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
+fi
+# Host cost of CUPTI tracing per kernel launch, part by part.
+if [ "${SKIP_CUPTI_BENCH:-0}" != 1 ] && [ -x "$BUILD/benchmarks/cupti_cost_bench" ]; then
+  timeout 120 "$BUILD/benchmarks/cupti_cost_bench" --benchmark_min_time=0.2 > "$WORK/cupti-cost.txt" 2>&1
+  log "cupti cost bench rc=$?"; grep BM_ "$WORK/cupti-cost.txt" | tee -a "$OUT/summary.txt"
 fi
 START=$SECONDS
 # SCENARIOS: files, each optionally "file@GLOB" to run only the matching cells.
