@@ -2,7 +2,9 @@
 // training step (thousands of small kernels) pays this on every launch, so it
 // decides the CUPTI probe's share of the observation cost. The same loop of
 // small ATen ops runs with tracing off and with each part of the CUPTI probe
-// switched on in turn; the figure is host wall time per launch.
+// switched on in turn; the figure is host wall time per launch. Run with
+// --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true: the
+// host's speed drifts over seconds, and interleaving spreads that over all parts.
 #include <benchmark/benchmark.h>
 
 #include <ATen/ATen.h>
@@ -22,9 +24,10 @@ namespace {
 
 constexpr int kLaunches = 2000;  // per iteration: long enough that the sync at the end is noise
 
-enum Parts : int { kOff = 0, kKernels, kKernelsRuntime, kKernelsRuntimeFlight, kEverything };
-const char* kPartNames[] = {"off", "kernels", "kernels+runtime_api", "kernels+runtime_api+flight",
-                            "kernels+runtime_api+flight+memcpy+memset+markers"};
+enum Parts : int { kOff = 0, kFlightOnly, kKernels, kKernelsRuntime, kKernelsRuntimeFlight, kEverything };
+const char* kPartNames[] = {"off", "flight recorder only (records off: an untraced step)", "kernels",
+                            "kernels+runtime_api", "kernels+runtime_api+flight",
+                            "kernels+runtime_api+flight+memcpy+memset+markers (the probe's traced step)"};
 
 void BM_LaunchUnderCupti(benchmark::State& state) {
   if (!at::hasCUDA()) {
@@ -40,9 +43,9 @@ void BM_LaunchUnderCupti(benchmark::State& state) {
   std::unique_ptr<tr::CuptiTracer> tracer;
   if (parts != kOff) {
     tr::CuptiTracerOptions opt;
-    opt.runtime_api = parts >= kKernelsRuntime;
-    opt.memcpy = opt.memset = opt.markers = parts >= kEverything;
-    if (parts >= kKernelsRuntimeFlight) {
+    opt.runtime_api = parts >= kKernelsRuntime || parts == kFlightOnly;
+    opt.memcpy = opt.memset = opt.markers = parts >= kEverything || parts == kFlightOnly;
+    if (parts >= kKernelsRuntimeFlight || parts == kFlightOnly) {
       flight = std::make_unique<tr::FlightRecorder>(flight_path);
       opt.flight = flight.get();
       opt.ranges = &ranges;
@@ -52,6 +55,7 @@ void BM_LaunchUnderCupti(benchmark::State& state) {
       state.SkipWithError("CUPTI could not start");
       return;
     }
+    if (parts == kFlightOnly) tracer->set_recording(false);
   }
   for (int i = 0; i < 100; ++i) x.add_(1.0);  // warm-up: allocator, first launches
   cudaDeviceSynchronize();

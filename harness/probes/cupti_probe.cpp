@@ -2,6 +2,7 @@
 // Chrome trace written as the run goes, the kernel flight recorder, and the
 // routing check of the kernels that actually ran against the NSA_USE_CUDA_*
 // flags. All CUPTI handling stays in harness/trace; this file only wires it.
+#include <algorithm>
 #include <filesystem>
 
 #include "harness/probes/probes.h"
@@ -29,8 +30,12 @@ const char* branch_pattern(const std::string& branch) {
   return "*nsa_compressed_*";
 }
 
+// `every: N` traces steps 1, 2 and every N-th step: CUPTI's records cost a few
+// microseconds per kernel launch, which a launch-bound step (thousands of small
+// kernels) feels; the first two steps always show warm-up and the routing.
 class CuptiProbe : public Probe {
  public:
+  explicit CuptiProbe(const ProbeSpec& spec) : every_(std::max(1, spec.every)) {}
   std::string name() const override { return "cupti"; }
   // Posted collections use tracer_ and retained_: the writer stops before they
   // go. Normally on_run_end closed it already; after an error nothing queued
@@ -67,7 +72,12 @@ class CuptiProbe : public Probe {
     if (begin) {
       std::string label = name == "step" ? tr::step_range_name(step)
                                          : (layer >= 0 ? std::string(name) + " " + std::to_string(layer) : std::string(name));
-      if (name == "step" && flight_) flight_->set_step(step);
+      if (name == "step") {
+        if (flight_) flight_->set_step(step);
+        const bool traced = traced_step(step);
+        tracer_->set_recording(traced);
+        if (traced) traced_steps_.push_back(step);
+      }
       ranges_.push(label);
       tr::nvtx::push(label);
     } else {
@@ -107,6 +117,8 @@ class CuptiProbe : public Probe {
     retained_.counters.events_dropped_writer_behind = writer_->events_dropped();
     auto summary = tr::process_trace(retained_.events, retained_.counters);
     nlohmann::json s = summary;
+    s["trace_every"] = every_;
+    s["traced_steps"] = traced_steps_;
     ctx.table("trace", s);
     nlohmann::json kernels = nlohmann::json::array();
     for (size_t i = 0; i < summary.kernels.size() && i < 15; ++i) kernels.push_back(summary.kernels[i]);
@@ -115,6 +127,9 @@ class CuptiProbe : public Probe {
   }
 
  private:
+  bool traced_step(int step) const { return every_ <= 1 || step <= kAlwaysTracedSteps || step % every_ == 0; }
+  static constexpr int kAlwaysTracedSteps = 2;
+
   // Runs on the writer's thread. Returns a copy for the file; the run-end
   // summary keeps the originals.
   std::vector<tr::TraceEvent> collect() {
@@ -167,10 +182,12 @@ class CuptiProbe : public Probe {
   std::unique_ptr<tr::CuptiTracer> tracer_;
   std::unique_ptr<tr::AsyncTraceWriter> writer_;
   tr::RetainedTrace retained_;
+  int every_ = 1;
+  std::vector<int> traced_steps_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec&) { return std::make_unique<CuptiProbe>(); }
+std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec& spec) { return std::make_unique<CuptiProbe>(spec); }
 
 }  // namespace harness

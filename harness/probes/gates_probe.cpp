@@ -12,26 +12,27 @@ class GatesProbe : public Probe {
   std::string name() const override { return "gates"; }
   bool wants_tensors(int step) const override { return step == 1 || probe_due(spec_, step); }
 
-  // Each layer's statistics are computed on the device into one small vector;
-  // all layers come back to the host together (one sync per step, not seven
-  // per layer).
+  // Every layer's statistics are computed on the device at once (the layers'
+  // gates stacked) and come back to the host in one transfer per step.
   void on_step_end(ProbeContext& ctx) override {
     std::vector<int> layer_ids;
-    std::vector<at::Tensor> stats;
+    std::vector<at::Tensor> gates, fc2;
     for (auto& e : ctx.tap.entries) {
       if (e.name != "gates") continue;
-      auto g = e.value.detach().to(at::kFloat);            // [B,S,H,3]
-      auto share = g / g.sum(-1, true).clamp_min(1e-12);   // each branch's share of the gate mass
-      auto mean_share = share.mean({0, 1, 2});             // [3]
-      auto spread = g.std(1).mean();                       // spread over positions
-      auto saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean();
-      auto fc2 = fc2_weight(ctx, e.layer);
-      auto fc2_norm = fc2.defined() ? fc2.detach().to(at::kFloat).norm() : at::zeros({}, g.options());
-      stats.push_back(at::cat({mean_share, at::stack({spread, saturated, g.mean(), fc2_norm})}));
       layer_ids.push_back(e.layer);
+      gates.push_back(e.value.detach());
+      auto w = fc2_weight(ctx, e.layer);
+      fc2.push_back(w.defined() ? w.detach() : at::zeros({1}, e.value.options()));
     }
-    if (stats.empty()) return;
-    auto host = at::stack(stats).to(at::kCPU, at::kDouble).contiguous();
+    if (gates.empty()) return;
+    std::vector<at::Tensor> per_layer;
+    if (same_shapes(gates)) {
+      per_layer.push_back(layer_stats(at::stack(gates)));
+    } else {
+      for (auto& g : gates) per_layer.push_back(layer_stats(g.unsqueeze(0)));
+    }
+    auto norms = at::stack(at::_foreach_norm(fc2, 2, at::kFloat)).to(per_layer.front().device(), at::kFloat);
+    auto host = at::cat({at::cat(per_layer), norms.unsqueeze(1)}, 1).to(at::kCPU, at::kDouble).contiguous();
     auto v = host.accessor<double, 2>();
     nlohmann::json layers = nlohmann::json::array();
     for (size_t i = 0; i < layer_ids.size(); ++i) {
@@ -53,6 +54,24 @@ class GatesProbe : public Probe {
   }
 
  private:
+  // Gates of L layers [L,B,S,H,3] → [L,6]: each branch's mean share of the
+  // gate mass (3), the spread over positions, the saturated fraction, the mean.
+  static at::Tensor layer_stats(const at::Tensor& gates) {
+    auto g = gates.to(at::kFloat);
+    auto share = g / g.sum(-1, true).clamp_min(1e-12);
+    auto mean_share = share.mean({1, 2, 3});                   // [L,3]
+    auto spread = g.std(2).mean({1, 2, 3});                    // std over positions, averaged
+    auto saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean({1, 2, 3, 4});
+    auto mean = g.mean({1, 2, 3, 4});
+    return at::cat({mean_share, at::stack({spread, saturated, mean}, 1)}, 1);
+  }
+
+  static bool same_shapes(const std::vector<at::Tensor>& ts) {
+    for (auto& t : ts)
+      if (t.sizes() != ts.front().sizes() || t.dim() != 4) return false;
+    return true;
+  }
+
   static at::Tensor fc2_weight(ProbeContext& ctx, int layer) {
     const std::string w2 = "layers." + std::to_string(layer) + ".attn.gate.w2";
     for (auto& [n, p] : ctx.model.parameters())

@@ -19,21 +19,42 @@ class InvariantsProbe : public Probe {
     if (reported_) return;
     const auto& P = ctx.model.config().nsa;
     std::vector<const TensorTap::Entry*> layers;
-    std::vector<at::Tensor> bad;
+    std::vector<at::Tensor> idx;
     for (auto& e : ctx.tap.entries) {
       if (e.name != "block_idx") continue;
       layers.push_back(&e);
-      bad.push_back(selection_violations(e.value, P.sel_block, P.sel_count));
+      idx.push_back(e.value);
     }
     if (layers.empty()) return;
-    std::vector<at::Tensor> any;
-    for (auto& b : bad) any.push_back(b.any());
-    auto verdict = at::stack(any).cpu();
+    // Every layer's rows at once: the layers stacked into the batch dimension
+    // (the invariants are per row), one verdict per layer.
+    std::vector<at::Tensor> bad;
+    at::Tensor verdict;
+    if (all_same_shape(idx)) {
+      const auto shape = idx.front().sizes().vec();
+      const int64_t L = static_cast<int64_t>(idx.size());
+      auto all = selection_violations(at::stack(idx).view({-1, shape[1], shape[2], shape[3]}), P.sel_block, P.sel_count);
+      verdict = all.view({L, -1}).any(1).cpu();
+      bad = all.view({L, shape[0], shape[1], shape[2]}).unbind(0);
+    } else {
+      std::vector<at::Tensor> any;
+      for (auto& t : idx) {
+        bad.push_back(selection_violations(t, P.sel_block, P.sel_count));
+        any.push_back(bad.back().any());
+      }
+      verdict = at::stack(any).cpu();
+    }
     for (size_t i = 0; i < layers.size(); ++i)
       if (verdict[i].item<bool>() && report_first(ctx, *layers[i], bad[i], P)) return;
   }
 
  private:
+  static bool all_same_shape(const std::vector<at::Tensor>& ts) {
+    for (auto& t : ts)
+      if (t.sizes() != ts.front().sizes() || t.dim() != 4) return false;
+    return true;
+  }
+
   bool report_first(ProbeContext& ctx, const TensorTap::Entry& e, const at::Tensor& bad, const nsa::NsaParams& P) {
     auto where = bad.nonzero().cpu();  // rows in (b, t, g) order
     auto idx = e.value.to(at::kLong).cpu();

@@ -21,10 +21,10 @@ bool all_finite_together(const std::vector<at::Tensor>& tensors) {
   for (auto& [key, list] : groups) {
     // 16-bit sums are taken in fp32 (an fp16 sum passes 65504 on ordinary values).
     const bool narrow = key.second == at::kHalf || key.second == at::kBFloat16;
-    for (auto& n : at::_foreach_norm(list, 1, narrow ? std::optional<at::ScalarType>(at::kFloat) : std::nullopt))
-      sums.push_back(n.to(home, at::kDouble));
+    auto norms = at::_foreach_norm(list, 1, narrow ? std::optional<at::ScalarType>(at::kFloat) : std::nullopt);
+    sums.push_back(at::stack(norms).to(home, at::kDouble));  // one copy per group, not per tensor
   }
-  return at::isfinite(at::stack(sums)).all().item<bool>();
+  return at::isfinite(at::cat(sums)).all().item<bool>();
 }
 
 std::optional<std::string> selection_row_violation(const std::vector<int64_t>& row, int64_t t, int64_t sel_block,

@@ -113,6 +113,13 @@ std::string render_trace_section(const CellResult& cell) {
   });
   if (trace_file != cell.artifacts.end()) s += "; timeline in " + code(*trace_file);
   s += ").";
+  if (num(trace, "trace_every") > 1 && trace.contains("traced_steps") && trace.at("traced_steps").is_array()) {
+    std::string steps;
+    for (auto& st : trace.at("traced_steps")) steps += (steps.empty() ? "" : ", ") + st.dump();
+    s += fmt::format(" Kernel and API records cover steps {} only (`cupti: {{every: {:.0f}}}`); the flight recorder saw "
+                     "every launch.",
+                     steps, num(trace, "trace_every"));
+  }
   if (trace.value("truncated", false))
     s += " **The trace is truncated**: records were dropped (counters in results.json), so counts are lower bounds.";
   s += "\n\n" + kernels_table(trace);

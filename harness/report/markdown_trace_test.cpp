@@ -65,6 +65,18 @@ TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
       << s;
 }
 
+TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
+  CellResult c = traced_cell();
+  c.extra["trace"]["trace_every"] = 10;
+  c.extra["trace"]["traced_steps"] = {1, 2, 10, 20};
+  const std::string s = render_trace_section(c);
+  EXPECT_TRUE(has(s, "(CUPTI activity records). Kernel and API records cover steps 1, 2, 10, 20 only "
+                     "(`cupti: {every: 10}`); the flight recorder saw every launch.\n"))
+      << s;
+  c.extra["trace"]["trace_every"] = 1;
+  EXPECT_FALSE(has(render_trace_section(c), "cover steps"));
+}
+
 TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
   CellResult c = traced_cell();
   nlohmann::json kernels = nlohmann::json::array();

@@ -142,6 +142,10 @@ constexpr CUpti_CallbackId kQuietRuntimeApis[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
 };
 
+void quiet_query_apis() {
+  for (CUpti_CallbackId cbid : kQuietRuntimeApis) NSA_CUPTI_CALL(cuptiActivityEnableRuntimeApi(cbid, 0));
+}
+
 constexpr CUpti_CallbackId kRuntimeLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
@@ -193,8 +197,7 @@ bool CuptiTracer::start() {
   optional_kind(opt_.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY);
   optional_kind(opt_.memset, CUPTI_ACTIVITY_KIND_MEMSET);
   optional_kind(opt_.runtime_api, CUPTI_ACTIVITY_KIND_RUNTIME);
-  if (opt_.runtime_api)
-    for (CUpti_CallbackId cbid : kQuietRuntimeApis) NSA_CUPTI_CALL(cuptiActivityEnableRuntimeApi(cbid, 0));
+  if (opt_.runtime_api) quiet_query_apis();
   optional_kind(opt_.driver_api, CUPTI_ACTIVITY_KIND_DRIVER);
   optional_kind(opt_.markers, CUPTI_ACTIVITY_KIND_MARKER);
 
@@ -210,7 +213,16 @@ bool CuptiTracer::start() {
   // Host ranges must share CUPTI's clock, or kernels fall into the wrong phase.
   if (opt_.ranges != nullptr) opt_.ranges->set_clock(&CuptiTracer::timestamp_ns);
   active_ = true;
+  recording_ = true;
   return true;
+}
+
+void CuptiTracer::set_recording(bool on) {
+  if (!active_ || on == recording_) return;
+  for (CUpti_ActivityKind kind : impl_->enabled)
+    NSA_CUPTI_CALL(on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind));
+  if (on && opt_.runtime_api) quiet_query_apis();
+  recording_ = on;
 }
 
 void CuptiTracer::flush(bool forced) {
@@ -229,6 +241,7 @@ void CuptiTracer::stop() {
   }
   g_active.store(nullptr, std::memory_order_release);
   active_ = false;
+  recording_ = false;
 }
 
 std::vector<TraceEvent> CuptiTracer::take_events() { return impl_->store.take(); }

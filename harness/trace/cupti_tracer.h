@@ -62,6 +62,13 @@ class CuptiTracer {
   // records still in flight (used by stop()).
   void flush(bool forced = false);
 
+  // Switches the activity records (kernels, API calls, copies, markers) off and
+  // on again without touching the launch callback: the flight recorder keeps
+  // seeing every launch while steps that are not traced save the records'
+  // per-launch cost. Records made before switching off stay until flushed.
+  void set_recording(bool on);
+  bool recording() const { return active_ && recording_; }
+
   // Events converted since the last call (records from buffers CUPTI completed).
   std::vector<TraceEvent> take_events();
   TraceCounters counters() const;
@@ -78,6 +85,7 @@ class CuptiTracer {
   CuptiTracerOptions opt_;
   std::unique_ptr<Impl> impl_;
   bool active_ = false;
+  bool recording_ = false;
 };
 
 // The absolute path of the libcupti.so this process loaded (dladdr on a CUPTI

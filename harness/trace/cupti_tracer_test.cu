@@ -127,6 +127,44 @@ TEST(CuptiTracerGpu, RecorderRangesAttributeKernelsWhenMarkersAreOff) {
   EXPECT_EQ(s.steps[0].stream_syncs, 1);
 }
 
+// Steps that are not traced: no kernel records while recording is off, all of
+// them once it is back on, and the flight recorder sees every launch throughout.
+TEST(CuptiTracerGpu, RecordingOffKeepsTheFlightRecorderAndDropsOnlyRecords) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const auto dir = std::filesystem::temp_directory_path() / "nsa_cupti_recording_test";
+  std::filesystem::create_directories(dir);
+  FlightRecorder flight((dir / kFlightRecorderFile).string(), 64);
+  CuptiTracerOptions opt;
+  opt.flight = &flight;
+  CuptiTracer tracer(opt);
+  ASSERT_TRUE(tracer.start());
+  float* x = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, 256 * sizeof(float)), cudaSuccess);
+  auto count_kernels = [&] {
+    cudaDeviceSynchronize();
+    tracer.flush(true);
+    int n = 0;
+    for (auto& e : tracer.take_events()) n += e.kind == EventKind::kernel && e.name.find("nsa_trace_probe_kernel") != std::string::npos;
+    return n;
+  };
+  for (int i = 0; i < 3; ++i) nsa_trace_probe_kernel<<<1, 256>>>(x, 256);
+  EXPECT_EQ(count_kernels(), 3);
+  tracer.set_recording(false);
+  EXPECT_FALSE(tracer.recording());
+  for (int i = 0; i < 5; ++i) nsa_trace_probe_kernel<<<1, 256>>>(x, 256);
+  EXPECT_EQ(count_kernels(), 0);
+  tracer.set_recording(true);
+  for (int i = 0; i < 2; ++i) nsa_trace_probe_kernel<<<1, 256>>>(x, 256);
+  EXPECT_EQ(count_kernels(), 2);
+  tracer.stop();
+  cudaFree(x);
+  int launches = 0;
+  for (auto& e : read_flight_recorder((dir / kFlightRecorderFile).string()))
+    launches += e.kernel.find("nsa_trace_probe_kernel") != std::string::npos;
+  EXPECT_EQ(launches, 10);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CuptiTracerGpu, TinyBufferPoolDropsAreCounted) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   CuptiTracerOptions opt;
