@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace harness {
@@ -12,15 +13,18 @@ namespace harness {
 // finite" where a caller's exact search then finds nothing. _foreach_norm
 // reads a whole list of same-typed tensors in one multi-tensor kernel.
 bool all_finite_together(const std::vector<at::Tensor>& tensors) {
-  std::map<std::pair<std::string, at::ScalarType>, std::vector<at::Tensor>> groups;
+  // Grouped by (device, dtype): each group is one multi-tensor launch sequence.
+  std::map<std::tuple<int, int, int>, std::vector<at::Tensor>> groups;
   for (auto& t : tensors)
-    if (t.defined() && t.numel() > 0) groups[{t.device().str(), t.scalar_type()}].push_back(t.detach());
+    if (t.defined() && t.numel() > 0)
+      groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
   if (groups.empty()) return true;
   const at::Device home = groups.begin()->second.front().device();
   std::vector<at::Tensor> sums;
   for (auto& [key, list] : groups) {
     // 16-bit sums are taken in fp32 (an fp16 sum passes 65504 on ordinary values).
-    const bool narrow = key.second == at::kHalf || key.second == at::kBFloat16;
+    const auto dtype = static_cast<at::ScalarType>(std::get<2>(key));
+    const bool narrow = dtype == at::kHalf || dtype == at::kBFloat16;
     auto norms = at::_foreach_norm(list, 1, narrow ? std::optional<at::ScalarType>(at::kFloat) : std::nullopt);
     sums.push_back(at::stack(norms).to(home, at::kDouble));  // one copy per group, not per tensor
   }
