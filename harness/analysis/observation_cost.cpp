@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "harness/analysis/stats.h"
+
 namespace harness {
 namespace {
 
@@ -45,6 +47,10 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.bare_ms = *bare->metrics.step_ms_median + bare->metrics.probe_ms_median.value_or(0.0);
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
+    std::vector<double> timed_steps;  // the first step is warm-up, as in step_ms_median
+    for (size_t i = 1; i < bare->steps.size(); ++i) timed_steps.push_back(bare->steps[i].step_ms);
+    const double mid = median(timed_steps);
+    if (timed_steps.size() >= 3 && mid > 0) oc.bare_noise = mad_spread(timed_steps) / mid;
     out.push_back(oc);
   }
   return out;

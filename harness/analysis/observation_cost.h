@@ -19,6 +19,9 @@ struct ObservationCost {
   double observed_probe_ms = 0;  // median time in probe hooks per step
   double bare_ms = 0;            // median step (+ its own bookkeeping) with the probes off
   double cost = 0;               // (observed_step_ms + observed_probe_ms) / bare_ms - 1
+  // Step-to-step noise of the bare cell (robust σ of its timed steps over their
+  // median; 0 when unknown): a cost within about twice this is not measured.
+  double bare_noise = 0;
 };
 
 // One entry per (probes=all, probes=none) pair whose other axes are equal and

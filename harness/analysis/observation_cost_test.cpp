@@ -53,5 +53,15 @@ TEST(ObservationCost, EachProbeSubsetIsComparedWithTheBareCell) {
   EXPECT_NEAR(costs[2].cost, 0.05, 1e-12);  // the probes' time outside the step counts
 }
 
+TEST(ObservationCost, BareCellNoiseIsTheRobustSpreadOfItsTimedSteps) {
+  CellResult bare = timed({{"probes", "none"}}, 100.0, 0.0);
+  // A warm-up step (ignored), then 90, 95, 100, 105, 110: median 100.
+  for (double ms : {900.0, 90.0, 95.0, 100.0, 105.0, 110.0}) bare.steps.push_back(StepRecord{0, 1.0, ms});
+  auto costs = observation_costs({timed({{"probes", "all"}}, 101.0, 0.0), bare});
+  ASSERT_EQ(costs.size(), 1u);
+  // |x - 100| = 10, 5, 0, 5, 10 → MAD 5 → σ ≈ 1.4826 × 5 = 7.413 ms of 100.
+  EXPECT_NEAR(costs[0].bare_noise, 0.07413, 1e-5);
+}
+
 }  // namespace
 }  // namespace harness

@@ -105,13 +105,22 @@ std::string observation_section(const RunResult& r) {
   std::string s = fmt::format(
       "What the probes cost per step (goal ≤ {:.0f} %): the median timed step with every probe on, plus the "
       "median time the probes spent outside it, against the same cell with every probe off.\n\n"
-      "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | Goal met |\n"
-      "|---|---|---|---|---|---|\n",
+      "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | "
+      "Noise (probes off, ±1σ) | Goal met |\n"
+      "|---|---|---|---|---|---|---|\n",
       kObservationCostGoal * 100);
-  for (const auto& c : costs)
-    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} % | {} |\n", table_cell(code(c.observed_cell)),
-                     c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100,
+  bool within_noise = false;
+  for (const auto& c : costs) {
+    const bool unresolved = c.bare_noise > 0 && std::abs(c.cost) < 2 * c.bare_noise;
+    within_noise = within_noise || unresolved;
+    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} %{} | {} | {} |\n", table_cell(code(c.observed_cell)),
+                     c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100, unresolved ? " (within noise)" : "",
+                     c.bare_noise > 0 ? fmt::format("±{:.1f} %", c.bare_noise * 100) : std::string("n/a"),
                      c.cost <= kObservationCostGoal ? "✅" : "❌");
+  }
+  if (within_noise)
+    s += "\nA cost within twice the unobserved cell's step-to-step noise cannot be told from that noise: more steps or "
+         "more rounds (another `steps` value) narrow it.\n";
   // Where the time outside the step goes, as the observed child measured it.
   for (const auto& c : costs) {
     for (const auto& cell : r.cells) {
