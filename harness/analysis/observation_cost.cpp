@@ -1,6 +1,7 @@
 #include "harness/analysis/observation_cost.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "harness/analysis/stats.h"
 
@@ -26,9 +27,42 @@ bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.me
 
 }  // namespace
 
+// `probes: alternate`: even steps observed, odd steps bare, in one process.
+// The first step is warm-up, as in step_ms_median.
+std::optional<ObservationCost> alternating_cost(const CellResult& c) {
+  std::vector<double> on_step, on_probe, off_step, off_total;
+  for (size_t i = 1; i < c.steps.size(); ++i) {
+    const StepRecord& s = c.steps[i];
+    if (!s.observed) continue;
+    if (*s.observed) {
+      on_step.push_back(s.step_ms);
+      on_probe.push_back(s.probe_ms);
+    } else {
+      off_step.push_back(s.step_ms);
+      off_total.push_back(s.step_ms + s.probe_ms);
+    }
+  }
+  if (on_step.empty() || off_step.empty()) return std::nullopt;
+  ObservationCost oc;
+  oc.observed_cell = c.id + " (even steps)";
+  oc.bare_cell = c.id + " (odd steps)";
+  oc.observed_step_ms = median(on_step);
+  oc.observed_probe_ms = median(on_probe);
+  oc.bare_ms = median(off_total);
+  if (oc.bare_ms <= 0) return std::nullopt;
+  oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
+  if (off_step.size() >= 3) oc.bare_noise = mad_spread(off_step) / median(off_step);
+  return oc;
+}
+
 std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& cells) {
   std::vector<ObservationCost> out;
   for (const auto& observed : cells) {
+    if (probes_value(observed) == "alternate") {
+      if (observed.outcome == Outcome::pass)
+        if (auto oc = alternating_cost(observed)) out.push_back(*oc);
+      continue;
+    }
     // Every observed variant (all probes, or a subset such as "cupti") against the bare cell.
     const auto observed_probes = probes_value(observed);
     if (!observed_probes || *observed_probes == "none" || !timed_pass(observed)) continue;

@@ -24,8 +24,9 @@ struct ObservationCost {
   double bare_noise = 0;
 };
 
-// One entry per (probes=all, probes=none) pair whose other axes are equal and
-// which both passed with step timings; in the order of the observed cells.
+// One entry per (probes=all or a probe subset, probes=none) pair whose other
+// axes are equal and which both passed with step timings, and one per passing
+// `probes=alternate` cell (its even steps against its odd ones); in cell order.
 std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& cells);
 
 }  // namespace harness

@@ -63,5 +63,30 @@ TEST(ObservationCost, BareCellNoiseIsTheRobustSpreadOfItsTimedSteps) {
   EXPECT_NEAR(costs[0].bare_noise, 0.07413, 1e-5);
 }
 
+TEST(ObservationCost, AlternateCellComparesItsEvenStepsWithItsOddOnes) {
+  CellResult c = timed({{"probes", "alternate"}}, 0.0, 0.0);
+  // step 1 (warm-up, ignored), then odd steps 100/102/98 ms with 0.5 ms of
+  // bookkeeping, even steps 110/112/108 ms with 4 ms of hooks.
+  const double ms[] = {900, 110, 100, 112, 102, 108, 98};
+  for (int i = 0; i < 7; ++i) {
+    StepRecord s{i + 1, 1.0, ms[i]};
+    s.observed = (i + 1) % 2 == 0;
+    s.probe_ms = *s.observed ? 4.0 : 0.5;
+    c.steps.push_back(s);
+  }
+  auto costs = observation_costs({c});
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_EQ(costs[0].observed_cell, "probes=alternate (even steps)");
+  EXPECT_DOUBLE_EQ(costs[0].observed_step_ms, 110.0);
+  EXPECT_DOUBLE_EQ(costs[0].observed_probe_ms, 4.0);
+  EXPECT_DOUBLE_EQ(costs[0].bare_ms, 100.5);
+  EXPECT_NEAR(costs[0].cost, 114.0 / 100.5 - 1.0, 1e-12);
+  // odd steps 98, 100, 102: MAD 2 → σ = 2.9652 ms of 100.
+  EXPECT_NEAR(costs[0].bare_noise, 0.029652, 1e-6);
+  // A run without the per-step marks (an older child) gives nothing rather than a guess.
+  for (auto& s : c.steps) s.observed.reset();
+  EXPECT_TRUE(observation_costs({c}).empty());
+}
+
 }  // namespace
 }  // namespace harness

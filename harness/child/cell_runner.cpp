@@ -172,8 +172,14 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       // Time spent observing outside the timed step (parameter snapshots, the
       // probes' step-end hooks) is reported per step as the metric probe_ms, so
       // step_ms + probe_ms is what a step costs with the probes on.
+      // Under `probes: alternate` odd steps run unobserved: no tensors, no
+      // snapshot, no hooks, no trace records — the yardstick for the even ones.
+      const bool observed = !spec.observe_alternate || step % 2 == 0;
       bool capture = false, keep_params = false;
-      for (auto& p : probes) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
+      for (auto& p : probes) {
+        p->set_observing(observed);
+        if (observed) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
+      }
       tap.clear();
       observer.set_step(step);
       observer.set_capture(capture);
@@ -203,6 +209,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
                           {"lr", st.lr},         {"loss_scale", st.loss_scale}};
       e["loss"] = std::isfinite(st.loss) ? nlohmann::json(st.loss) : nlohmann::json(std::isnan(st.loss) ? "nan" : "inf");
       e["grad_norm"] = std::isfinite(st.grad_norm) ? nlohmann::json(st.grad_norm) : nlohmann::json("non-finite");
+      if (spec.observe_alternate) e["observed"] = observed;
       events.emit(ev::step_end, std::move(e));
       ctx.step = step;
       ctx.batch = batch;
@@ -210,7 +217,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       if (keep_params) ctx.params_before = snapshot;
       observer.set_capture(false);
       auto hooks_t0 = Clock::now();
-      {
+      if (observed) {
         // A phase of its own, so the trace puts the probes' kernels and syncs
         // under "probes" and a hang in a probe names it.
         nsa::Phase phase(rt, "probes");

@@ -101,7 +101,8 @@ void to_json(json& j, const CellSpec& c) {
              {"min_branch_share", opt(c.gates.min_branch_share)},
              {"max_branch_share", opt(c.gates.max_branch_share)}}},
            {"device", c.device},
-           {"expect", c.expect ? *c.expect : json(nullptr)}};
+           {"expect", c.expect ? *c.expect : json(nullptr)},
+           {"observe_alternate", c.observe_alternate}};
 }
 
 void from_json(const json& j, CellSpec& c) {
@@ -143,6 +144,7 @@ void from_json(const json& j, CellSpec& c) {
   get_opt(g, "min_branch_share", c.gates.min_branch_share);
   get_opt(g, "max_branch_share", c.gates.max_branch_share);
   c.device = j.value("device", "auto");
+  c.observe_alternate = j.value("observe_alternate", false);
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect"); else c.expect.reset();
 }
 

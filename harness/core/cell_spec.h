@@ -67,6 +67,10 @@ struct CellSpec {
   GateSpec gates;
   std::string device = "auto";     // cpu | cuda | auto
   std::optional<nlohmann::json> expect;  // {outcome, reason?, step?, location?}
+  // The `probes: alternate` axis value: the probes watch even steps only and
+  // odd steps run unobserved, in the same process, so what observing costs is
+  // measured step against step rather than process against process.
+  bool observe_alternate = false;
 };
 
 void to_json(nlohmann::json& j, const CellSpec& c);

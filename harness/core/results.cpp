@@ -71,6 +71,7 @@ void to_json(json& j, const StepRecord& s) {
   j = json{{"step", s.step}, {"loss", number(s.loss)}, {"step_ms", number(s.step_ms)},
            {"tok_s", number(s.tok_s)}, {"skipped", s.skipped}, {"host_syncs", s.host_syncs}};
   if (s.probe_ms > 0) j["probe_ms"] = number(s.probe_ms);
+  if (s.observed) j["observed"] = *s.observed;
 }
 void from_json(const json& j, StepRecord& s) {
   s.step = j.at("step").get<int>();
@@ -80,6 +81,8 @@ void from_json(const json& j, StepRecord& s) {
   s.skipped = j.value("skipped", false);
   s.host_syncs = j.value("host_syncs", 0);
   s.probe_ms = number_from(j.value("probe_ms", json(0.0)));
+  if (j.contains("observed") && j.at("observed").is_boolean()) s.observed = j.at("observed").get<bool>();
+  else s.observed.reset();
 }
 
 void to_json(json& j, const CellMetrics& m) {

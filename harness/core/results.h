@@ -35,6 +35,7 @@ struct StepRecord {
   bool skipped = false;       // fp16 loss-scale overflow skip
   int host_syncs = 0;
   double probe_ms = 0.0;      // observing outside the timed step (probe hooks, snapshots); 0 = none
+  std::optional<bool> observed;  // under `probes: alternate`: did the probes watch this step?
 };
 
 struct CellMetrics {

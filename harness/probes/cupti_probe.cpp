@@ -37,6 +37,7 @@ class CuptiProbe : public Probe {
  public:
   explicit CuptiProbe(const ProbeSpec& spec) : every_(std::max(1, spec.every)) {}
   std::string name() const override { return "cupti"; }
+  void set_observing(bool on) override { observing_ = on; }
   // Posted collections use tracer_ and retained_: the writer stops before they
   // go. Normally on_run_end closed it already; after an error nothing queued
   // runs (deadline 0) and a collection in hand gets a short grace.
@@ -69,12 +70,19 @@ class CuptiProbe : public Probe {
 
   void on_phase(bool begin, std::string_view name, int layer, int step) override {
     if (!tracer_) return;
+    if (name == "step" && begin) {
+      // An unobserved step (`probes: alternate`) runs as if no probe were
+      // there: no records, no launch callback, no ranges.
+      tracer_->set_launch_callbacks(observing_);
+      if (!observing_) tracer_->set_recording(false);
+    }
+    if (!observing_) return;
     if (begin) {
       std::string label = name == "step" ? tr::step_range_name(step)
                                          : (layer >= 0 ? std::string(name) + " " + std::to_string(layer) : std::string(name));
       if (name == "step") {
         if (flight_) flight_->set_step(step);
-        const bool traced = traced_step(step);
+        const bool traced = observing_ && traced_step(step);
         tracer_->set_recording(traced);
         if (traced) traced_steps_.push_back(step);
       }
@@ -183,6 +191,7 @@ class CuptiProbe : public Probe {
   std::unique_ptr<tr::AsyncTraceWriter> writer_;
   tr::RetainedTrace retained_;
   int every_ = 1;
+  bool observing_ = true;
   std::vector<int> traced_steps_;
 };
 

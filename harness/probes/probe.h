@@ -60,6 +60,11 @@ class Probe {
   virtual bool wants_tensors(int /*step*/) const { return false; }
   // Asked before each step: does this probe need the parameters as they were before it?
   virtual bool wants_params_before(int /*step*/) const { return false; }
+  // Told before each step whether the probes watch it (always, except under
+  // `probes: alternate`, where odd steps run unobserved as the yardstick). An
+  // unobserved step gets no step-end hook; a probe that works during the step
+  // (the CUPTI trace) stands down for it.
+  virtual void set_observing(bool /*on*/) {}
   virtual void on_start(ProbeContext&) {}
   // Every phase the model enters or leaves ("step", "forward", "layer" 3, …).
   virtual void on_phase(bool /*begin*/, std::string_view /*name*/, int /*layer*/, int /*step*/) {}

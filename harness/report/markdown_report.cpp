@@ -103,8 +103,9 @@ std::string observation_section(const RunResult& r) {
   auto costs = observation_costs(r.cells);
   if (costs.empty()) return "";
   std::string s = fmt::format(
-      "What the probes cost per step (goal ≤ {:.0f} %): the median timed step with every probe on, plus the "
-      "median time the probes spent outside it, against the same cell with every probe off.\n\n"
+      "What the probes cost per step (goal ≤ {:.0f} %): the median timed step with the probes on, plus the "
+      "median time the probes spent outside it, against the same cell with every probe off (for "
+      "`probes=alternate`, the same process's unobserved odd steps).\n\n"
       "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | "
       "Noise (probes off, ±1σ) | Goal met |\n"
       "|---|---|---|---|---|---|---|\n",
@@ -124,7 +125,7 @@ std::string observation_section(const RunResult& r) {
   // Where the time outside the step goes, as the observed child measured it.
   for (const auto& c : costs) {
     for (const auto& cell : r.cells) {
-      if (cell.id != c.observed_cell) continue;
+      if (cell.id != c.observed_cell && cell.id + " (even steps)" != c.observed_cell) continue;
       auto it = cell.extra.find("probe_costs");
       if (it == cell.extra.end() || !it->is_array() || it->empty()) continue;
       s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));

@@ -99,15 +99,15 @@ std::optional<std::string> check_fault(const YNode& value, const std::string& pa
 
 std::optional<std::string> check_probes_value(const YNode& value, const std::string& path, Checker& check) {
   if (!value.is_scalar() || value.text.empty()) {
-    check.error(value.pos, path, "expected all, none or probe names joined by '+', got " + value.describe());
+    check.error(value.pos, path, "expected all, none, alternate or probe names joined by '+', got " + value.describe());
     return std::nullopt;
   }
-  if (value.text == "all" || value.text == "none") return value.text;
+  if (value.text == "all" || value.text == "none" || value.text == "alternate") return value.text;
   for (const auto& name : split_probe_list(value.text)) {
     if (std::find(probe_names().begin(), probe_names().end(), name) != probe_names().end()) continue;
     std::string hint = did_you_mean(name, probe_names());
     check.error(value.pos, path,
-                "unknown probe '" + name + "' (expected all, none or probe names joined by '+')" +
+                "unknown probe '" + name + "' (expected all, none, alternate or probe names joined by '+')" +
                     (hint.empty() ? "; see `nsa-harness list probes`" : hint));
     return std::nullopt;
   }
@@ -220,6 +220,10 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
     // (the yardstick for what observation costs); "cupti+finite" keeps only
     // those probes (as the file set them), to tell what each one costs.
     if (setting == "all") return;
+    if (setting == "alternate") {  // the file's probes, on even steps only
+      s.observe_alternate = true;
+      return;
+    }
     const auto only = split_probe_list(setting);
     for (auto& [name, probe] : s.probes)
       if (std::find(only.begin(), only.end(), name) == only.end()) probe.enabled = false;

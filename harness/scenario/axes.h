@@ -42,8 +42,9 @@ std::optional<std::string> check_data(const YNode& value, const std::string& pat
 std::optional<std::string> check_flag(const std::string& name, const Pos& name_pos, const YNode& value,
                                       const std::string& path, Checker& check);
 
-// The `probes` axis: `all`, `none`, or probe names joined by '+' ("cupti+finite":
-// only those probes run), each name checked with close matches.
+// The `probes` axis: `all`, `none`, `alternate` (the file's probes on even steps,
+// none on odd ones, in one process), or probe names joined by '+'
+// ("cupti+finite": only those probes run), each name checked with close matches.
 std::optional<std::string> check_probes_value(const YNode& value, const std::string& path, Checker& check);
 std::vector<std::string> split_probe_list(const std::string& text);
 

@@ -197,6 +197,17 @@ TEST(Scenario, ProbesAxisNamesASubsetOfProbes) {
   }
 }
 
+TEST(Scenario, ProbesAxisAlternateKeepsTheProbesAndMarksTheCell) {
+  Scenario s = load_scenario_text("name: m\nprobes: {parity: false}\nmatrix:\n  probes: [alternate, all]\n", "m.yaml",
+                                  opts());
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].id, "probes=alternate");
+  EXPECT_TRUE(s.cells[0].observe_alternate);
+  EXPECT_TRUE(s.cells[0].probes.at("finite").enabled);
+  EXPECT_FALSE(s.cells[0].probes.at("parity").enabled);
+  EXPECT_FALSE(s.cells[1].observe_alternate);
+}
+
 TEST(Scenario, InlineModelStartsFromBase) {
   Scenario s = load_scenario_text("name: m\nmodel:\n  base: tiny\n  n_layers: 1\n", "m.yaml", opts());
   ASSERT_EQ(s.cells.size(), 1u);

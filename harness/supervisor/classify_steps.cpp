@@ -68,6 +68,7 @@ std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
     s.tok_s = field(e, "tok_s", 0.0);
     s.skipped = e.value("skipped", false);
     s.host_syncs = static_cast<int>(field(e, "host_syncs", 0.0));
+    if (e.contains("observed") && e.at("observed").is_boolean()) s.observed = e.at("observed").get<bool>();
     out.push_back(s);
   }
   // probe_ms arrives as a metric after its step's step_end (the hooks run then).

@@ -162,6 +162,13 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
 };
 
+void enable_launch_callbacks(CUpti_SubscriberHandle subscriber, bool on) {
+  for (CUpti_CallbackId cbid : kRuntimeLaunches)
+    NSA_CUPTI_CALL(cuptiEnableCallback(on ? 1 : 0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
+  for (CUpti_CallbackId cbid : kDriverLaunches)
+    NSA_CUPTI_CALL(cuptiEnableCallback(on ? 1 : 0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+}
+
 }  // namespace
 
 CuptiTracer::CuptiTracer(CuptiTracerOptions opt)
@@ -203,18 +210,17 @@ bool CuptiTracer::start() {
 
   if (opt_.flight != nullptr &&
       NSA_CUPTI_CALL(cuptiSubscribe(&impl_->subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_launch), impl_.get()))) {
-    for (CUpti_CallbackId cbid : kRuntimeLaunches) {
-      NSA_CUPTI_CALL(cuptiEnableCallback(1, impl_->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
-    }
-    for (CUpti_CallbackId cbid : kDriverLaunches) {
-      NSA_CUPTI_CALL(cuptiEnableCallback(1, impl_->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
-    }
+    enable_launch_callbacks(impl_->subscriber, true);
   }
   // Host ranges must share CUPTI's clock, or kernels fall into the wrong phase.
   if (opt_.ranges != nullptr) opt_.ranges->set_clock(&CuptiTracer::timestamp_ns);
   active_ = true;
   recording_ = true;
   return true;
+}
+
+void CuptiTracer::set_launch_callbacks(bool on) {
+  if (active_ && impl_->subscriber != nullptr) enable_launch_callbacks(impl_->subscriber, on);
 }
 
 void CuptiTracer::set_recording(bool on) {

@@ -68,6 +68,10 @@ class CuptiTracer {
   // per-launch cost. Records made before switching off stay until flushed.
   void set_recording(bool on);
   bool recording() const { return active_ && recording_; }
+  // Switches the launch callback (the flight recorder's feed) off and on again.
+  // Only for measuring: a step without it is a step nobody could name a hung
+  // kernel in.
+  void set_launch_callbacks(bool on);
 
   // Events converted since the last call (records from buffers CUPTI completed).
   std::vector<TraceEvent> take_events();
