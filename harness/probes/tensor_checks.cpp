@@ -1,5 +1,9 @@
 #include "harness/probes/tensor_checks.h"
 
+#ifdef NSA_WITH_FINITE_SCAN
+#include "harness/probes/finite_scan.h"
+#endif
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -15,9 +19,22 @@ namespace harness {
 bool all_finite_together(const std::vector<at::Tensor>& tensors) {
   // Grouped by (device, dtype): each group is one multi-tensor launch sequence.
   std::map<std::tuple<int, int, int>, std::vector<at::Tensor>> groups;
+#ifdef NSA_WITH_FINITE_SCAN
+  // Contiguous CUDA tensors of one device go to the one-launch scan instead
+  // (finite_scan.h: the same answer without ~1 µs of host work per tensor).
+  std::vector<at::Tensor> scan;
+  for (auto& t : tensors)
+    if (t.defined() && t.numel() > 0 && finite_scan_accepts(t) &&
+        (scan.empty() || scan.front().device() == t.device()))
+      scan.push_back(t);
+    else if (t.defined() && t.numel() > 0)
+      groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
+  if (!scan.empty() && !all_finite_by_scan(scan)) return false;
+#else
   for (auto& t : tensors)
     if (t.defined() && t.numel() > 0)
       groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
+#endif
   if (groups.empty()) return true;
   const at::Device home = groups.begin()->second.front().device();
   std::vector<at::Tensor> sums;

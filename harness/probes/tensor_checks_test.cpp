@@ -28,10 +28,12 @@ bool finite_one_by_one(const std::vector<at::Tensor>& ts) {
   return true;
 }
 
+// Every dtype the probes see, one tensor large enough for many threads, and a
+// non-contiguous one (a transposed view), which the CUDA scan leaves to ATen.
 std::vector<at::Tensor> mixed_tensors() {
   at::manual_seed(7);
-  return {at::randn({33, 17}), at::randn({5}).to(at::kBFloat16), at::randn({4, 4}).to(at::kHalf),
-          at::randn({3, 2}, at::kDouble), at::randn({1000}) * 100};
+  return {at::randn({33, 17}),          at::randn({5}).to(at::kBFloat16), at::randn({4, 4}).to(at::kHalf),
+          at::randn({3, 2}, at::kDouble), at::randn({300000}) * 100,        at::randn({6, 9}).t()};
 }
 
 TEST(AllFiniteTogether, AgreesWithElementwiseIsfiniteWhereverOneValueIsPoisoned) {
@@ -44,8 +46,9 @@ TEST(AllFiniteTogether, AgreesWithElementwiseIsfiniteWhereverOneValueIsPoisoned)
     for (size_t which = 0; which < clean.size(); ++which)
       for (double poison : poisons) {
         auto ts = on(dev, mixed_tensors());
-        auto flat = ts[which].view({-1});
-        flat[flat.numel() - 1] = poison;  // the last element: a reduction must not stop early
+        // The last element in memory: a scan must not stop early.
+        auto flat = ts[which].as_strided({ts[which].numel()}, {1});
+        flat[flat.numel() - 1] = poison;
         ASSERT_FALSE(finite_one_by_one(ts));
         EXPECT_FALSE(all_finite_together(ts)) << dev << ": tensor " << which << " poisoned with " << poison;
       }
