@@ -100,7 +100,9 @@ class FiniteProbe : public Probe {
     if (!std::isfinite(ctx.stats.loss)) return false;
     std::vector<at::Tensor> tensors;
     auto add = [&](const at::Tensor& t) {
-      if (t.defined() && t.numel() > 0 && t.is_floating_point()) tensors.push_back(t.detach());
+      // No detach: nothing here records autograd history, and ~1 300 detached
+      // handles cost ~1 ms of host time a step.
+      if (t.defined() && t.numel() > 0 && t.is_floating_point()) tensors.push_back(t);
     };
     for (auto& e : ctx.tap.entries)
       if (e.name != "block_idx") add(e.value);
