@@ -6,6 +6,8 @@
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
 # SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
+# NSA_HARNESS_REVISION: the revision reports name, when this tree's .git does not
+# describe it (a copy synced to the GPU machine); otherwise git's, "-dirty" if modified.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check-out}

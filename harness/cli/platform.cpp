@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 
@@ -40,6 +41,18 @@ std::string time_fmt(const char* f) {
 std::string now_iso8601() { return time_fmt("%Y-%m-%dT%H:%M:%SZ"); }
 std::string now_compact() { return time_fmt("%Y%m%d-%H%M%S"); }
 
+// The revision a report names. A tree with modified tracked files is not that
+// commit: "-dirty" says so. NSA_HARNESS_REVISION overrides both, for a copy of
+// the tree whose .git does not describe it (a build machine fed by rsync).
+std::string source_revision() {
+  if (const char* given = std::getenv("NSA_HARNESS_REVISION"); given && *given) return given;
+  const std::string git = std::string("git -C ") + NSA_SOURCE_DIR;
+  std::string rev = first_line(git + " rev-parse --short HEAD 2>/dev/null");
+  if (rev.empty()) return "unknown";
+  if (!first_line(git + " status --porcelain --untracked-files=no 2>/dev/null").empty()) rev += "-dirty";
+  return rev;
+}
+
 nlohmann::json detect_platform() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -47,7 +60,7 @@ nlohmann::json detect_platform() {
                       {"date", now_iso8601()},
                       {"libtorch", TORCH_VERSION},
                       {"cpu_threads", at::get_num_threads()},
-                      {"git", first_line(std::string("git -C ") + NSA_SOURCE_DIR + " rev-parse --short HEAD")}};
+                      {"git", source_revision()}};
   std::string gpu = first_line("nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader");
   if (!gpu.empty()) {
     auto c1 = gpu.find(", "), c2 = gpu.rfind(", ");
