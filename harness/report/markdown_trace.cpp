@@ -22,9 +22,16 @@ double num(const json& row, const char* key) {
 
 std::string percent(double share) { return fmt::format("{:.1f} %", 100.0 * share); }
 
+// ATen's elementwise kernels carry their whole functor type in the template
+// arguments (hundreds of characters); the table keeps the first kLabelChars,
+// enough to tell them apart, and results.json keeps the whole name.
+constexpr size_t kLabelChars = 80;
+
 std::string kernel_label(const json& k) {
   const std::string shown = k.value("display_name", "");
-  return readable_kernel_name(shown.empty() ? k.value("name", "?") : shown);
+  std::string label = readable_kernel_name(shown.empty() ? k.value("name", "?") : shown);
+  if (label.size() > kLabelChars) label = label.substr(0, kLabelChars - 1) + "…";
+  return label;
 }
 
 std::string kernels_table(const json& trace) {

@@ -77,6 +77,15 @@ TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
   EXPECT_FALSE(has(render_trace_section(c), "cover steps"));
 }
 
+TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
+  CellResult c = traced_cell();
+  const std::string functor(200, 'x');
+  c.extra["trace"]["kernels"][0]["display_name"] = "void at::native::elementwise_kernel<128, 4, " + functor + ">(int)";
+  const std::string s = render_trace_section(c);
+  // "elementwise_kernel<128, 4, " is 27 characters; 52 x's make 79, then "…".
+  EXPECT_TRUE(has(s, "| `elementwise_kernel<128, 4, " + std::string(52, 'x') + "…` | 8 |")) << s;
+}
+
 TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
   CellResult c = traced_cell();
   nlohmann::json kernels = nlohmann::json::array();
