@@ -111,6 +111,31 @@ TEST(Classify, ExitZeroWithoutDoneIsAProtocolCrash) {
   EXPECT_EQ(r.steps_completed, 1);
 }
 
+TEST(Classify, ExternalSigkillNearTheMemoryLimitIsOutOfMemory) {
+  SupervisedRun run;
+  run.term_signal = SIGKILL;  // no deadline fired: killed_by stays none
+  run.peak_rss_bytes = 23ull << 30;
+  run.memory_limit_bytes = 24ull << 30;
+  run.events = {{{"ev", "start"}}, {{"ev", "step_begin"}, {"step", 1}}, {{"ev", "phase_begin"}, {"name", "forward"}, {"step", 1}}};
+  CellResult r = classify(spec_with_steps(4), run);
+  EXPECT_EQ(r.outcome, Outcome::crash);
+  EXPECT_EQ(r.reason, "out_of_memory");
+  const Finding& f = r.findings.at(0);
+  EXPECT_EQ(f.title, "killed for host memory: 23.0 GiB resident of 24.0 GiB");
+  EXPECT_EQ(f.location, "step 1 / forward");
+  EXPECT_EQ(f.evidence["peak_rss_bytes"], 23ull << 30);
+  // Far from the limit: killed from outside, not called memory.
+  run.peak_rss_bytes = 2ull << 30;
+  r = classify(spec_with_steps(4), run);
+  EXPECT_EQ(r.reason, "signal");
+  EXPECT_EQ(r.findings.at(0).title, "killed by SIGKILL from outside the harness");
+  // Our own deadline's kill is a hang, never memory.
+  run.peak_rss_bytes = 23ull << 30;
+  run.killed_by = KillReason::stall;
+  r = classify(spec_with_steps(4), run);
+  EXPECT_EQ(r.outcome, Outcome::hang);
+}
+
 TEST(Classify, WatchdogStallIsAHangWithThePhaseInProgress) {
   SupervisedRun run;
   run.term_signal = SIGTERM;
@@ -177,6 +202,7 @@ TEST(ClassifyChild, EachMisbehaviourGetsItsOutcome) {
       {"pass", Outcome::pass, std::nullopt},
       {"segv", Outcome::crash, "signal"},
       {"abort", Outcome::crash, "signal"},
+      {"sigkill", Outcome::crash, "signal"},
       {"exception", Outcome::error, "exception"},
       {"inplace", Outcome::error, "autograd_inplace"},
       {"cuda", Outcome::crash, "cuda_illegal_address"},
@@ -205,6 +231,10 @@ TEST(ClassifyChild, EachMisbehaviourGetsItsOutcome) {
     EXPECT_EQ(r.reason, c.reason);
     if (c.mode == "segv") {
       EXPECT_EQ(r.findings.at(0).title, "killed by SIGSEGV");
+    } else if (c.mode == "sigkill") {
+      // Far below any machine's memory: killed from outside, with the peak the watchdog sampled.
+      EXPECT_EQ(r.findings.at(0).title, "killed by SIGKILL from outside the harness");
+      EXPECT_GE(r.findings.at(0).evidence.value("peak_rss_bytes", std::uint64_t(0)), std::uint64_t(64) << 20);
     } else if (c.mode == "inplace") {
       EXPECT_EQ(r.findings.at(0).evidence.value("op", ""), "SigmoidBackward0");
     } else if (c.mode == "cuda") {

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+
 #include "harness/protocol/events.h"
 #include "harness/core/kernel_name.h"
+#include "harness/supervisor/host_memory.h"
 #include "harness/supervisor/phase_stack.h"
 
 namespace harness::supervisor {
@@ -13,6 +16,10 @@ using nlohmann::json;
 constexpr size_t kStderrEvidenceLines = 40;
 constexpr size_t kStacksEvidenceBytes = 16u << 10;
 constexpr size_t kLastEvents = 10;
+// A peak this close to the limit, sampled every poll, means the next
+// allocations were what the kernel refused (page cache and the harness itself
+// take the rest).
+constexpr double kOomFraction = 0.8;
 
 json open_phases_json(const std::vector<OpenPhase>& phases) {
   json out = json::array();
@@ -115,6 +122,29 @@ Finding signal_finding(const SupervisedRun& run, const std::optional<ErrorDiagno
                 {"stderr_tail", last_lines(stderr_tail, kStderrEvidenceLines)},
                 {"last_events", last_events(run.events, kLastEvents)}};
   if (text) f.evidence["message"] = text->message;
+  // SIGKILL that no deadline of ours sent comes from outside: with the peak
+  // near the limit, that is the out-of-memory killer.
+  if (sig == SIGKILL && run.killed_by == KillReason::none) {
+    if (run.peak_rss_bytes) f.evidence["peak_rss_bytes"] = *run.peak_rss_bytes;
+    if (run.memory_limit_bytes) f.evidence["memory_limit_bytes"] = *run.memory_limit_bytes;
+    const bool near_limit = run.peak_rss_bytes && run.memory_limit_bytes &&
+                            double(*run.peak_rss_bytes) >= kOomFraction * double(*run.memory_limit_bytes);
+    if (near_limit) {
+      f.code = std::string(reason::out_of_memory);
+      f.title = "killed for host memory: " + gib_text(*run.peak_rss_bytes) + " resident of " +
+                gib_text(*run.memory_limit_bytes);
+      f.detail = fmt::format(
+          "The child died of SIGKILL, which no deadline of the harness sent, after its resident memory reached {} "
+          "of the {} this machine allows: the kernel's out-of-memory killer. Use a smaller model, batch or "
+          "sequence on this machine, or a larger one.",
+          gib_text(*run.peak_rss_bytes), gib_text(*run.memory_limit_bytes));
+    } else {
+      f.title = "killed by SIGKILL from outside the harness";
+      f.detail = "The child died of SIGKILL, which no deadline of the harness sent" +
+                 (run.peak_rss_bytes ? " (peak resident memory " + gib_text(*run.peak_rss_bytes) + ")" : std::string()) +
+                 ": another process, a job scheduler or the out-of-memory killer.";
+    }
+  }
   return f;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "harness/protocol/events.h"
 
@@ -129,6 +130,13 @@ int main(int argc, char** argv) {
                         {"tokens", 10}, {"skipped", false}, {"host_syncs", 0}});
     w.emit("done", {{"steps_completed", 2}});
     return 0;
+  }
+  if (mode == "sigkill") {  // holds 64 MiB for a moment, then dies as the OOM killer would end it
+    std::vector<char> held(64u << 20, 1);
+    volatile char* keep = held.data();  // the pages stay touched and in use
+    keep[held.size() - 1] = 2;
+    usleep(500 * 1000);
+    raise(SIGKILL);
   }
   if (mode == "segv") raise(SIGSEGV);
   if (mode == "abort") std::abort();

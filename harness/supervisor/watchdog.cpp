@@ -1,5 +1,7 @@
 #include "harness/supervisor/watchdog.h"
 
+#include "harness/supervisor/host_memory.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -115,7 +117,11 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
   size_t lines_seen = 0;
   const auto poll_every = std::chrono::duration<double>(opt.poll_interval_s);
 
+  run.memory_limit_bytes = host_memory_limit_bytes();
   while (true) {
+    // The peak so far, while /proc still has it: a child the kernel kills for
+    // memory leaves no other trace of how much it held.
+    if (auto peak = process_peak_rss_bytes(run.pid)) run.peak_rss_bytes = std::max(*peak, run.peak_rss_bytes.value_or(0));
     // Poll the child before the file: lines written before it exited are then
     // always read by the drain that follows.
     bool exited = child->poll().has_value();

@@ -11,6 +11,7 @@
 // All deadlines apply at once; the first to expire decides. Every wait in here
 // has a deadline, so the harness itself cannot hang on a child.
 #include <functional>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,8 @@ struct SupervisedRun {
   int step_events = 0;                     // progress/phase events during that step
   double progress_rate = 0.0;              // step_events per second of the step
   std::optional<StackCapture> stacks;      // set when stacks were collected
+  std::optional<std::uint64_t> peak_rss_bytes;      // the child's peak resident memory, as last sampled
+  std::optional<std::uint64_t> memory_limit_bytes;  // what the machine (or cgroup) allows
 };
 
 // Spawns `launch`, watches it until it exits or a deadline fires, reaps its
