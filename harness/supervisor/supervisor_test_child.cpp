@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/protocol/events.h"
@@ -124,8 +125,16 @@ int main(int argc, char** argv) {
   if (mode == "busy_silent" || mode == "busy_forever") {  // computes without a word
     w.emit("step_begin", {{"step", 1}});
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(mode == "busy_silent" ? 3 : 3600);
-    volatile double x = 0;
-    while (std::chrono::steady_clock::now() < until) x = x + 1.0;
+    // Two spinning threads, as a multi-threaded CPU step would: the process's
+    // CPU time then stays above half the wall time even on a loaded machine
+    // (tests run side by side), which is what the watchdog reads.
+    auto spin = [until] {
+      volatile double x = 0;
+      while (std::chrono::steady_clock::now() < until) x = x + 1.0;
+    };
+    std::thread helper(spin);
+    spin();
+    helper.join();
     w.emit("step_end", {{"step", 1}, {"loss", 4.0}, {"step_ms", 3000.0}, {"tok_s", 1.0},
                         {"tokens", 10}, {"skipped", false}, {"host_syncs", 0}});
     w.emit("done", {{"steps_completed", 2}});
