@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "harness/core/text.h"
 #include "nsa/faults.h"
 #include "nsa/flags.h"
 
@@ -71,9 +72,7 @@ std::optional<std::string> check_flag(const std::string& name, const Pos& name_p
     return std::nullopt;
   }
   if (name == "NSA_FAULT") {
-    std::string csv = value.text + ",";
-    for (size_t start = 0, comma; (comma = csv.find(',', start)) != std::string::npos; start = comma + 1) {
-      std::string item = csv.substr(start, comma - start);
+    for (const auto& item : split(value.text, ',')) {
       if (!item.empty() && !nsa::find_fault(item)) {
         check.error(value.pos, path, "unknown fault '" + item + "'" + did_you_mean(item, fault_names()));
         return std::nullopt;
@@ -103,7 +102,7 @@ std::optional<std::string> check_probes_value(const YNode& value, const std::str
     return std::nullopt;
   }
   if (value.text == "all" || value.text == "none" || value.text == "alternate") return value.text;
-  for (const auto& name : split_probe_list(value.text)) {
+  for (const auto& name : split(value.text, '+')) {
     if (std::find(probe_names().begin(), probe_names().end(), name) != probe_names().end()) continue;
     std::string hint = did_you_mean(name, probe_names());
     check.error(value.pos, path,
@@ -112,14 +111,6 @@ std::optional<std::string> check_probes_value(const YNode& value, const std::str
     return std::nullopt;
   }
   return value.text;
-}
-
-std::vector<std::string> split_probe_list(const std::string& text) {
-  std::vector<std::string> names;
-  std::string rest = text + "+";
-  for (size_t start = 0, plus; (plus = rest.find('+', start)) != std::string::npos; start = plus + 1)
-    names.push_back(rest.substr(start, plus - start));
-  return names;
 }
 
 std::optional<std::string> check_data(const YNode& value, const std::string& path, Checker& check) {
@@ -224,7 +215,7 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
       s.observe_alternate = true;
       return;
     }
-    const auto only = split_probe_list(setting);
+    const auto only = split(setting, '+');
     for (auto& [name, probe] : s.probes)
       if (std::find(only.begin(), only.end(), name) == only.end()) probe.enabled = false;
   } else {

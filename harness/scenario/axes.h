@@ -46,7 +46,6 @@ std::optional<std::string> check_flag(const std::string& name, const Pos& name_p
 // none on odd ones, in one process), or probe names joined by '+'
 // ("cupti+finite": only those probes run), each name checked with close matches.
 std::optional<std::string> check_probes_value(const YNode& value, const std::string& path, Checker& check);
-std::vector<std::string> split_probe_list(const std::string& text);
 
 // A registered fault name (or "none" when allow_none), with close matches otherwise.
 std::optional<std::string> check_fault(const YNode& value, const std::string& path, Checker& check, bool allow_none);
