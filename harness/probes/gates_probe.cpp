@@ -2,6 +2,7 @@
 // over tokens, saturation, constant gates, and the fc2 weight norm. Constant
 // gates are a warning (the branches are mixed blindly), never a cause of NaN.
 #include "harness/probes/probes.h"
+#include "harness/probes/tensor_checks.h"
 
 namespace harness {
 namespace {
@@ -26,7 +27,7 @@ class GatesProbe : public Probe {
     }
     if (gates.empty()) return;
     std::vector<at::Tensor> per_layer;
-    if (same_shapes(gates)) {
+    if (same_4d_shapes(gates)) {
       per_layer.push_back(layer_stats(at::stack(gates)));
     } else {
       for (auto& g : gates) per_layer.push_back(layer_stats(g.unsqueeze(0)));
@@ -64,12 +65,6 @@ class GatesProbe : public Probe {
     auto saturated = ((g < 0.01) | (g > 0.99)).to(at::kFloat).mean({1, 2, 3, 4});
     auto mean = g.mean({1, 2, 3, 4});
     return at::cat({mean_share, at::stack({spread, saturated, mean}, 1)}, 1);
-  }
-
-  static bool same_shapes(const std::vector<at::Tensor>& ts) {
-    for (auto& t : ts)
-      if (t.sizes() != ts.front().sizes() || t.dim() != 4) return false;
-    return true;
   }
 
   static at::Tensor fc2_weight(ProbeContext& ctx, int layer) {

@@ -30,7 +30,7 @@ class InvariantsProbe : public Probe {
     // (the invariants are per row), one verdict per layer.
     std::vector<at::Tensor> bad;
     at::Tensor verdict;
-    if (all_same_shape(idx)) {
+    if (same_4d_shapes(idx)) {
       const auto shape = idx.front().sizes().vec();
       const int64_t L = static_cast<int64_t>(idx.size());
       auto all = selection_violations(at::stack(idx).view({-1, shape[1], shape[2], shape[3]}), P.sel_block, P.sel_count);
@@ -49,12 +49,6 @@ class InvariantsProbe : public Probe {
   }
 
  private:
-  static bool all_same_shape(const std::vector<at::Tensor>& ts) {
-    for (auto& t : ts)
-      if (t.sizes() != ts.front().sizes() || t.dim() != 4) return false;
-    return true;
-  }
-
   bool report_first(ProbeContext& ctx, const TensorTap::Entry& e, const at::Tensor& bad, const nsa::NsaParams& P) {
     auto where = bad.nonzero().cpu();  // rows in (b, t, g) order
     auto idx = e.value.to(at::kLong).cpu();

@@ -19,21 +19,21 @@ namespace harness {
 bool all_finite_together(const std::vector<at::Tensor>& tensors) {
   // Grouped by (device, dtype): each group is one multi-tensor launch sequence.
   std::map<std::tuple<int, int, int>, std::vector<at::Tensor>> groups;
-#ifdef NSA_WITH_FINITE_SCAN
   // Contiguous CUDA tensors of one device go to the one-launch scan instead
   // (finite_scan.h: the same answer without ~1 µs of host work per tensor).
   std::vector<at::Tensor> scan;
-  for (auto& t : tensors)
-    if (t.defined() && t.numel() > 0 && finite_scan_accepts(t) &&
-        (scan.empty() || scan.front().device() == t.device()))
+  for (auto& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+#ifdef NSA_WITH_FINITE_SCAN
+    if (finite_scan_accepts(t) && (scan.empty() || scan.front().device() == t.device())) {
       scan.push_back(t);
-    else if (t.defined() && t.numel() > 0)
-      groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
+      continue;
+    }
+#endif
+    groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
+  }
+#ifdef NSA_WITH_FINITE_SCAN
   if (!scan.empty() && !all_finite_by_scan(scan)) return false;
-#else
-  for (auto& t : tensors)
-    if (t.defined() && t.numel() > 0)
-      groups[{int(t.device().type()), int(t.device().index()), int(t.scalar_type())}].push_back(t.detach());
 #endif
   if (groups.empty()) return true;
   const at::Device home = groups.begin()->second.front().device();
@@ -46,6 +46,12 @@ bool all_finite_together(const std::vector<at::Tensor>& tensors) {
     sums.push_back(at::stack(norms).to(home, at::kDouble));  // one copy per group, not per tensor
   }
   return at::isfinite(at::cat(sums)).all().item<bool>();
+}
+
+bool same_4d_shapes(const std::vector<at::Tensor>& tensors) {
+  for (auto& t : tensors)
+    if (t.dim() != 4 || t.sizes() != tensors.front().sizes()) return false;
+  return true;
 }
 
 std::optional<std::string> selection_row_violation(const std::vector<int64_t>& row, int64_t t, int64_t sel_block,

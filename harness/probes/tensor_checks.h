@@ -11,6 +11,10 @@
 
 namespace harness {
 
+// True when every tensor is 4-d with the sizes of the first (so the per-layer
+// tensors of the tap can be stacked and checked at once).
+bool same_4d_shapes(const std::vector<at::Tensor>& tensors);
+
 // True when every element of every tensor is finite. Floating-point tensors of
 // any dtype and device; an empty list is finite.
 bool all_finite_together(const std::vector<at::Tensor>& tensors);
