@@ -25,6 +25,12 @@ AxisValues without_probes(const AxisValues& axes) {
 
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
 
+// Robust σ of step times over their median; 0 when too few to say.
+double relative_noise(const std::vector<double>& step_ms) {
+  const double mid = median(step_ms);
+  return step_ms.size() >= 3 && mid > 0 ? mad_spread(step_ms) / mid : 0.0;
+}
+
 }  // namespace
 
 // `probes: alternate`: even steps observed, odd steps bare, in one process.
@@ -44,6 +50,7 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   }
   if (on_step.empty() || off_step.empty()) return std::nullopt;
   ObservationCost oc;
+  oc.cell_id = c.id;
   oc.observed_cell = c.id + " (even steps)";
   oc.bare_cell = c.id + " (odd steps)";
   oc.observed_step_ms = median(on_step);
@@ -51,7 +58,7 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   oc.bare_ms = median(off_total);
   if (oc.bare_ms <= 0) return std::nullopt;
   oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
-  if (off_step.size() >= 3) oc.bare_noise = mad_spread(off_step) / median(off_step);
+  oc.bare_noise = relative_noise(off_step);
   return oc;
 }
 
@@ -72,6 +79,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     });
     if (bare == cells.end() || !timed_pass(*bare)) continue;
     ObservationCost oc;
+    oc.cell_id = observed.id;
     oc.observed_cell = observed.id;
     oc.bare_cell = bare->id;
     oc.observed_step_ms = *observed.metrics.step_ms_median;
@@ -83,8 +91,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
     std::vector<double> timed_steps;  // the first step is warm-up, as in step_ms_median
     for (size_t i = 1; i < bare->steps.size(); ++i) timed_steps.push_back(bare->steps[i].step_ms);
-    const double mid = median(timed_steps);
-    if (timed_steps.size() >= 3 && mid > 0) oc.bare_noise = mad_spread(timed_steps) / mid;
+    oc.bare_noise = relative_noise(timed_steps);
     out.push_back(oc);
   }
   return out;

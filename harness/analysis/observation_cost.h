@@ -13,7 +13,8 @@ namespace harness {
 inline constexpr double kObservationCostGoal = 0.03;
 
 struct ObservationCost {
-  std::string observed_cell;  // probes=all
+  std::string cell_id;        // the observed cell (its probe_costs are the hooks behind the cost)
+  std::string observed_cell;  // probes=all, or "probes=alternate (even steps)"
   std::string bare_cell;      // probes=none
   double observed_step_ms = 0;   // median timed step with the probes on
   double observed_probe_ms = 0;  // median time in probe hooks per step

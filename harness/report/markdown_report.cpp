@@ -125,7 +125,7 @@ std::string observation_section(const RunResult& r) {
   // Where the time outside the step goes, as the observed child measured it.
   for (const auto& c : costs) {
     for (const auto& cell : r.cells) {
-      if (cell.id != c.observed_cell && cell.id + " (even steps)" != c.observed_cell) continue;
+      if (cell.id != c.cell_id) continue;
       auto it = cell.extra.find("probe_costs");
       if (it == cell.extra.end() || !it->is_array() || it->empty()) continue;
       s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
