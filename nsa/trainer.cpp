@@ -68,7 +68,7 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
     // One multi-tensor pass for every gradient's L2 norm, in fp32 whatever the
     // gradients' dtype (a 16-bit sum of squares overflows on ordinary values).
     sq = grads.empty() ? at::zeros({}, at::kFloat)
-                       : at::stack(at::_foreach_norm(grads, 2, at::kFloat)).to(at::kFloat).pow(2).sum();
+                       : at::stack(at::_foreach_norm(grads, 2, at::kFloat)).pow(2).sum();
   }
   double norm = std::sqrt(sq.item<double>()) / scaler_.scale();
   st.grad_norm = norm;

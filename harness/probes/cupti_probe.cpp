@@ -82,7 +82,7 @@ class CuptiProbe : public Probe {
                                          : (layer >= 0 ? std::string(name) + " " + std::to_string(layer) : std::string(name));
       if (name == "step") {
         if (flight_) flight_->set_step(step);
-        const bool traced = observing_ && traced_step(step);
+        const bool traced = traced_step(step);
         tracer_->set_recording(traced);
         if (traced) traced_steps_.push_back(step);
       }

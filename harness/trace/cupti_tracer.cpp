@@ -211,6 +211,7 @@ bool CuptiTracer::start() {
   if (opt_.flight != nullptr &&
       NSA_CUPTI_CALL(cuptiSubscribe(&impl_->subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_launch), impl_.get()))) {
     enable_launch_callbacks(impl_->subscriber, true);
+    launch_callbacks_ = true;
   }
   // Host ranges must share CUPTI's clock, or kernels fall into the wrong phase.
   if (opt_.ranges != nullptr) opt_.ranges->set_clock(&CuptiTracer::timestamp_ns);
@@ -220,7 +221,9 @@ bool CuptiTracer::start() {
 }
 
 void CuptiTracer::set_launch_callbacks(bool on) {
-  if (active_ && impl_->subscriber != nullptr) enable_launch_callbacks(impl_->subscriber, on);
+  if (!active_ || impl_->subscriber == nullptr || on == launch_callbacks_) return;
+  enable_launch_callbacks(impl_->subscriber, on);
+  launch_callbacks_ = on;
 }
 
 void CuptiTracer::set_recording(bool on) {
@@ -248,6 +251,7 @@ void CuptiTracer::stop() {
   g_active.store(nullptr, std::memory_order_release);
   active_ = false;
   recording_ = false;
+  launch_callbacks_ = false;
 }
 
 std::vector<TraceEvent> CuptiTracer::take_events() { return impl_->store.take(); }

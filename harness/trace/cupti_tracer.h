@@ -90,6 +90,7 @@ class CuptiTracer {
   std::unique_ptr<Impl> impl_;
   bool active_ = false;
   bool recording_ = false;
+  bool launch_callbacks_ = false;
 };
 
 // The absolute path of the libcupti.so this process loaded (dladdr on a CUPTI
