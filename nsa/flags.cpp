@@ -40,6 +40,10 @@ const std::vector<FlagInfo> kFlags = {
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
     {"NSA_FAULT", T::string, "",
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
+    {"NSA_MUTATION", T::string, "",
+     "Comma-separated mutation names to switch on: bugs planted to test the tests (`nsa-harness selftest "
+     "--mutations`). Also read from the environment at process start, so any binary linking the model runs "
+     "mutated."},
 };
 
 std::string lower(std::string_view s) {
