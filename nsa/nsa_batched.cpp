@@ -3,6 +3,7 @@
 // by one stable sort, selected attention by gather (pack) or a dense token mask,
 // the window by a band mask.
 #include "nsa/faults.h"
+#include "nsa/mutations.h"
 #include "nsa/nsa_paths.h"
 
 namespace nsa {
@@ -21,7 +22,8 @@ at::Tensor select_all(const at::Tensor& scores, const NsaParams& P, int64_t S) {
   auto j = at::arange(n_sel, opts.dtype(at::kLong)).view({1, n_sel});
   auto cur = t.div(P.sel_block, "floor");
   auto candidate = (j * P.sel_block) <= t;                            // [S, n_sel]
-  auto forced = candidate & ((j == 0) | (j == cur) | (j == cur - 1));
+  const int64_t prev = mutation_on(Mutation::batched_forced_prev_block_missing) ? 0 : 1;  // 0: cur−1 not forced
+  auto forced = candidate & ((j == 0) | (j == cur) | (j == cur - prev));
   // Forced blocks rank first, non-candidates last; a stable sort keeps ties in
   // ascending block order, which is the tie rule.
   auto key = scores.masked_fill(forced, std::numeric_limits<double>::infinity()).masked_fill(candidate.logical_not(), kNegInf);
@@ -56,7 +58,8 @@ at::Tensor selected_pack(const at::Tensor& q_in, const at::Tensor& k, const at::
   auto offs = at::arange(L, idx.options()).view({1, 1, 1, 1, L});
   auto tok = (idx.unsqueeze(-1) * L + offs).view({B, G, S, n * L});   // token positions
   auto t = at::arange(S, idx.options()).view({1, 1, S, 1});
-  auto valid = (idx.unsqueeze(-1) >= 0).expand({B, G, S, n, L}).reshape({B, G, S, n * L}) & (tok <= t) & (tok < S_real);
+  auto causal = mutation_on(Mutation::batched_slc_sees_future) ? tok >= 0 : tok <= t;
+  auto valid = (idx.unsqueeze(-1) >= 0).expand({B, G, S, n, L}).reshape({B, G, S, n * L}) & causal & (tok < S_real);
   auto safe = at::where(valid, tok, at::zeros_like(tok));
   auto gather = [&](const at::Tensor& kv) {  // kv [B,G,S,dim] → [B,G,S,n·L,dim]
     auto flat = safe.view({B, G, S * n * L, 1}).expand({B, G, S * n * L, kv.size(-1)});
@@ -119,6 +122,7 @@ BranchOutputs nsa_batched(const Projected& pj, const NsaWeights& w, const ModelC
   const int64_t B = pj.q.size(0), S = pj.q.size(1), H = c.n_heads, G = c.n_kv_groups, hpg = H / G;
   const double scale = 1.0 / std::sqrt(double(c.d_k));
   auto q = pj.q.to(acc).view({B, S, G, hpg, c.d_k}).permute({0, 2, 3, 1, 4});  // [B,G,h,S,dk]
+  if (mutation_on(Mutation::batched_gqa_interleaved)) q = pj.q.to(acc).view({B, S, hpg, G, c.d_k}).permute({0, 3, 2, 1, 4});
   auto t = at::arange(S, pj.q.options().dtype(at::kLong));
   BranchOutputs out;
   auto to_heads = [&](const at::Tensor& o) {  // [B,G,h,S,dv] → [B,S,H,dv]
@@ -135,6 +139,7 @@ BranchOutputs nsa_batched(const Projected& pj, const NsaWeights& w, const ModelC
     auto vc = compress_blocks(blocks_v, w.phi_v, P.phi).to(acc);
     auto i = at::arange(n_cmp, t.options());
     int64_t early = fault_on(Fault::causal_leak) ? P.cmp_stride : 0;  // planted: visible one block early
+    if (mutation_on(Mutation::batched_cmp_visible_late)) early = -1;  // one token late: < where ≤ belongs
     auto visible = (i.view({1, n_cmp}) * P.cmp_stride + P.cmp_block - 1 - early) <= t.view({S, 1});  // [S,n_cmp]
     auto scores = at::matmul(q, kc.unsqueeze(2).transpose(-1, -2)) * scale;  // [B,G,h,S,n_cmp]
     if (fault_on(Fault::fp16_softmax_overflow) && dt == at::kHalf) {
@@ -154,7 +159,8 @@ BranchOutputs nsa_batched(const Projected& pj, const NsaWeights& w, const ModelC
   at::Tensor scores_sel;
   if (n_cmp > 0) {
     auto ov = overlap_matrix(n_cmp, n_sel, P, p_cmp.options());
-    scores_sel = at::matmul(p_cmp.detach(), ov).sum(2);  // Eq. 9 by overlap, then Eq. 10 over the group's heads
+    auto per_head = at::matmul(p_cmp.detach(), ov);  // Eq. 9 by overlap, [B,G,h,S,n_sel]
+    scores_sel = mutation_on(Mutation::batched_group_score_first_head) ? per_head.select(2, 0) : per_head.sum(2);  // Eq. 10
   } else {
     scores_sel = at::zeros({B, G, S, n_sel}, q.options());
   }
@@ -163,19 +169,21 @@ BranchOutputs nsa_batched(const Projected& pj, const NsaWeights& w, const ModelC
 
   // --- selected branch ---------------------------------------------------
   auto ks = by_group(pj.k[1], acc), vs = by_group(pj.v[1], acc);
+  const double slc_scale = mutation_on(Mutation::batched_slc_scale_over_dk) ? 1.0 / c.d_k : scale;
   bool use_mask = rt.sel_mask;
   bool use_pack = !use_mask && (rt.sel_pack || fault_on(Fault::flag_ignored));
   if (use_mask && fault_on(Fault::flag_ignored)) use_mask = false, use_pack = true;  // planted: the flag is ignored
   if (use_pack || !use_mask) {
     if (rt.observer) rt.observer->route("slc", "batched.pack");
-    out.o[1] = to_heads(selected_pack(q, ks, vs, idx, P, scale));
+    out.o[1] = to_heads(selected_pack(q, ks, vs, idx, P, slc_scale));
   } else {
     if (rt.observer) rt.observer->route("slc", "batched.mask");
-    out.o[1] = to_heads(selected_mask(q, ks, vs, idx, P, scale));
+    out.o[1] = to_heads(selected_mask(q, ks, vs, idx, P, slc_scale));
   }
 
   // --- sliding window ----------------------------------------------------
-  out.o[2] = to_heads(window_by_offsets(q, by_group(pj.k[2], acc), by_group(pj.v[2], acc), P, scale));
+  const int win_keys = mutation_on(Mutation::batched_win_reads_slc_keys) ? 1 : 2;
+  out.o[2] = to_heads(window_by_offsets(q, by_group(pj.k[win_keys], acc), by_group(pj.v[2], acc), P, scale));
   if (rt.observer) {
     rt.observer->route("cmp", "batched");
     rt.observer->route("win", "batched");

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "nsa/faults.h"
+#include "nsa/mutations.h"
 #include "nsa/nsa_paths.h"
 
 namespace nsa {
@@ -36,6 +37,7 @@ at::Tensor top_n_one_query(const at::Tensor& scores, int64_t t, const NsaParams&
   auto forced = (j == 0) | (j == cur) | (j == cur - 1);
   auto key = scores.masked_fill(forced, std::numeric_limits<double>::infinity());
   auto order = std::get<1>(key.sort(/*stable=*/true, -1, /*descending=*/true));
+  if (mutation_on(Mutation::decode_ties_to_higher_index)) order = std::get<1>(key.sort(true, -1, false)).flip(-1);
   const int64_t n = std::min<int64_t>(P.sel_count, n_sel);
   auto top = std::get<0>(order.narrow(-1, 0, n).sort(-1));
   if (n == P.sel_count) return top;
@@ -64,11 +66,14 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
     cache.v[b].push_back(v_t[b]);
   }
   const int64_t t = cache.length() - 1;
-  // Emit compressed block i when token t is its last: i·d + l − 1 == t.
-  if (t + 1 >= P.cmp_block && (t + 1 - P.cmp_block) % P.cmp_stride == 0) {
-    const int64_t start = t + 1 - P.cmp_block;
-    cache.kc.push_back(compress_blocks(stack_range(cache.k[0], start, t + 1), w.phi_k, P.phi));
-    cache.vc.push_back(compress_blocks(stack_range(cache.v[0], start, t + 1), w.phi_v, P.phi));
+  // Emit compressed block i when token t is its last: i·d + l − 1 == t, i.e. the
+  // cache holds n = i·d + l tokens.
+  int64_t n = t + 1;
+  if (mutation_on(Mutation::decode_cmp_emitted_late)) n = t;
+  if (n >= P.cmp_block && (n - P.cmp_block) % P.cmp_stride == 0) {
+    const int64_t start = n - P.cmp_block;
+    cache.kc.push_back(compress_blocks(stack_range(cache.k[0], start, n), w.phi_k, P.phi));
+    cache.vc.push_back(compress_blocks(stack_range(cache.v[0], start, n), w.phi_v, P.phi));
   }
   auto q = q_t.to(acc).view({B, G, hpg, c.d_k});
   DecodeOut out;
@@ -80,7 +85,8 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   at::Tensor scores;  // [B,G,n_sel]
   if (n_cmp > 0) {
     auto kc = at::stack(cache.kc, 2).to(acc), vc = at::stack(cache.vc, 2).to(acc);  // [B,G,n_cmp,·]
-    auto p = at::softmax(at::matmul(q, kc.transpose(-1, -2)) * scale, -1);        // [B,G,h,n_cmp]
+    const double cmp_scale = mutation_on(Mutation::decode_cmp_unscaled) ? 1.0 : scale;
+    auto p = at::softmax(at::matmul(q, kc.transpose(-1, -2)) * cmp_scale, -1);    // [B,G,h,n_cmp]
     out.o[0] = at::matmul(p, vc).view({B, H, c.d_v});
     scores = at::matmul(p.detach(), overlap_matrix(n_cmp, n_sel, P, p.options())).sum(2);
   } else {
@@ -101,7 +107,7 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   out.o[1] = attend_group(q, gk, gv, scale, valid.unsqueeze(2)).view({B, H, c.d_v});
 
   // Window branch: the last w tokens.
-  const int64_t w0 = std::max<int64_t>(0, t - P.window + 1);
+  const int64_t w0 = std::max<int64_t>(0, t - P.window + (mutation_on(Mutation::decode_window_one_short) ? 2 : 1));
   auto kw = stack_range(cache.k[2], w0, t + 1).to(acc), vw = stack_range(cache.v[2], w0, t + 1).to(acc);
   out.o[2] = attend_group(q, kw, vw, scale).view({B, H, c.d_v});
   return out;

@@ -1,6 +1,8 @@
 #include "nsa/nsa_ops.h"
 
 #include "nsa/faults.h"
+#include "nsa/mutations.h"
+#include "nsa/observer.h"
 
 namespace nsa {
 
@@ -10,6 +12,7 @@ at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base) {
   const int64_t S = x.size(1), dim = x.size(3), half = dim / 2;
   auto fopts = x.options().dtype(accum_dtype(x.scalar_type()));
   auto inv_freq = at::pow(base, -at::arange(0, half, fopts) / double(half));   // [half]
+  if (mutation_on(Mutation::rope_position_offset)) ++pos0;
   auto pos = at::arange(pos0, pos0 + S, fopts);                                // [S]
   auto ang = at::outer(pos, inv_freq);                                         // [S, half]
   auto cos = at::cat({ang.cos(), ang.cos()}, -1).view({1, S, 1, dim}).to(x.scalar_type());
@@ -26,7 +29,8 @@ Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c
   p.q = apply_rope(at::matmul(x, w.wq.to(dt)).view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
   for (int b = 0; b < 3; ++b) {
     auto k = at::matmul(x, w.wk[b].to(dt)).view({B, S, c.n_kv_groups, c.d_k});
-    p.k[b] = apply_rope(k, pos0, c.rope_base);
+    const bool unrotated = b == static_cast<int>(Branch::slc) && mutation_on(Mutation::rope_skips_slc_keys);
+    p.k[b] = unrotated ? k : apply_rope(k, pos0, c.rope_base);
     p.v[b] = at::matmul(x, w.wv[b].to(dt)).view({B, S, c.n_kv_groups, c.d_v});
   }
   return p;
@@ -39,7 +43,8 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
   auto shape = tokens.sizes().vec();
   shape.pop_back();
   shape.back() = l * dim;  // [..., l·dim]
-  auto flat = (tokens + phi.pe.to(dt)).reshape(shape);
+  auto pe = mutation_on(Mutation::phi_pe_reversed) ? phi.pe.flip(0) : phi.pe;
+  auto flat = (tokens + pe.to(dt)).reshape(shape);
   auto h = at::silu(at::matmul(flat, phi.w1.to(dt)) + phi.b1.to(dt));
   return at::matmul(h, phi.w2.to(dt)) + phi.b2.to(dt);
 }
@@ -48,15 +53,18 @@ at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConf
   const auto dt = x.scalar_type();
   auto h = at::silu(at::matmul(x, w.gate_w1.to(dt)) + w.gate_b1.to(dt));
   auto logits = at::matmul(h, w.gate_w2.to(dt)) + w.gate_b2.to(dt);  // [B,S,3H], branch-major
-  auto g = at::sigmoid(logits.to(accum_dtype(dt)));
-  return g.view({x.size(0), x.size(1), 3, c.n_heads}).transpose(2, 3);  // [B,S,H,3]
+  auto g = logits.to(accum_dtype(dt)).view({x.size(0), x.size(1), 3, c.n_heads});
+  g = mutation_on(Mutation::gate_softmax_over_branches) ? at::softmax(g, 2) : at::sigmoid(g);
+  return g.transpose(2, 3);  // [B,S,H,3]
 }
 
 at::Tensor combine_branches(const BranchOutputs& b, const at::Tensor& gates, const NsaWeights& w) {
   const auto dt = b.o[0].scalar_type();
   auto g = gates.to(dt);
-  auto o = b.o[0] * g.select(-1, 0).unsqueeze(-1) + b.o[1] * g.select(-1, 1).unsqueeze(-1) +
-           b.o[2] * g.select(-1, 2).unsqueeze(-1);  // [B,S,H,dv]
+  int64_t slc = 1, win = 2;
+  if (mutation_on(Mutation::gate_slc_win_swapped)) std::swap(slc, win);
+  auto o = b.o[0] * g.select(-1, 0).unsqueeze(-1) + b.o[1] * g.select(-1, slc).unsqueeze(-1) +
+           b.o[2] * g.select(-1, win).unsqueeze(-1);  // [B,S,H,dv]
   return at::matmul(o.flatten(2), w.wo.to(dt));
 }
 
@@ -74,8 +82,9 @@ at::Tensor masked_softmax(const at::Tensor& scores, const at::Tensor& mask) {
 at::Tensor overlap_matrix(int64_t n_cmp, int64_t n_sel, const NsaParams& p, const at::TensorOptions& o) {
   auto i = at::arange(n_cmp, o.dtype(at::kLong)).unsqueeze(1);
   auto j = at::arange(n_sel, o.dtype(at::kLong)).unsqueeze(0);
-  auto a0 = i * p.cmp_stride, a1 = a0 + p.cmp_block;
+  auto a0 = i * (mutation_on(Mutation::overlap_stride_as_block) ? p.cmp_block : p.cmp_stride), a1 = a0 + p.cmp_block;
   auto b0 = j * p.sel_block, b1 = b0 + p.sel_block;
+  if (mutation_on(Mutation::overlap_touching_blocks)) return ((a0 <= b1) & (b0 <= a1)).to(o.dtype());
   return ((a0 < b1) & (b0 < a1)).to(o.dtype());
 }
 

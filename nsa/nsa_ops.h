@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "nsa/config.h"
+#include "nsa/mutations.h"
 #include "nsa/nsa_weights.h"
 
 namespace nsa {
@@ -57,8 +58,9 @@ inline int64_t num_visible_cmp(int64_t t, const NsaParams& p) {
 inline int64_t num_sel_blocks(int64_t S, const NsaParams& p) { return (S + p.sel_block - 1) / p.sel_block; }
 // Does compressed block i ([i·d, i·d+l)) overlap selection block j ([j·l', (j+1)·l'))?
 inline bool cmp_overlaps_sel(int64_t i, int64_t j, const NsaParams& p) {
-  int64_t a0 = i * p.cmp_stride, a1 = a0 + p.cmp_block;
+  int64_t a0 = i * (mutation_on(Mutation::overlap_stride_as_block) ? p.cmp_block : p.cmp_stride), a1 = a0 + p.cmp_block;
   int64_t b0 = j * p.sel_block, b1 = b0 + p.sel_block;
+  if (mutation_on(Mutation::overlap_touching_blocks)) return a0 <= b1 && b0 <= a1;
   return a0 < b1 && b0 < a1;
 }
 
