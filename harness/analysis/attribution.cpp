@@ -1,6 +1,7 @@
 #include "harness/analysis/attribution.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <cstdlib>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "harness/analysis/axis_settings.h"
 #include "harness/analysis/judgement.h"
+#include "harness/analysis/verdict.h"
 
 namespace harness {
 
@@ -75,6 +77,15 @@ std::string failure_text(const Bucket& b) {
   return s;
 }
 
+// Two cells' step times differ beyond the noise both carry (3 × the combined
+// scaled MAD). A timing failure beside a pass whose steps took the same time
+// within noise says nothing about the axis that differs between them.
+bool differs_beyond_noise(const CellResult& a, const CellResult& b) {
+  if (!a.step_noise || !b.step_noise) return true;  // unknown noise: the judgement stands as made
+  const double noise = std::hypot(a.step_noise->mad_ms, b.step_noise->mad_ms);
+  return std::abs(a.step_noise->median_ms - b.step_noise->median_ms) > 3.0 * noise;
+}
+
 std::vector<Bucket> collect(const std::vector<Judged>& cells, const std::string& axis) {
   std::map<std::string, std::vector<const Judged*>> groups;
   for (auto& c : cells)
@@ -87,6 +98,7 @@ std::vector<Bucket> collect(const std::vector<Judged>& cells, const std::string&
     for (const Judged* p : groups[others_key(*f.cell, axis)]) {
       const std::string& pv = *value_of(*p->cell, axis);
       if (pv == fv) continue;
+      if (is_timing_reason(f.j.reason) && !differs_beyond_noise(*f.cell, *p->cell)) continue;
       auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) {
         return b.fv == fv && b.pv == pv && b.reason == f.j.reason;
       });
@@ -121,6 +133,12 @@ Attribution single(const Bucket& b) {
   Attribution a{b.axis, b.fv, b.pv, "", b.cells};
   const std::string pass_with = describe_setting(b.axis, b.pv);
   const std::string fail_with = describe_setting(b.axis, b.fv);
+  if (is_wrong_answer(b.reason)) {
+    // A wrong answer is not bypassed by another path: it is located in this one.
+    a.statement = fmt::format("the {} is in {}: {} computes the same workload correctly in {} of {} pairs", 
+                              failure_text(b), fail_with, pass_with, b.passed, b.pairs);
+    return a;
+  }
   if (b.consistent()) {
     a.statement = fmt::format("{} bypasses the {} seen with {} in {} of {} pairs", pass_with,
                               failure_text(b), fail_with, b.passed, b.pairs);

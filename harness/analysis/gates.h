@@ -1,10 +1,9 @@
 #pragma once
 // Acceptance gates vs what a cell measured (DESIGN §5 "acceptance gates vs
-// measured"). The gate values travel in a cell's extra["gates_spec"], the JSON
-// form of GateSpec (cell_spec.h): {min_tok_s, max_step_ms, require_finite,
-// require_loss_falls, min_branch_share, max_branch_share}; absent keys (or an
-// absent gates_spec) are not checked. Skipped cells are never checked: they
-// measured nothing.
+// measured"). Each gate is judged here and only here, from the typed limits a
+// cell carries (CellResult::gates, "gates_spec" in results.json) and its typed
+// measurements (metrics, step noise, branch shares); unset limits are not
+// checked. Skipped cells are never checked: they measured nothing.
 #include <string>
 #include <string_view>
 #include <vector>

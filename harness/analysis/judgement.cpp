@@ -49,6 +49,19 @@ Judgement judge(const CellResult& c) {
   return j;
 }
 
+bool is_timing_reason(const std::string& r) {
+  return r == reason::slow_step || r == reason::slow_step_growth || r == reason::gate_max_step_ms ||
+         r == reason::gate_min_tok_s;
+}
+
+bool fails_on_timing_only(const CellResult& c) {
+  const Judgement j = judge(c);
+  if (j.kind != Judgement::Kind::fail || !is_timing_reason(j.reason)) return false;
+  for (auto& f : c.findings)
+    if (f.severity == Severity::blocking && !is_timing_reason(f.code)) return false;
+  return true;
+}
+
 std::string failure_noun(const std::string& outcome, const std::string& reason) {
   static const std::map<std::string, std::string> kOutcomeNouns{
       {"hang", "hang"},   {"step_timeout", "step timeout"}, {"slow_step", "slow step"},

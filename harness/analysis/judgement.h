@@ -18,6 +18,13 @@ struct Judgement {
 
 Judgement judge(const CellResult& cell);
 
+// Reasons that rest on time alone (a slow step, a step-time or throughput
+// gate): on a shared machine they may be the machine's, so they are confirmed
+// by a re-run before they stand, and compared only beyond the noise.
+bool is_timing_reason(const std::string& reason);
+// The cell failed, and only for timing reasons (no other blocking finding).
+bool fails_on_timing_only(const CellResult& cell);
+
 // "hang", "non-finite values", "parity mismatch": the noun for a failure in prose.
 std::string failure_noun(const std::string& outcome, const std::string& reason);
 

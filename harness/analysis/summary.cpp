@@ -125,15 +125,25 @@ std::string settings_text(const AxisValues& settings) {
   return s;
 }
 
-std::string decision_sentence(const DecisionBasis& b) {
+std::string decision_sentence(const RunResult& run, const DecisionBasis& b) {
   std::string d(to_string(b.decision));
   if (b.ran == 0)
     return fmt::format("Decision {}: no cell ran ({} skipped), so nothing was verified on this platform; "
                        "nothing failed either.", d, b.skipped);
-  if (!b.no_workaround.empty())
+  if (!b.no_workaround.empty()) {
+    std::vector<std::string> wrong;
+    for (auto& c : run.cells)
+      if (std::find(b.no_workaround.begin(), b.no_workaround.end(), c.id) != b.no_workaround.end() &&
+          is_wrong_answer(judge(c).reason))
+        wrong.push_back(c.id);
+    if (!wrong.empty())
+      return fmt::format("Decision {}: {} computed a wrong answer ({}); a path or precision that computes the "
+                         "wrong attention is a bug to fix, whatever other settings pass.",
+                         d, plural(wrong.size(), "cell", "cells"), cell_list(wrong));
     return fmt::format("Decision {}: {} failed with no passing cell that runs the same workload under other "
                        "settings ({}).", d, plural(b.no_workaround.size(), "cell", "cells"),
                        cell_list(b.no_workaround));
+  }
   if (!b.failing.empty()) {
     std::string s = fmt::format("Decision {}: every failing cell passes under other settings — ", d);
     for (size_t i = 0; i < b.workarounds.size(); ++i)
@@ -191,7 +201,7 @@ std::string executive_summary(const RunResult& run) {
   }
   if (auto w = warning_sentence(run); !w.empty()) paragraphs.push_back(w);
   if (auto e = expectation_sentence(run); !e.empty()) paragraphs.push_back(e);
-  paragraphs.push_back(decision_sentence(basis));
+  paragraphs.push_back(decision_sentence(run, basis));
   std::string out;
   for (size_t i = 0; i < paragraphs.size(); ++i) out += (i ? "\n\n" : "") + paragraphs[i];
   return out;

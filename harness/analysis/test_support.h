@@ -45,6 +45,14 @@ inline Finding warning(std::string code, std::string title, std::optional<int> s
   return f;
 }
 
+// Gate limits written as in results.json ({"min_tok_s": 300}); a key left out is
+// not checked (require_finite included, unlike a scenario's default).
+inline GateSpec gates_from(const nlohmann::json& j) {
+  GateSpec g = j.get<GateSpec>();
+  g.require_finite = j.value("require_finite", false);
+  return g;
+}
+
 // Steps with the given times (ms) and a loss that falls by 0.5 per step from 5.5.
 inline void add_steps(CellResult& c, std::initializer_list<double> ms) {
   int i = 1;

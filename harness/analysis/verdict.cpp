@@ -7,7 +7,16 @@
 
 namespace harness {
 
+bool is_wrong_answer(const std::string& reason) {
+  return reason == reason::parity || reason == reason::causality || reason == reason::invariant;
+}
+
 std::optional<Workaround> find_workaround(const CellResult& failing, const std::vector<CellResult>& cells) {
+  // A path or precision that computes the wrong attention is a bug to fix, not
+  // a setting to avoid: another path passing does not make this one right.
+  if (is_wrong_answer(judge(failing).reason)) return std::nullopt;
+  for (auto& f : failing.findings)
+    if (f.severity == Severity::blocking && is_wrong_answer(f.code)) return std::nullopt;
   std::optional<Workaround> best;
   for (auto& c : cells) {
     if (&c == &failing || c.axes.size() != failing.axes.size()) continue;

@@ -3,7 +3,10 @@
 //
 //   NO-GO           a cell that ran failed, and no passing cell runs the same
 //                   workload (same values on every workload axis, axis_settings.h)
-//                   under other settings: there is no workaround for it.
+//                   under other settings: there is no workaround for it. A
+//                   wrong answer (parity, causality, NSA invariant) never has
+//                   one: a path that computes the wrong attention is a NO-GO
+//                   whatever else passes.
 //   CONDITIONAL GO  every failing cell has such a workaround (the conditions name
 //                   the settings), or nothing failed but warnings fired, or no
 //                   cell ran at all (every cell skipped: nothing was verified,
@@ -37,6 +40,9 @@ struct DecisionBasis {
 
 DecisionBasis explain_decision(const RunResult& run);
 Decision decide(const RunResult& run);
+
+// parity, causality, invariant: the model computed something wrong.
+bool is_wrong_answer(const std::string& reason);
 
 // The passing cell closest to `failing` (fewest differing axes) that differs
 // only on workaround axes, or nothing.

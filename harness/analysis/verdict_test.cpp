@@ -103,7 +103,7 @@ TEST(Decide, EverythingSkippedIsConditionalAndSaysNothingRan) {
 TEST(Decide, APassThatMissesAGateCountsAsAFailure) {
   auto c = make_cell({}, Outcome::pass);
   c.metrics.tok_s = 27.0;
-  c.extra["gates_spec"] = {{"min_tok_s", 300}};
+  c.gates = testing::gates_from({{"min_tok_s", 300}});
   auto b = explain_decision(run_of({c}));
   EXPECT_EQ(b.decision, Decision::no_go);
   EXPECT_EQ(b.failing, std::vector<std::string>{"default"});
@@ -112,9 +112,39 @@ TEST(Decide, APassThatMissesAGateCountsAsAFailure) {
 TEST(Decide, APassingCellThatMissesItsGateIsNoWorkaround) {
   auto slow = make_cell({{"prefill", "batched"}}, Outcome::pass);
   slow.metrics.tok_s = 27.0;
-  slow.extra["gates_spec"] = {{"min_tok_s", 300}};
+  slow.gates = testing::gates_from({{"min_tok_s", 300}});
   auto r = run_of({make_cell({{"prefill", "sequential"}}, Outcome::hang, "stall"), slow});
   EXPECT_EQ(decide(r), Decision::no_go);
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+TEST(DecideWrongAnswer, ParityFailureOfOnePathIsNoGoEvenWhenTheOtherPathPasses) {
+  RunResult r;
+  r.cells = {testing::make_cell({{"prefill", "batched"}}, Outcome::fail, "parity", 1, "layer 0 / slc"),
+             testing::make_cell({{"prefill", "sequential"}}, Outcome::pass)};
+  auto b = explain_decision(r);
+  EXPECT_EQ(b.decision, Decision::no_go);
+  EXPECT_EQ(b.no_workaround, std::vector<std::string>{"prefill=batched"});
+  EXPECT_TRUE(b.workarounds.empty());
+}
+
+TEST(DecideWrongAnswer, CausalityFailureOfOnePrecisionIsNoGo) {
+  RunResult r;
+  r.cells = {testing::make_cell({{"precision", "bf16"}}, Outcome::fail, "causality", 1),
+             testing::make_cell({{"precision", "fp32"}}, Outcome::pass)};
+  EXPECT_EQ(decide(r), Decision::no_go);
+}
+
+TEST(DecideWrongAnswer, AHangBypassedByAnotherPathStaysConditional) {
+  RunResult r;
+  r.cells = {testing::make_cell({{"prefill", "sequential"}}, Outcome::hang, "stall", 5),
+             testing::make_cell({{"prefill", "batched"}}, Outcome::pass)};
+  EXPECT_EQ(decide(r), Decision::conditional_go);
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, co
   CellSpec spec = load_cell_spec(dir, cell);
   std::string comment = "Reproduces cell '" + cell + "' of " + dir + " (outcome " + std::string(to_string(result->outcome)) +
                         (result->reason ? ", reason " + *result->reason : "") + ").";
+  if (!spec.from_environment.empty()) {
+    comment += "\nSettings the run took from its environment, written out below so that this file fails the same "
+               "way without them:";
+    for (auto& s : spec.from_environment) comment += " " + s;
+    comment += ".";
+  }
   if (minimize) {
     MinimizeResult m = minimize_cell(spec, *result, self_exe, dir + "/minimize");
     spec = m.cell;

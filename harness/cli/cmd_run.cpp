@@ -12,6 +12,7 @@
 #include "harness/cli/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
+#include "harness/scenario/environment.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/select.h"
 #include "harness/supervisor/runner.h"
@@ -31,6 +32,16 @@ int cmd_run(const RunOptions& o) {
     return kExitInvalidInput;
   }
   for (auto& w : sc.warnings) fmt::print(stderr, "{}: warning: {}\n", path, w);
+  // NSA_* settings in the environment reach every child: check them before any
+  // cell runs, and record them in each cell (environment.h).
+  EnvironmentSettings env;
+  try {
+    env = read_environment_settings();
+  } catch (const ScenarioError& e) {
+    for (auto& d : e.diagnostics) fmt::print(stderr, "{}", format_diagnostic(d));
+    return kExitInvalidInput;
+  }
+  for (auto& c : sc.cells) apply_environment(env, c);
   auto cells = o.only.empty() ? sc.cells : select_cells(sc.cells, o.only);
   if (cells.empty()) {
     fmt::print(stderr, "{}: no cell matches --only '{}'\n", path, o.only);

@@ -87,19 +87,14 @@ void to_json(json& j, const CellSpec& c) {
              {"seed", c.train.seed}}},
            {"flags", c.flags},
            {"faults", c.faults},
+           {"from_environment", c.from_environment},
            {"probes", probes},
            {"watchdog",
             {{"first_step_timeout_s", c.watchdog.first_step_timeout_s},
              {"stall_timeout_s", c.watchdog.stall_timeout_s},
              {"step_timeout_s", c.watchdog.step_timeout_s},
              {"slow_step_factor", c.watchdog.slow_step_factor}}},
-           {"gates",
-            {{"min_tok_s", opt(c.gates.min_tok_s)},
-             {"max_step_ms", opt(c.gates.max_step_ms)},
-             {"require_finite", c.gates.require_finite},
-             {"require_loss_falls", c.gates.require_loss_falls},
-             {"min_branch_share", opt(c.gates.min_branch_share)},
-             {"max_branch_share", opt(c.gates.max_branch_share)}}},
+           {"gates", c.gates},
            {"device", c.device},
            {"expect", c.expect ? *c.expect : json(nullptr)},
            {"observe_alternate", c.observe_alternate}};
@@ -127,6 +122,7 @@ void from_json(const json& j, CellSpec& c) {
   c.train.seed = t.value("seed", c.train.seed);
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
+  c.from_environment = j.value("from_environment", std::vector<std::string>{});
   c.probes.clear();
   const json probes = j.value("probes", json::object());  // named: items() must not outlive its json
   for (auto& [name, p] : probes.items())
@@ -136,13 +132,7 @@ void from_json(const json& j, CellSpec& c) {
   c.watchdog.stall_timeout_s = w.value("stall_timeout_s", c.watchdog.stall_timeout_s);
   c.watchdog.step_timeout_s = w.value("step_timeout_s", c.watchdog.step_timeout_s);
   c.watchdog.slow_step_factor = w.value("slow_step_factor", c.watchdog.slow_step_factor);
-  const json& g = j.value("gates", json::object());
-  get_opt(g, "min_tok_s", c.gates.min_tok_s);
-  get_opt(g, "max_step_ms", c.gates.max_step_ms);
-  c.gates.require_finite = g.value("require_finite", true);
-  c.gates.require_loss_falls = g.value("require_loss_falls", false);
-  get_opt(g, "min_branch_share", c.gates.min_branch_share);
-  get_opt(g, "max_branch_share", c.gates.max_branch_share);
+  c.gates = j.value("gates", json::object()).get<GateSpec>();
   c.device = j.value("device", "auto");
   c.observe_alternate = j.value("observe_alternate", false);
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect"); else c.expect.reset();

@@ -42,15 +42,7 @@ struct WatchdogSpec {
   double slow_step_factor = 5.0;      // a step over factor × median of the others is slow
 };
 
-// Acceptance gates; unset = not checked.
-struct GateSpec {
-  std::optional<double> min_tok_s;
-  std::optional<double> max_step_ms;
-  bool require_finite = true;
-  bool require_loss_falls = false;
-  std::optional<double> min_branch_share;  // every branch's mean gate share ≥ this
-  std::optional<double> max_branch_share;
-};
+// GateSpec (acceptance gates) lives in results.h: each cell result carries its own.
 
 struct CellSpec {
   std::string id;                  // "prefill=sequential,precision=fp16"
@@ -62,6 +54,9 @@ struct CellSpec {
   TrainSpec train;
   std::map<std::string, std::string> flags;  // NSA_* → value, already validated
   std::vector<std::string> faults;
+  // Names of the settings above that came from the environment (NSA_*), so a
+  // report and a repro can say where each came from.
+  std::vector<std::string> from_environment;
   std::map<std::string, ProbeSpec> probes;   // probe name → settings
   WatchdogSpec watchdog;
   GateSpec gates;

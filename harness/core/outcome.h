@@ -25,8 +25,8 @@ std::optional<Severity> severity_from_string(std::string_view s);
 namespace reason {
 // hang
 inline constexpr std::string_view stall = "stall";                          // no event for stall_timeout_s
-inline constexpr std::string_view first_step_timeout = "first_step_timeout";
 // step_timeout
+inline constexpr std::string_view first_step_timeout = "first_step_timeout";  // no first step_end in time, still progressing
 inline constexpr std::string_view step_timeout = "step_timeout";            // events flow, step does not end
 // slow_step
 inline constexpr std::string_view slow_host_syncs = "slow_host_syncs";      // slow, and the step is full of host syncs

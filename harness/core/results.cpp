@@ -105,6 +105,30 @@ void from_json(const json& j, CellMetrics& m) {
   get_opt(j, "last_loss", m.last_loss);
 }
 
+namespace {
+json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+void opt_from(const json& j, const char* key, std::optional<double>& v) {
+  if (j.contains(key) && j.at(key).is_number()) v = j.at(key).get<double>(); else v.reset();
+}
+}  // namespace
+
+void to_json(json& j, const GateSpec& g) {
+  j = json{{"min_tok_s", opt_json(g.min_tok_s)},
+           {"max_step_ms", opt_json(g.max_step_ms)},
+           {"require_finite", g.require_finite},
+           {"require_loss_falls", g.require_loss_falls},
+           {"min_branch_share", opt_json(g.min_branch_share)},
+           {"max_branch_share", opt_json(g.max_branch_share)}};
+}
+void from_json(const json& j, GateSpec& g) {
+  opt_from(j, "min_tok_s", g.min_tok_s);
+  opt_from(j, "max_step_ms", g.max_step_ms);
+  g.require_finite = j.value("require_finite", true);
+  g.require_loss_falls = j.value("require_loss_falls", false);
+  opt_from(j, "min_branch_share", g.min_branch_share);
+  opt_from(j, "max_branch_share", g.max_branch_share);
+}
+
 void to_json(json& j, const CellResult& c) {
   json axes = json::object();
   for (auto& [k, v] : c.axes) axes[k] = v;
@@ -125,7 +149,24 @@ void to_json(json& j, const CellResult& c) {
            {"wall_s", c.wall_s},
            {"exit_code", c.exit_code ? json(*c.exit_code) : json(nullptr)},
            {"term_signal", c.term_signal ? json(*c.term_signal) : json(nullptr)},
+           {"flags", c.flags},
+           {"faults", c.faults},
+           {"from_environment", c.from_environment},
            {"extra", c.extra}};
+  if (c.gates) j["gates_spec"] = *c.gates;
+  if (!c.branch_shares.empty()) {
+    json b = json::object();
+    for (auto& [k, v] : c.branch_shares)
+      b[k] = {{"min", v.min}, {"max", v.max}, {"min_layer", v.min_layer}, {"max_layer", v.max_layer}};
+    j["branch_shares"] = b;
+  }
+  if (c.step_noise) j["step_noise"] = {{"median_ms", c.step_noise->median_ms}, {"mad_ms", c.step_noise->mad_ms}, {"steps", c.step_noise->steps}};
+  if (c.load) j["load"] = {{"start", c.load->start}, {"end", c.load->end}, {"cpus", c.load->cpus}};
+  if (c.confirmation) {
+    auto& k = *c.confirmation;
+    j["confirmation"] = {{"first_reason", k.first_reason}, {"first_title", k.first_title},
+                         {"rerun_reason", k.rerun_reason}, {"repeated", k.repeated}, {"rerun_dir", k.rerun_dir}};
+  }
   if (c.expect) {
     j["expect"] = *c.expect;
     j["expect_met"] = c.expect_met ? json(*c.expect_met) : json(nullptr);
@@ -158,6 +199,28 @@ void from_json(const json& j, CellResult& c) {
   if (j.contains("exit_code") && !j.at("exit_code").is_null()) c.exit_code = j.at("exit_code").get<int>();
   if (j.contains("term_signal") && !j.at("term_signal").is_null()) c.term_signal = j.at("term_signal").get<int>();
   c.extra = j.value("extra", json::object());
+  c.flags = j.value("flags", std::map<std::string, std::string>{});
+  c.faults = j.value("faults", std::vector<std::string>{});
+  c.from_environment = j.value("from_environment", std::vector<std::string>{});
+  if (j.contains("gates_spec") && j.at("gates_spec").is_object()) c.gates = j.at("gates_spec").get<GateSpec>();
+  else if (c.extra.contains("gates_spec") && c.extra.at("gates_spec").is_object())  // results.json before the field
+    c.gates = c.extra.at("gates_spec").get<GateSpec>();
+  c.branch_shares.clear();
+  for (auto& [k, v] : j.value("branch_shares", json::object()).items())
+    c.branch_shares[k] = BranchShare{v.value("min", 0.0), v.value("max", 0.0), v.value("min_layer", -1), v.value("max_layer", -1)};
+  if (j.contains("step_noise")) {
+    auto& n = j.at("step_noise");
+    c.step_noise = StepNoise{n.value("median_ms", 0.0), n.value("mad_ms", 0.0), n.value("steps", 0)};
+  }
+  if (j.contains("load")) {
+    auto& l = j.at("load");
+    c.load = MachineLoad{l.value("start", 0.0), l.value("end", 0.0), l.value("cpus", 0)};
+  }
+  if (j.contains("confirmation")) {
+    auto& k = j.at("confirmation");
+    c.confirmation = Confirmation{k.value("first_reason", ""), k.value("first_title", ""), k.value("rerun_reason", ""),
+                                  k.value("repeated", false), k.value("rerun_dir", "")};
+  }
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect");
   if (j.contains("expect_met") && !j.at("expect_met").is_null()) c.expect_met = j.at("expect_met").get<bool>();
 }

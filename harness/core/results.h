@@ -4,6 +4,7 @@
 // JSON field names are the contract of DESIGN.md §6 (results.json).
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +39,50 @@ struct StepRecord {
   std::optional<bool> observed;  // under `probes: alternate`: did the probes watch this step?
 };
 
+// Acceptance gates; unset = not checked. Each CellResult carries the limits it
+// was judged against, so a report re-rendered from results.json judges alike.
+struct GateSpec {
+  std::optional<double> min_tok_s;
+  std::optional<double> max_step_ms;       // compared with the median warm step, beyond its noise
+  bool require_finite = true;
+  bool require_loss_falls = false;
+  std::optional<double> min_branch_share;  // every branch's mean gate share ≥ this, in every layer
+  std::optional<double> max_branch_share;
+};
+
+// A branch's mean gate share over tokens and heads, extremes over the layers
+// (from the gates probe's last table).
+struct BranchShare {
+  double min = 0.0, max = 0.0;
+  int min_layer = -1, max_layer = -1;
+};
+
+// The noise a cell's step times carry: median and scaled MAD (1.4826·MAD, the
+// standard deviation for normal noise, robust to the outliers it judges) of
+// the warm steps (all but the first).
+struct StepNoise {
+  double median_ms = 0.0;
+  double mad_ms = 0.0;
+  int steps = 0;
+};
+
+// The machine's 1-minute load average when the cell started and ended, and
+// its CPU count: the noise context of every timing.
+struct MachineLoad {
+  double start = 0.0, end = 0.0;
+  int cpus = 0;
+};
+
+// A timing finding re-run once to see whether it repeats (the deciding result
+// is the re-run's when the finding did not repeat).
+struct Confirmation {
+  std::string first_reason;   // what the first run concluded
+  std::string first_title;
+  std::string rerun_reason;   // what the re-run concluded ("" = pass)
+  bool repeated = false;
+  std::string rerun_dir;      // relative to the run dir
+};
+
 struct CellMetrics {
   std::optional<double> tok_s;          // median over steps after warm-up
   std::optional<double> step_ms_median;
@@ -65,6 +110,17 @@ struct CellResult {
   double wall_s = 0.0;
   std::optional<int> exit_code;
   std::optional<int> term_signal;
+  // Every setting that changes behaviour, as the child ran it: NSA_* flags
+  // (scenario, matrix, include and environment), faults; `from_environment`
+  // names the ones the environment supplied.
+  std::map<std::string, std::string> flags;
+  std::vector<std::string> faults;
+  std::vector<std::string> from_environment;
+  std::optional<GateSpec> gates;  // the limits it was judged against; unset: none checked
+  std::map<std::string, BranchShare> branch_shares;  // "cmp", "slc", "win"
+  std::optional<StepNoise> step_noise;
+  std::optional<MachineLoad> load;
+  std::optional<Confirmation> confirmation;
   nlohmann::json extra = nlohmann::json::object();  // probe tables (kernels, gates, precision audit, …)
 };
 
@@ -107,6 +163,8 @@ void to_json(nlohmann::json& j, const Finding& f);
 void from_json(const nlohmann::json& j, Finding& f);
 void to_json(nlohmann::json& j, const StepRecord& s);
 void from_json(const nlohmann::json& j, StepRecord& s);
+void to_json(nlohmann::json& j, const GateSpec& g);
+void from_json(const nlohmann::json& j, GateSpec& g);
 void to_json(nlohmann::json& j, const CellMetrics& m);
 void from_json(const nlohmann::json& j, CellMetrics& m);
 void to_json(nlohmann::json& j, const CellResult& c);

@@ -1,11 +1,16 @@
 // Timing, syncs and memory: the cheap probes that summarise what every step
 // already records.
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "harness/probes/memory_growth.h"
 #include "harness/probes/probes.h"
+#ifdef NSA_WITH_FINITE_SCAN
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace harness {
 
@@ -64,6 +69,21 @@ class SyncsProbe : public Probe {
 };
 
 // Peak memory (device allocator on GPU, max RSS on CPU) and growth per step.
+// Bytes in use now: the CUDA caching allocator's allocated bytes on a GPU, the
+// C heap's in-use bytes (malloc arena + mmapped chunks) on the CPU — live data,
+// unlike the peak resident size, which never falls and hides a slow leak.
+double bytes_in_use(const at::Device& d) {
+#ifdef NSA_WITH_FINITE_SCAN
+  if (d.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
+    return double(stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current);
+  }
+#endif
+  (void)d;
+  struct mallinfo2 mi = mallinfo2();
+  return double(mi.uordblks) + double(mi.hblkhd);
+}
+
 class MemoryProbe : public Probe {
  public:
   std::string name() const override { return "memory"; }
@@ -72,27 +92,31 @@ class MemoryProbe : public Probe {
     struct rusage ru {};
     if (getrusage(RUSAGE_SELF, &ru) == 0) bytes = double(ru.ru_maxrss) * 1024.0;
     peak_.push_back(bytes);
+    in_use_.push_back(bytes_in_use(ctx.device));
     ctx.events.emit(protocol::ev::metric, {{"name", "peak_mem_bytes"}, {"value", bytes}, {"step", ctx.step}});
+    ctx.events.emit(protocol::ev::metric, {{"name", "mem_in_use_bytes"}, {"value", in_use_.back()}, {"step", ctx.step}});
   }
   void on_run_end(ProbeContext& ctx) override {
-    // Growth: the peak still rising over the second half of the run by > 20 %.
-    if (peak_.size() >= 6) {
-      double mid = peak_[peak_.size() / 2], end = peak_.back();
-      if (mid > 0 && end > 1.2 * mid) {
-        Finding f;
-        f.code = std::string(reason::memory_growth);
-        f.severity = Severity::warning;
-        f.title = "peak memory still growing: " + fmt_double(mid / 1e6) + " MB → " + fmt_double(end / 1e6) + " MB";
-        f.detail = "Peak memory kept rising in the second half of the run; state may be kept across steps.";
-        f.evidence = {{"peak_bytes_per_step", peak_}};
-        ctx.report(f);
-      }
+    if (auto g = steady_growth(in_use_)) {
+      Finding f;
+      f.code = std::string(reason::memory_growth);
+      f.severity = Severity::blocking;
+      f.title = "memory in use grows by " + fmt_double(g->bytes_per_step / 1e6) + " MB every step (" +
+                std::to_string(g->steps) + " steps in a row)";
+      f.detail = "After the warm-up step the bytes in use rose at every step, by " +
+                 fmt_double(g->bytes_per_step / 1e6) + " MB a step (" + fmt_double(g->total_bytes / 1e6) +
+                 " MB in all) — a leak: something keeps a tensor, a graph or a cache alive from one step to the "
+                 "next. A run of N steps will need N times that.";
+      f.location = ctx.device.is_cuda() ? "CUDA allocator (allocated bytes)" : "host heap (bytes in use)";
+      f.evidence = {{"in_use_bytes_per_step", in_use_}, {"bytes_per_step", g->bytes_per_step},
+                    {"peak_bytes_per_step", peak_}};
+      ctx.report(f);
     }
-    ctx.table("memory", {{"peak_bytes_per_step", peak_}, {"median", median(peak_)}});
+    ctx.table("memory", {{"peak_bytes_per_step", peak_}, {"in_use_bytes_per_step", in_use_}, {"median", median(peak_)}});
   }
 
  private:
-  std::vector<double> peak_;
+  std::vector<double> peak_, in_use_;
 };
 
 }  // namespace

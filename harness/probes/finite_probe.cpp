@@ -3,6 +3,7 @@
 // and re-runs that step in other precisions to tell a range problem (finite in
 // a wider type) from a logic problem (non-finite everywhere).
 #include <cmath>
+#include <optional>
 
 #include "harness/probes/probes.h"
 #include "harness/probes/tensor_checks.h"
@@ -29,6 +30,7 @@ class FiniteProbe : public Probe {
   bool wants_params_before(int) const override { return !reported_; }
 
   void on_step_end(ProbeContext& ctx) override {
+    if (std::isfinite(ctx.stats.loss) && !first_loss_) first_loss_ = std::abs(ctx.stats.loss);
     if (reported_ || nothing_to_report(ctx)) return;
     std::string location, stage;
     nlohmann::json ev = nlohmann::json::object();
@@ -74,6 +76,20 @@ class FiniteProbe : public Probe {
       }
     }
     if (stage.empty()) return;
+    // The stages ran forward → backward → optimizer; what the later ones show
+    // may only be the consequence of an earlier one. A gradient norm that was
+    // already non-finite before clipping puts the origin in backward; a loss
+    // that exploded by orders of magnitude puts it in forward, even when every
+    // value it produced was still representable.
+    if (stage == "optimizer" && !ctx.stats.skipped && !std::isfinite(ctx.stats.grad_norm)) {
+      stage = "backward";
+      location = "gradient norm before clipping (" + fmt_double(ctx.stats.grad_norm) + ")";
+    }
+    if ((stage == "optimizer" || stage == "backward") && exploded(ctx.stats.loss)) {
+      ev["consequence"] = stage + ": " + location;
+      stage = "forward";
+      location = "loss exploded to " + fmt_double(ctx.stats.loss) + " (first step: " + fmt_double(first_loss_.value_or(NAN)) + ")";
+    }
     reported_ = true;
     Finding f;
     f.code = std::string(reason::non_finite);
@@ -162,7 +178,18 @@ class FiniteProbe : public Probe {
     return "Re-running the step is finite in " + finite_in + " but not in " + nonfinite_in + ".";
   }
 
+  // A loss this many times the run's first loss (and above kHugeLoss) has
+  // exploded: cross-entropy over a 256-byte vocabulary starts near ln 256 ≈ 5.5.
+  static constexpr double kExplosionFactor = 1e3;
+  static constexpr double kHugeLoss = 1e3;
+  bool exploded(double loss) const {
+    if (!std::isfinite(loss) || std::abs(loss) <= kHugeLoss) return false;
+    // Exploded against the run's start, or absurd on its own (the first step may be the one that exploded).
+    return std::abs(loss) > kExplosionFactor * first_loss_.value_or(INFINITY) || std::abs(loss) > kHugeLoss * kExplosionFactor;
+  }
+
   bool reported_ = false;
+  std::optional<double> first_loss_;
 };
 
 }  // namespace

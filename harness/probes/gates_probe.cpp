@@ -101,27 +101,13 @@ class GatesProbe : public Probe {
       f.evidence = row;
       ctx.report(f);
     }
-    for (int b = 0; b < 3; ++b) {
-      static const char* keys[3] = {"share_cmp", "share_slc", "share_win"};
-      double s = row[keys[b]].get<double>();
-      auto& g = ctx.spec.gates;
-      bool low = g.min_branch_share && s < *g.min_branch_share, high = g.max_branch_share && s > *g.max_branch_share;
-      if ((low || high) && !warned_bounds_) {
-        warned_bounds_ = true;
-        Finding f;
-        f.code = std::string(reason::gate_branch_share);
-        f.severity = Severity::blocking;
-        f.title = std::string("branch ") + keys[b] + " share " + fmt_double(s) + " outside the gate bounds in layer " + std::to_string(layer);
-        f.location = "layer " + std::to_string(layer) + " / gate";
-        f.evidence = row;
-        ctx.report(f);
-      }
-    }
+    // The branch-share limits (gates.min/max_branch_share) are judged once, in
+    // the analysis (analysis/gates.cpp), from this probe's table.
   }
 
   ProbeSpec spec_;
   nlohmann::json last_;
-  bool warned_constant_ = false, warned_saturated_ = false, warned_bounds_ = false;
+  bool warned_constant_ = false, warned_saturated_ = false;
 };
 
 }  // namespace

@@ -75,7 +75,10 @@ TEST(Junit, APassThatMissesAGateIsAFailure) {
   c.id = "default";
   c.outcome = Outcome::pass;
   c.metrics.tok_s = 27;
-  c.extra["gates_spec"] = {{"min_tok_s", 300}};
+  GateSpec gates;
+  gates.require_finite = false;
+  gates.min_tok_s = 300;
+  c.gates = gates;
   r.cells = {c};
   auto es = testing::parse_xml(render_junit(r));
   auto fail = std::find_if(es.begin(), es.end(), [](auto& e) { return e.name == "failure"; });

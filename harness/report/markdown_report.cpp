@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/observation_cost.h"
 #include "harness/report/atomic_file.h"
@@ -65,6 +68,37 @@ std::string matrix(const RunResult& r) {
     if (expectations) s += !c.expect ? " — |" : c.expect_met.value_or(false) ? " ✅ met |" : " ❌ not met |";
     s += "\n";
   }
+  return s;
+}
+
+// Every setting that changed behaviour, per cell, and where it came from; the
+// machine's load beside the timings. Empty when no cell carries any (then the
+// comparison matrix says all there is).
+std::string settings_section(const RunResult& r) {
+  bool any = false;
+  for (auto& c : r.cells) any |= !c.flags.empty() || !c.faults.empty();
+  std::string s;
+  if (any) {
+    s += "Flags and faults as each cell ran them (scenario, matrix, include; *env* = from the environment, written "
+         "into the repro):\n\n| Cell | Flags | Faults |\n|---|---|---|\n";
+    for (auto& c : r.cells) {
+      auto from_env = [&](const std::string& name) {
+        return std::find(c.from_environment.begin(), c.from_environment.end(), name) != c.from_environment.end();
+      };
+      std::string flags, faults;
+      for (auto& [k, v] : c.flags) flags += (flags.empty() ? "" : ", ") + code(k + "=" + v) + (from_env(k) ? " *env*" : "");
+      for (auto& f : c.faults) faults += (faults.empty() ? "" : ", ") + code(f) + (from_env("NSA_FAULT=" + f) ? " *env*" : "");
+      s += fmt::format("| {} | {} | {} |\n", table_cell(code(c.id)), flags.empty() ? "—" : flags, faults.empty() ? "—" : faults);
+    }
+  }
+  double lo = INFINITY, hi = -INFINITY;
+  int cpus = 0;
+  for (auto& c : r.cells)
+    if (c.load) lo = std::min({lo, c.load->start, c.load->end}), hi = std::max({hi, c.load->start, c.load->end}), cpus = c.load->cpus;
+  if (std::isfinite(lo))
+    s += fmt::format("{}Machine load while the cells ran: 1-minute load average {:.1f}–{:.1f} on {} CPUs; step times are "
+                     "judged against each cell's own spread (median ± scaled MAD), and a finding that rests on time "
+                     "alone is re-run once before it stands.\n", s.empty() ? "" : "\n", lo, hi, cpus);
   return s;
 }
 
@@ -186,6 +220,7 @@ std::string render_markdown(const RunResult& r) {
   auto section = [&](const char* title, const std::string& body) { s += fmt::format("\n## {}\n\n{}", title, body); };
   section("Executive Summary", (r.summary.empty() ? "No summary recorded." : r.summary) + "\n");
   section("Comparison Matrix", matrix(r));
+  if (auto st = settings_section(r); !st.empty()) section("Settings", st);
   section("What Decides the Outcome", attribution_section(r));
   section("Findings", render_findings_section(r));
   section("Acceptance Gates", gates_section(r));

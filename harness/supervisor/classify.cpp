@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify_steps.h"
@@ -114,6 +115,27 @@ Decision decide_exit(const SupervisedRun& run, const std::vector<Finding>& found
 }
 }  // namespace
 
+// Each branch's share extremes over layers, from the gates probe's table
+// ({"layers": [{"layer", "share_cmp", "share_slc", "share_win"}, …]}).
+static std::map<std::string, BranchShare> branch_shares_from(const json& extra) {
+  std::map<std::string, BranchShare> out;
+  auto it = extra.find("gates");
+  if (it == extra.end() || !it->is_object() || !it->contains("layers")) return out;
+  for (const auto& row : it->at("layers")) {
+    const int layer = row.value("layer", -1);
+    for (const char* b : {"cmp", "slc", "win"}) {
+      auto v = row.find(std::string("share_") + b);
+      if (v == row.end() || !v->is_number()) continue;
+      const double x = v->get<double>();
+      auto [e, fresh] = out.try_emplace(b, BranchShare{x, x, layer, layer});
+      if (fresh) continue;
+      if (x < e->second.min) e->second.min = x, e->second.min_layer = layer;
+      if (x > e->second.max) e->second.max = x, e->second.max_layer = layer;
+    }
+  }
+  return out;
+}
+
 bool expectation_met(const json& expect, Outcome outcome, const std::optional<std::string>& reason,
                      const std::vector<Finding>& findings) {
   if (!expect.is_object() || !expect.contains("outcome")) return false;
@@ -147,7 +169,14 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   if (run.malformed_lines > 0) r.extra["malformed_event_lines"] = run.malformed_lines;
 
   std::vector<Finding> found = child_findings(run.events);
-  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, spec.gates);
+  r.flags = spec.flags;
+  r.faults = spec.faults;
+  r.from_environment = spec.from_environment;
+  r.gates = spec.gates;
+  r.step_noise = step_noise(r.steps);
+  r.branch_shares = branch_shares_from(r.extra);
+  if (run.load_start) r.load = MachineLoad{*run.load_start, run.load_end.value_or(*run.load_start), run.cpus};
+  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog);
   Decision d{Outcome::pass, Finding{}};
   if (!run.launch_error.empty()) {
     d = {Outcome::crash, plain_finding(run, kReasonLaunchFailed, "could not start the child",
@@ -156,7 +185,9 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
     d = {Outcome::skip, plain_finding(run, kReasonCancelled, "run cancelled before the cell finished", "", "")};
     d.finding.severity = Severity::info;
   } else if (run.killed_by != KillReason::none) {
-    const bool hang = run.killed_by == KillReason::stall || run.killed_by == KillReason::first_step_timeout;
+    // Only a stall (nothing moved at all) is a hang; a first step that overran
+    // while the child kept progressing is slow or livelocked: a step timeout.
+    const bool hang = run.killed_by == KillReason::stall;
     d = {hang ? Outcome::hang : Outcome::step_timeout, watchdog_finding(run)};
   } else {
     d = decide_exit(run, found, slow);

@@ -26,6 +26,12 @@ inline constexpr double kHostSyncsRatio = 10.0;
 inline constexpr double kGrowthRatio = 1.5;
 inline constexpr int kGrowthSteps = 3;
 
+// A slow step must exceed the median of the other steps by at least this much
+// and by this many times their spread (scaled MAD): an absolute floor and a
+// noise-relative one, so neither a busy machine nor a noisy step calls it.
+inline constexpr double kMinSlowExcessMs = 2000.0;
+inline constexpr double kSlowNoiseMultiple = 6.0;
+
 // One record per step_end event, in arrival order.
 std::vector<StepRecord> steps_from_events(const std::vector<nlohmann::json>& events);
 
@@ -36,10 +42,13 @@ CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector
 // The slow-step finding (severity blocking; code slow_host_syncs,
 // slow_step_growth or slow_step), or nullopt when no step was slow. A step is
 // slow when it took more than watchdog.slow_step_factor × the median of the
-// other steps (needs at least two others) or more than gates.max_step_ms.
-std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
-                                      const GateSpec& gates);
+// other steps (needs at least two others) and beyond both floors above.
+std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog);
+
+// Median and scaled MAD of the warm steps; nullopt without timed steps.
+std::optional<StepNoise> step_noise(const std::vector<StepRecord>& steps);
 
 double median(std::vector<double> v);  // NaN for an empty vector
+double scaled_mad(const std::vector<double>& v);  // 1.4826 × median absolute deviation
 
 }  // namespace harness::supervisor

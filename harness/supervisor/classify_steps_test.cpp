@@ -73,13 +73,12 @@ TEST(Metrics, NoStepsLeavesMetricsUnset) {
 }
 
 TEST(SlowStep, EvenStepsAreNotSlowAndWarmUpIsForgiven) {
-  EXPECT_FALSE(find_slow_step(records({90000, 1000, 1100, 900, 1000}), WatchdogSpec{}, GateSpec{}));
+  EXPECT_FALSE(find_slow_step(records({90000, 1000, 1100, 900, 1000}), WatchdogSpec{}));
 }
 
 TEST(SlowStep, HostSyncsNameTheCause) {
   // Step 5 takes 50× the others and made 2000 host syncs against ~2.
-  auto f = find_slow_step(records({10000, 1000, 1000, 1000, 1000, 50000, 1000}, {2, 2, 2, 2, 2, 2000, 2}), WatchdogSpec{},
-                          GateSpec{});
+  auto f = find_slow_step(records({10000, 1000, 1000, 1000, 1000, 50000, 1000}, {2, 2, 2, 2, 2, 2000, 2}), WatchdogSpec{});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->code, "slow_host_syncs");
   EXPECT_EQ(f->step, 5);
@@ -90,14 +89,14 @@ TEST(SlowStep, HostSyncsNameTheCause) {
 
 TEST(SlowStep, FewSyncsIsNotSyncBound) {
   // 40 syncs is under the absolute threshold even though it is 20× the median.
-  auto f = find_slow_step(records({10000, 1000, 1000, 1000, 50000, 1000}, {2, 2, 2, 2, 40, 2}), WatchdogSpec{}, GateSpec{});
+  auto f = find_slow_step(records({10000, 1000, 1000, 1000, 50000, 1000}, {2, 2, 2, 2, 40, 2}), WatchdogSpec{});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->code, "slow_step");
 }
 
 TEST(SlowStep, GrowthStepOverStep) {
   // 10, 10, 10, 16, 26, 42, 70: three consecutive ≥1.5× growths, the last step > 5× median of the others.
-  auto f = find_slow_step(records({1000, 1000, 1000, 1000, 1600, 2600, 4200, 7000}), WatchdogSpec{}, GateSpec{});
+  auto f = find_slow_step(records({1000, 1000, 1000, 1000, 1600, 2600, 4200, 7000}), WatchdogSpec{});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->code, "slow_step_growth");
   EXPECT_EQ(f->step, 7);
@@ -106,27 +105,35 @@ TEST(SlowStep, GrowthStepOverStep) {
 
 TEST(SlowStep, TwoGrowthsAreNotAPattern) {
   // 10 → 16 → 80: only two consecutive growths; the spike is a plain slow step.
-  auto f = find_slow_step(records({1000, 1000, 1000, 1000, 1000, 1600, 8000}), WatchdogSpec{}, GateSpec{});
+  auto f = find_slow_step(records({1000, 1000, 1000, 1000, 1000, 1600, 8000}), WatchdogSpec{});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->code, "slow_step");
 }
 
-TEST(SlowStep, GateMaxStepMsAppliesWithoutAMedian) {
-  GateSpec g;
-  g.max_step_ms = 5000;
-  auto f = find_slow_step(records({1000, 6000}), WatchdogSpec{}, g);
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->code, "slow_step");
-  EXPECT_EQ(f->step, 1);
-  EXPECT_FALSE(find_slow_step(records({1000, 4000}), WatchdogSpec{}, g));
+TEST(SlowStep, AStepInsideTheOtherStepsOwnSpreadIsNotSlow) {
+  // The other steps swing between 1 s and 5 s (a busy machine): 9 s is 3× their
+  // median but well inside 6 × their scaled MAD (~2.8 s).
+  WatchdogSpec w;
+  w.slow_step_factor = 2;
+  EXPECT_FALSE(find_slow_step(records({1000, 1000, 5000, 1200, 4800, 1100, 4900, 9000}), w));
+  // The same step against steady neighbours is slow.
+  EXPECT_TRUE(find_slow_step(records({1000, 1000, 1000, 1100, 1000, 1000, 1000, 9000}), w));
+}
+
+TEST(StepNoise, MedianAndScaledMadOfTheWarmSteps) {
+  auto n = step_noise(records({5000, 100, 110, 90, 100, 300}));
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->steps, 5);
+  EXPECT_DOUBLE_EQ(n->median_ms, 100);
+  EXPECT_NEAR(n->mad_ms, 1.4826 * 10, 1e-9);
 }
 
 TEST(SlowStep, FactorComesFromTheWatchdogSpec) {
   WatchdogSpec w;
   w.slow_step_factor = 2.0;
-  EXPECT_TRUE(find_slow_step(records({1000, 10000, 10000, 25000}), w, GateSpec{}));
+  EXPECT_TRUE(find_slow_step(records({1000, 10000, 10000, 25000}), w));
   w.slow_step_factor = 3.0;
-  EXPECT_FALSE(find_slow_step(records({1000, 10000, 10000, 25000}), w, GateSpec{}));
+  EXPECT_FALSE(find_slow_step(records({1000, 10000, 10000, 25000}), w));
 }
 
 }  // namespace

@@ -56,9 +56,26 @@ std::string base_title(const std::string& title) {
 }
 }  // namespace
 
-bool wants_escalation(const CellResult& r) { return r.outcome == Outcome::crash && is_cuda_reason(r.reason); }
+// A parity failure of a CUDA kernel path: the kernel computed a wrong answer
+// without crashing. An out-of-bounds read that happens to land in mapped
+// memory looks exactly like that, so it gets the memcheck re-run too.
+bool cuda_parity_failure(const CellResult& r) {
+  if (!r.reason || *r.reason != reason::parity) return false;
+  for (const auto& f : r.findings)
+    if (f.code == reason::parity && f.severity == Severity::blocking) {
+      const std::string path = f.evidence.contains("path") && f.evidence.at("path").is_string()
+                                   ? f.evidence.at("path").get<std::string>() : "";
+      if (path.rfind("cuda", 0) == 0 || f.title.rfind("cuda", 0) == 0) return true;
+    }
+  return false;
+}
 
-std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const EscalationOptions& options) {
+bool wants_escalation(const CellResult& r) {
+  return (r.outcome == Outcome::crash && is_cuda_reason(r.reason)) || cuda_parity_failure(r);
+}
+
+std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const EscalationOptions& options,
+                                               bool memcheck_only) {
   std::vector<EscalationAttempt> out;
   EscalationAttempt blocking;
   blocking.mode = "launch_blocking";
@@ -68,7 +85,8 @@ std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const Escal
   blocking.cell.expect.reset();
   stretch(blocking.cell.watchdog, kBlockingSlowdown);
   blocking.env["CUDA_LAUNCH_BLOCKING"] = "1";
-  out.push_back(blocking);
+  // A wrong answer does not surface at a launch: blocking launches add nothing.
+  if (!memcheck_only) out.push_back(blocking);
   if (!options.sanitizer.empty()) {
     EscalationAttempt mem = blocking;
     mem.mode = "memcheck";
@@ -147,6 +165,10 @@ void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts
                    "; the re-run places the fault earlier, in " + confirmed + ".";
     }
     if (!sanitizer_detail.empty()) f->detail += " compute-sanitizer: " + sanitizer_detail + ".";
+  } else if (r.reason && *r.reason == reason::parity) {
+    f->detail += attempts.empty() ? " compute-sanitizer is not installed here: no memcheck re-run."
+                                  : " compute-sanitizer memcheck found no invalid access: the kernel reads valid "
+                                    "memory, but the wrong part of it (an index or mask error, not a bounds error).";
   } else {
     f->detail += " The escalation re-runs did not name a kernel (see the table).";
   }
@@ -168,9 +190,9 @@ void escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSp
     if (!spec) continue;
     const std::string dir = cell_dir(r.id);
     std::vector<AttemptResult> done;
-    for (auto& attempt : plan_escalation(*spec, options)) {
+    for (auto& attempt : plan_escalation(*spec, options, cuda_parity_failure(r))) {
       const std::string adir = (fs::path(dir) / attempt.subdir).string();
-      if (progress) *progress << fmt::format("nsa-harness: {} crashed ({}): re-running with {}\n", r.id,
+      if (progress) *progress << fmt::format("nsa-harness: {} failed ({}): re-running with {}\n", r.id,
                                              r.reason.value_or(""), attempt.label);
       AttemptResult a;
       std::error_code ec;

@@ -43,11 +43,14 @@ struct EscalationAttempt {
   std::string sanitizer_log;                // memcheck: file name of the tool's log inside the attempt dir
 };
 
-// True for results whose deciding reason is a CUDA error.
+// True for results whose deciding reason is a CUDA error, or a parity failure
+// of a CUDA kernel path (a wrong answer; memcheck tells a bounds error).
 bool wants_escalation(const CellResult& r);
+bool cuda_parity_failure(const CellResult& r);
 
-// The re-runs for a crashed cell, in order.
-std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const EscalationOptions& options);
+// The re-runs for a failed cell, in order (only memcheck for a parity failure).
+std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const EscalationOptions& options,
+                                               bool memcheck_only = false);
 
 // What one re-run showed.
 struct AttemptResult {

@@ -8,6 +8,7 @@
 #include "harness/core/kernel_name.h"
 #include "harness/supervisor/host_memory.h"
 #include "harness/supervisor/phase_stack.h"
+#include "harness/supervisor/stack_phase.h"
 
 namespace harness::supervisor {
 namespace {
@@ -40,6 +41,10 @@ void add_hang_evidence(const SupervisedRun& run, Finding& f) {
   f.location = describe(phases, step);
   f.evidence["open_phases"] = open_phases_json(phases);
   f.evidence["seconds_since_last_event"] = run.since_last_event_s;
+  f.evidence["seconds_since_last_progress"] = run.since_last_progress_s;
+  f.evidence["last_progress_signal"] = run.last_progress_signal;
+  if (run.cpu_s_since_last_event >= 0) f.evidence["cpu_s_since_last_event"] = run.cpu_s_since_last_event;
+  if (run.launches_since_last_event) f.evidence["launches_since_last_event"] = *run.launches_since_last_event;
   f.evidence["killed_after_s"] = run.kill_at_s;
   f.evidence["last_events"] = last_events(run.events, kLastEvents);
   if (!run.stacks) return;
@@ -52,6 +57,15 @@ void add_hang_evidence(const SupervisedRun& run, Finding& f) {
   if (!stacks.empty()) f.evidence["phase_stack"] = stacks;
   std::string gdb = read_tail(run.cell_dir + "/gdb_stacks.txt", kStacksEvidenceBytes);
   if (!gdb.empty()) f.evidence["native_stacks"] = gdb;
+  // The stacks taken at the kill place the stall better than the last event did.
+  if (auto sp = phase_from_stacks(stacks, gdb); sp && !sp->phases.empty()) {
+    if (sp->step) f.step = sp->step;
+    std::string where = sp->phases;
+    for (size_t p = where.find(" > "); p != std::string::npos; p = where.find(" > ", p)) where.replace(p, 3, " / ");
+    f.location = (f.step ? "step " + std::to_string(*f.step) + " / " : std::string()) + where;
+    f.evidence["phase_from_stacks"] = {{"phase", sp->top}, {"phases", sp->phases}, {"native", sp->from_native},
+                                       {"phase_from_events", describe(phases, step)}};
+  }
 }
 }  // namespace
 
@@ -70,10 +84,17 @@ Finding watchdog_finding(const SupervisedRun& run) {
   switch (run.killed_by) {
     case KillReason::stall:
       f.code = std::string(reason::stall);
-      f.title = fmt::format("no event for {:.1f} s{}", run.since_last_event_s, where);
-      f.detail = fmt::format("The child wrote nothing for {:.1f} s (stall deadline) and was killed after its "
-                             "stacks were collected. Nothing progressed: a deadlock, a blocking wait or a "
-                             "kernel that never returns.", run.since_last_event_s);
+      f.title = fmt::format("no progress for {:.1f} s{}", run.since_last_progress_s, where);
+      f.detail = fmt::format("Nothing moved for {:.1f} s (stall deadline): no event (the last came {:.1f} s before "
+                             "the kill), {}{}. The child was killed after its stacks were collected: a deadlock, a "
+                             "blocking wait or a kernel that never returns.",
+                             run.since_last_progress_s, run.since_last_event_s,
+                             run.cpu_s_since_last_event >= 0
+                                 ? fmt::format("{:.2f} s of CPU time since then", run.cpu_s_since_last_event)
+                                 : std::string("CPU time unknown"),
+                             run.launches_since_last_event
+                                 ? fmt::format(", {} kernel launches", *run.launches_since_last_event)
+                                 : std::string());
       break;
     case KillReason::first_step_timeout:
       f.code = std::string(reason::first_step_timeout);
@@ -88,11 +109,11 @@ Finding watchdog_finding(const SupervisedRun& run) {
       f.title = wall ? fmt::format("run exceeded its wall-time cap ({:.1f} s){}", run.kill_at_s, where)
                      : fmt::format("step {} ran {:.1f} s without ending",
                                    run.step_in_progress.value_or(-1), run.step_elapsed_s);
-      if (run.cpu_s_since_last_event >= 0) {  // silent but busy (watchdog.h: busy_is_progress)
-        f.detail = fmt::format("No event for {:.1f} s, but the child used {:.1f} s of CPU in that time: "
-                               "computing, not blocked — slow, not stuck.",
-                               run.since_last_event_s, run.cpu_s_since_last_event);
-        f.evidence["cpu_s_since_last_event"] = run.cpu_s_since_last_event;
+      if (run.since_last_event_s > 0.5 * run.step_elapsed_s && run.last_progress_signal != "event") {
+        // Silent but busy: liveness (liveness.h) saw CPU time or kernel launches move.
+        f.detail = fmt::format("No event for {:.1f} s, but the child kept working ({} moved last; {:.1f} s of CPU "
+                               "in that time): computing, not blocked — slow, not stuck.",
+                               run.since_last_event_s, run.last_progress_signal, run.cpu_s_since_last_event);
       } else {
         f.detail = fmt::format("Events kept arriving ({} progress/phase events during the step, {:.2f} per "
                                "second) but the step did not end: slow or livelocked, not stuck.",

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -12,33 +13,14 @@
 
 #include "harness/protocol/events.h"
 #include "harness/supervisor/event_tail.h"
+#include "harness/supervisor/liveness.h"
+#include "harness/trace/flight_recorder.h"
 
 namespace harness::supervisor {
 namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// A child busier than this since its last event is computing, not blocked.
-constexpr double kBusyFraction = 0.5;
-
-// User + system CPU seconds of process `pid` (all its threads), from
-// /proc/<pid>/stat fields 14 and 15; nullopt when it cannot be read.
-std::optional<double> process_cpu_s(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');  // the command name may contain spaces
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string f;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) stime = std::stoull(f);
-  }
-  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return (utime + stime) / ticks;
-}
 
 // Deadline state, advanced one event at a time in arrival order.
 struct StepClock {
@@ -64,8 +46,11 @@ struct StepClock {
 };
 
 KillReason deadline_hit(const WatchdogSpec& spec, const SupervisorOptions& opt, const StepClock& steps,
-                        Clock::time_point start, Clock::time_point last_activity, Clock::time_point now) {
-  if (seconds(now - last_activity) >= spec.stall_timeout_s) return KillReason::stall;
+                        Clock::time_point start, Clock::time_point last_progress, Clock::time_point now) {
+  const bool quiet = seconds(now - last_progress) >= spec.stall_timeout_s;
+  if (quiet) return KillReason::stall;
+  // Still progressing (some signal moved within the stall window): the first
+  // step is slow or livelocked, not stuck (classify makes it a step timeout).
   if (!steps.first_step_done && seconds(now - start) >= spec.first_step_timeout_s)
     return KillReason::first_step_timeout;
   if (steps.open_step && seconds(now - steps.step_began) >= spec.step_timeout_s) return KillReason::step_timeout;
@@ -111,13 +96,18 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
       if (hooks.on_event) hooks.on_event(tail.events()[seen]);
     }
   };
-  auto last_activity = [&] { return tail.last_line_time().value_or(start); };
-  // CPU time of the child when its last event arrived (busy_is_progress).
-  std::optional<double> cpu_at_last_event = opt.busy_is_progress ? process_cpu_s(run.pid) : std::nullopt;
+  auto last_event = [&] { return tail.last_line_time().value_or(start); };
+  // Sample at least four times per stall window, and once right away, so
+  // that a short deadline still sees two samples before it can fire.
+  Liveness live(start, opt.busy_is_progress, std::min(kSampleIntervalS, spec.stall_timeout_s / 4));
+  live.sample(start, process_cpu_s(run.pid), flight_launches(launch.cell_dir + "/" + trace::kFlightRecorderFile));
+  const std::string flight_path = launch.cell_dir + "/" + trace::kFlightRecorderFile;
   size_t lines_seen = 0;
   const auto poll_every = std::chrono::duration<double>(opt.poll_interval_s);
 
   run.memory_limit_bytes = host_memory_limit_bytes();
+  run.load_start = load_average_1min();
+  run.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   while (true) {
     // The peak so far, while /proc still has it: a child the kernel kills for
     // memory leaves no other trace of how much it held.
@@ -128,29 +118,21 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
     auto now = Clock::now();
     drain(now);
     if (exited) break;
-    if (opt.busy_is_progress && tail.lines() != lines_seen) {
+    if (tail.lines() != lines_seen) {
       lines_seen = tail.lines();
-      cpu_at_last_event = process_cpu_s(run.pid);
+      live.on_event(last_event());
     }
-    KillReason why = deadline_hit(spec, opt, steps, start, last_activity(), now);
-    if (why == KillReason::stall && opt.busy_is_progress && cpu_at_last_event) {
-      auto cpu_now = process_cpu_s(run.pid);
-      const double quiet = seconds(now - last_activity());
-      if (cpu_now) run.cpu_s_since_last_event = *cpu_now - *cpu_at_last_event;
-      if (cpu_now && run.cpu_s_since_last_event >= kBusyFraction * quiet) {
-        // Computing, not blocked: no stall; a first step that overruns is a
-        // slow step, not a hang; the step and wall deadlines still apply.
-        WatchdogSpec busy = spec;
-        busy.stall_timeout_s = std::numeric_limits<double>::infinity();
-        why = deadline_hit(busy, opt, steps, start, last_activity(), now);
-        if (why == KillReason::first_step_timeout) why = KillReason::step_timeout;
-      }
-    }
+    if (live.sample_due(now)) live.sample(now, process_cpu_s(run.pid), flight_launches(flight_path));
+    KillReason why = deadline_hit(spec, opt, steps, start, live.last_progress(), now);
     if (why == KillReason::none && hooks.cancelled && hooks.cancelled()) why = KillReason::cancelled;
     if (why != KillReason::none) {
       run.killed_by = why;
       run.kill_at_s = seconds(now - start);
-      run.since_last_event_s = seconds(now - last_activity());
+      run.since_last_event_s = seconds(now - last_event());
+      run.since_last_progress_s = seconds(now - live.last_progress());
+      run.last_progress_signal = std::string(to_string(live.last_signal()));
+      run.cpu_s_since_last_event = live.cpu_s_since_last_event();
+      run.launches_since_last_event = live.launches_since_last_event();
       if (steps.open_step) {
         run.step_in_progress = steps.open_step;
         run.step_elapsed_s = seconds(now - steps.step_began);
@@ -169,7 +151,8 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
   run.exit_code = status.exit_code;
   run.term_signal = status.term_signal;
   run.group_empty = child->group_empty();
-  if (run.killed_by == KillReason::none) run.since_last_event_s = seconds(Clock::now() - last_activity());
+  if (run.killed_by == KillReason::none) run.since_last_event_s = seconds(Clock::now() - last_event());
+  run.load_end = load_average_1min();
   run.events = tail.events();
   run.event_lines = tail.lines();
   run.malformed_lines = tail.malformed_lines();

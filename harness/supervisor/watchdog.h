@@ -3,8 +3,9 @@
 // WatchdogSpec (cell_spec.h), and on a deadline collect stacks and kill the
 // process group. What happened is returned as a plain value for classify().
 //
-//   stall_timeout_s       no new event line at all for that long       → stall
-//   first_step_timeout_s  start → first step_end                       → first_step_timeout
+//   stall_timeout_s       no sign of progress at all for that long     → stall
+//                         (no event, no CPU time, no kernel launch: liveness.h)
+//   first_step_timeout_s  start → first step_end while progressing     → step_timeout
 //   step_timeout_s        a step_begin without its step_end that long  → step_timeout
 //                         (events may still flow: slow or livelock)
 //   max_wall_s            the whole run (SupervisorOptions)            → max_wall
@@ -32,9 +33,8 @@ struct SupervisorOptions {
   double poll_interval_s = 0.05;
   double kill_grace_s = 3.0;     // SIGTERM → SIGKILL
   double max_wall_s = 0.0;       // 0: no overall cap beyond the other deadlines
-  // The child computes on the CPU only (no GPU it could be spin-waiting on).
-  // Then a child that kept at least half a core busy since its last event is
-  // slow, not stuck: the stall deadline waits, the step deadline still applies.
+  // The child computes on the CPU only (no GPU it could be spin-waiting on):
+  // its CPU time counts as a sign of progress (liveness.h).
   bool busy_is_progress = false;
   StackCaptureOptions stacks;
 };
@@ -60,12 +60,17 @@ struct SupervisedRun {
   KillReason killed_by = KillReason::none;
   double kill_at_s = 0.0;                  // since start, when the deadline fired
   double since_last_event_s = 0.0;         // at the kill (or at exit)
+  double since_last_progress_s = 0.0;      // at the kill: since any liveness signal last moved
+  std::string last_progress_signal;        // which one moved last: start, event, cpu, launches
   double cpu_s_since_last_event = -1;      // the child's CPU time in that interval; -1 = unknown
+  std::optional<std::uint64_t> launches_since_last_event;  // kernel launches in it (CUDA, CUPTI on)
   std::optional<int> step_in_progress;     // step begun and not ended at the kill
   double step_elapsed_s = 0.0;             // how long that step had run
   int step_events = 0;                     // progress/phase events during that step
   double progress_rate = 0.0;              // step_events per second of the step
   std::optional<StackCapture> stacks;      // set when stacks were collected
+  std::optional<double> load_start, load_end;     // 1-minute load average around the run
+  int cpus = 0;                                    // online CPUs, to read the load against
   std::optional<std::uint64_t> peak_rss_bytes;      // the child's peak resident memory, as last sampled
   std::optional<std::uint64_t> memory_limit_bytes;  // what the machine (or cgroup) allows
 };

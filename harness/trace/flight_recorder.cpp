@@ -17,7 +17,7 @@ namespace {
 
 // Field offsets of the documented layout (flight_recorder.h).
 constexpr std::size_t kOffVersion = 8, kOffHeaderBytes = 12, kOffEntryBytes = 16,
-                      kOffCapacity = 20, kOffLaunches = 24, kOffPid = 32, kOffStep = 36;
+                      kOffCapacity = 20, kOffLaunches = kFlightLaunchesOffset, kOffPid = 32, kOffStep = 36;
 constexpr std::size_t kEntSeq = 0, kEntLaunch = 8, kEntStep = 16, kEntCorr = 20, kEntThread = 24,
                       kEntFlags = 28, kEntKernel = 32, kEntPath = 160;
 static_assert(kEntPath + kFlightPathChars == kFlightEntryBytes);

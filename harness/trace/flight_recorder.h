@@ -50,6 +50,9 @@ inline constexpr std::size_t kFlightPathChars = 96;
 // ring shows the last two layers' worth before a crash — enough to name the
 // failing kernel and its neighbours — in a 64 KiB file.
 inline constexpr std::uint32_t kFlightRecorderEntries = 256;
+// Where the header keeps the launch count: the supervisor reads just these 8
+// bytes while the child runs, as evidence that it still launches work.
+inline constexpr std::size_t kFlightLaunchesOffset = 24;
 // Upper bound a reader accepts, so a corrupt header cannot make it allocate GBs.
 inline constexpr std::uint32_t kFlightMaxEntries = 1u << 20;
 
