@@ -39,7 +39,7 @@ TEST(Scenario, DefaultScenarioIsPrefillTimesPrecision) {
     EXPECT_EQ(c.train.precision, precision[i]);
     EXPECT_EQ(c.train.steps, 6);
     EXPECT_EQ(c.train.batch, 2);
-    EXPECT_EQ(c.train.seq_len, 64);
+    EXPECT_EQ(c.train.seq_len, 100);
     EXPECT_EQ(c.device, "auto");
     EXPECT_EQ(c.model_name, "tiny");
     EXPECT_EQ(c.model.d_model, 64);
