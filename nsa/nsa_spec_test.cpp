@@ -150,6 +150,32 @@ TEST(Spec, SelectionSumsTheGroupAndKeepsForcedBlocks) {
   }
 }
 
+TEST(Spec, TiedBlockScoresGoToTheLowerIndexOnEveryPath) {
+  // q = 0: every visible compressed block gets probability 1/n_vis, so a selection
+  // block's score is (number of visible compressed blocks it overlaps) / n_vis.
+  // With l=8, d=4, l'=16, block j ≥ 1 overlaps compressed blocks 4j−1 … 4j+3: five
+  // of them, all visible once t ≥ 16j+19, so the non-forced candidates tie exactly
+  // (n_vis a power of two keeps every sum exact) and the lower index must win.
+  auto c = tiny("mean");
+  auto p = random_projected(c, 1, 135, fresh_seed());
+  p.q.zero_();
+  NsaWeights w = init_nsa_weights(c, at::TensorOptions().dtype(at::kDouble));
+  // t=67..70: n_vis = 16, current block 4, forced {0, 3, 4}, blocks 1 and 2 tie for the last place.
+  // t=131..134: n_vis = 32, current block 8, forced {0, 7, 8}, blocks 1–6 tie.
+  const std::vector<std::pair<int64_t, std::vector<int64_t>>> expected = {
+      {67, {0, 1, 3, 4}}, {70, {0, 1, 3, 4}}, {131, {0, 1, 7, 8}}, {134, {0, 1, 7, 8}}};
+  for (auto& [name, fn] : all_paths()) {
+    SCOPED_TRACE(name);
+    auto idx = fn(p, w, c).block_idx.cpu();
+    for (auto& [t, blocks] : expected)
+      for (int64_t g = 0; g < c.n_kv_groups; ++g) {
+        std::vector<int64_t> got(c.nsa.sel_count);
+        for (int64_t s = 0; s < c.nsa.sel_count; ++s) got[s] = idx[0][t][g][s].item<int64_t>();
+        EXPECT_EQ(got, blocks) << "t=" << t << " g=" << g;
+      }
+  }
+}
+
 TEST(SelectTopN, TiesGoToLowerIndexAndForcedBlocksAlwaysStay) {
   NsaParams P;
   P.sel_block = 16;
