@@ -1,25 +1,22 @@
 // Routing: which implementation computed each branch (as the layer reports it)
-// against what the flags asked for; flags that cannot take effect here.
+// against what the cell asked for — its axes, its flags, the environment, the
+// registry's defaults (routing_check.h) — never against the model's own
+// resolution of those flags, which a routing bug would share. Also flags that
+// cannot take effect here.
 #include "harness/probes/probes.h"
+#include "harness/probes/routing_check.h"
 
 namespace harness {
 namespace {
-
-std::string cuda_flag(const std::string& branch) {
-  return branch == "slc" ? "NSA_USE_CUDA_SEL" : branch == "win" ? "NSA_USE_CUDA_WIN" : "NSA_USE_CUDA_CMP";
-}
-bool cuda_flag_on(const nsa::Runtime& rt, const std::string& branch) {
-  return branch == "slc" ? rt.use_cuda_sel : branch == "win" ? rt.use_cuda_win : rt.use_cuda_cmp;
-}
 
 class RoutingProbe : public Probe {
  public:
   std::string name() const override { return "routing"; }
   void on_start(ProbeContext& ctx) override {
     if (ctx.device.is_cuda()) return;
+    const RequestedFlags requested(ctx.spec, nsa_environment());
     for (const char* flag : {"NSA_USE_CUDA_SEL", "NSA_USE_CUDA_WIN", "NSA_USE_CUDA_CMP"}) {
-      auto it = ctx.spec.flags.find(flag);
-      if (it == ctx.spec.flags.end() || !ctx.rt.flags.get_bool(flag)) continue;
+      if (!ctx.spec.flags.count(flag) || !requested.on(flag)) continue;
       Finding f;
       f.code = std::string(reason::flag_no_effect);
       f.severity = Severity::warning;
@@ -32,33 +29,30 @@ class RoutingProbe : public Probe {
   void on_step_end(ProbeContext& ctx) override {
     if (checked_ || ctx.tap.routes.empty()) return;
     checked_ = true;
-    auto& rt = ctx.rt;
+    const RequestedFlags requested(ctx.spec, nsa_environment());
     nlohmann::json table = nlohmann::json::array();
-    for (auto& [branch, impl] : ctx.tap.routes) {
-      std::string expected, flag;
-      if (rt.force_reference) expected = "reference", flag = "NSA_FORCE_PARITY=1";
-      else if (!rt.prefill_batched) expected = "sequential", flag = "NSA_PREFILL_BATCHED=0";
-      else if (ctx.device.is_cuda() && cuda_flag_on(rt, branch))
-        expected = "cuda." + branch, flag = cuda_flag(branch) + "=1";
-      else if (branch == "slc") {
-        if (rt.sel_mask) expected = "batched.mask", flag = "NSA_USE_SEL_MASK=1";
-        else expected = "batched.pack", flag = rt.sel_pack ? "NSA_USE_SEL_PACK=1" : "NSA_USE_SEL_MASK=0";
-      } else expected = "batched", flag = "NSA_PREFILL_BATCHED=1";
-      if (ctx.device.is_cuda() && rt.prefill_batched && !rt.force_reference && !cuda_flag_on(rt, branch))
-        flag = cuda_flag(branch) + "=0";
-      bool ok = impl == expected;
-      table.push_back({{"branch", branch}, {"ran", impl}, {"expected", expected}, {"flag", flag}, {"ok", ok}});
-      if (!ok) {
-        Finding f;
-        f.code = std::string(reason::routing_mismatch);
-        f.severity = Severity::blocking;
-        f.title = "branch " + branch + " ran '" + impl + "' although " + flag + " asks for '" + expected + "'";
-        f.detail = "The flag did not route the branch where it says: the implementation that actually ran reports "
-                   "itself as '" + impl + "'.";
-        f.location = "branch " + branch;
-        f.evidence = {{"branch", branch}, {"ran", impl}, {"expected", expected}, {"flag", flag}};
-        ctx.report(f);
+    for (auto& v : check_routes(requested, ctx.device.is_cuda(), ctx.tap.routes)) {
+      table.push_back({{"branch", v.branch}, {"ran", v.ran}, {"expected", v.expected}, {"flag", v.deciding_flag},
+                       {"ignored_flag", v.ignored_flag}, {"ok", v.ok}});
+      if (v.ok) continue;
+      Finding f;
+      f.code = std::string(reason::routing_mismatch);
+      f.severity = Severity::blocking;
+      if (!v.ignored_flag.empty()) {
+        f.title = v.ignored_flag + " was requested but changed nothing: branch " + v.branch + " ran '" + v.ran + "'";
+        f.detail = "The cell asked for " + v.ignored_flag + ", which routes branch " + v.branch + " to '" + v.expected +
+                   "'; the implementation that ran reports itself as '" + v.ran +
+                   "', which is what the opposite setting gives. The model does not follow the flag.";
+      } else {
+        f.title = "branch " + v.branch + " ran '" + v.ran + "' although " + v.deciding_flag + " asks for '" +
+                  v.expected + "'";
+        f.detail = "The flags did not route the branch where they say: the implementation that actually ran "
+                   "reports itself as '" + v.ran + "'.";
       }
+      f.location = "branch " + v.branch;
+      f.evidence = {{"branch", v.branch}, {"ran", v.ran}, {"expected", v.expected}, {"flag", v.deciding_flag},
+                    {"ignored_flag", v.ignored_flag}};
+      ctx.report(f);
     }
     ctx.table("routing", {{"step", ctx.step}, {"branches", table}});
   }
@@ -66,7 +60,6 @@ class RoutingProbe : public Probe {
  private:
   bool checked_ = false;
 };
-
 
 }  // namespace
 
