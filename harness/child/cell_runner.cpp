@@ -13,6 +13,7 @@
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
 #include "nsa/faults.h"
+#include "nsa/mutations.h"
 #ifdef NSA_WITH_CUDA_KERNELS
 #include "nsa/cuda/layer_routing.h"
 #endif
@@ -138,6 +139,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::disable_all_faults();
     nsa::enable_faults(spec.faults);
     nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
+    nsa::enable_mutations_csv(rt.flags.get_string("NSA_MUTATION"));
     const at::Device device = resolve_device(spec.device);
 #ifdef NSA_WITH_CUDA_KERNELS
     nsa::cuda::register_with_layer();

@@ -30,6 +30,17 @@ int cmd_compare(const std::string& a, const std::string& b);
 int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, const std::string& out,
               const std::string& self_exe);
 int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs);
+
+// `selftest --mutations[=a,b]`: every mutation (nsa/mutations.h) against the
+// model's unit tests and the default scenario; exit 0 only when each is caught by both.
+struct MutationSelftestOptions {
+  std::string names;     // "all" or a comma-separated subset
+  std::string out;       // run directory; empty → runs/selftest-mutations-<timestamp>
+  std::string tests_filter;  // nsa_model_test's --gtest_filter; empty → the layer's tests (as CTest runs them)
+  int jobs = 1;          // test binaries, and cells, side by side
+  std::string self_exe;
+};
+int cmd_selftest_mutations(const MutationSelftestOptions& o);
 int cmd_list(const std::string& what);
 int cmd_cell(const std::string& spec_file, const std::string& out_dir);
 

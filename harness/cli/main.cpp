@@ -45,11 +45,16 @@ int main(int argc, char** argv) {
   c_repro->add_flag("--minimize", minimize, "shrink while the failure signature stays the same");
   c_repro->add_option("-o,--output", repro_out, "scenario file to write (default: print)");
 
-  std::string selftest_out;
+  std::string selftest_out, selftest_mutations;
   int selftest_jobs = 1;
   auto* c_selftest = app.add_subcommand("selftest", "run the fault catalogue: expected vs found");
   c_selftest->add_option("--out", selftest_out, "run directory");
   c_selftest->add_option("--jobs", selftest_jobs, "cells run side by side")->check(CLI::PositiveNumber);
+  c_selftest->add_flag("--mutations{all}", selftest_mutations,
+                       "instead: every planted mutation (or --mutations=a,b) against the unit tests and the default scenario");
+  std::string selftest_tests_filter;
+  c_selftest->add_option("--tests-filter", selftest_tests_filter,
+                         "with --mutations: nsa_model_test's --gtest_filter ('*': every test; default: the layer's tests)");
 
   std::string list_what;
   auto* c_list = app.add_subcommand("list", "list flags, faults, probes or configs");
@@ -77,6 +82,8 @@ int main(int argc, char** argv) {
     if (*c_report) return cmd_report(report_dir, report_out);
     if (*c_compare) return cmd_compare(cmp_a, cmp_b);
     if (*c_repro) return cmd_repro(repro_dir, repro_cell, minimize, repro_out, self);
+    if (*c_selftest && !selftest_mutations.empty())
+      return cmd_selftest_mutations({selftest_mutations, selftest_out, selftest_tests_filter, selftest_jobs, self});
     if (*c_selftest) return cmd_selftest(self, selftest_out, selftest_jobs);
     if (*c_list) return cmd_list(list_what);
     if (*c_cell) return cmd_cell(cell_spec, cell_out);
