@@ -6,6 +6,7 @@
 
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/test_support.h"
+#include "harness/analysis/verdict.h"
 
 namespace harness {
 namespace {
@@ -132,6 +133,33 @@ TEST(GatesTyped, StepTimeGateJudgesTheMedianBeyondItsNoiseNotOneSlowStep) {
   EXPECT_TRUE(checks[0].met) << checks[0].measured;
   c.step_noise = StepNoise{900, 40, 7};  // the typical step is over the limit beyond its noise
   EXPECT_FALSE(check_gates(c)[0].met);
+}
+
+}  // namespace
+}  // namespace harness
+
+namespace harness {
+namespace {
+
+TEST(GatesTyped, ATimingGateMissedOnABusyMachineIsNotJudgedAndWarns) {
+  auto c = testing::make_cell({}, Outcome::pass);
+  GateSpec g;
+  g.require_finite = false;
+  g.max_step_ms = 700;
+  c.gates = g;
+  c.step_noise = StepNoise{2700, 100, 5};
+  c.load = MachineLoad{7.9, 8.2, 2};  // six busy loops beside the run on two cores
+  auto checks = check_gates(c);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].judged);
+  EXPECT_NE(checks[0].measured.find("not judged: machine busy (load 8.2 on 2 CPUs)"), std::string::npos);
+  EXPECT_EQ(judge(c).kind, Judgement::Kind::pass);
+  RunResult r;
+  r.cells = {c};
+  EXPECT_EQ(decide(r), Decision::conditional_go);
+  c.load = MachineLoad{1.2, 1.4, 2};  // an idle machine: the same step time fails the gate
+  EXPECT_TRUE(check_gates(c)[0].judged);
+  EXPECT_EQ(judge(c).reason, "gate_max_step_ms");
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ Judgement judge(const CellResult& c) {
     return j;
   }
   for (auto& g : check_gates(c)) {
-    if (g.met) continue;
+    if (g.met || !g.judged) continue;
     j.kind = Judgement::Kind::fail;
     j.outcome = "fail";
     j.reason = std::string(gate_reason(g.gate));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "harness/analysis/axis_settings.h"
+#include "harness/analysis/gates.h"
 #include "harness/analysis/judgement.h"
 
 namespace harness {
@@ -46,6 +47,9 @@ DecisionBasis explain_decision(const RunResult& run) {
       if (f.severity == Severity::warning &&
           std::find(b.warning_codes.begin(), b.warning_codes.end(), f.code) == b.warning_codes.end())
         b.warning_codes.push_back(f.code);
+    for (auto& g : check_gates(c))
+      if (!g.judged && std::find(b.warning_codes.begin(), b.warning_codes.end(), kGateNotJudged) == b.warning_codes.end())
+        b.warning_codes.push_back(kGateNotJudged);
     if (j.kind != Judgement::Kind::fail) continue;
     b.failing.push_back(c.id);
     if (auto w = find_workaround(c, run.cells)) b.workarounds.push_back(*w);

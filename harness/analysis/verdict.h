@@ -41,6 +41,9 @@ struct DecisionBasis {
 DecisionBasis explain_decision(const RunResult& run);
 Decision decide(const RunResult& run);
 
+// The warning code of a timing gate measured on a machine too busy to judge it.
+inline constexpr const char* kGateNotJudged = "gate_not_judged";
+
 // parity, causality, invariant: the model computed something wrong.
 bool is_wrong_answer(const std::string& reason);
 

@@ -239,6 +239,7 @@ void from_json(const json& j, Attribution& a) {
 
 void to_json(json& j, const GateCheck& g) {
   j = json{{"gate", g.gate}, {"cell", g.cell}, {"required", g.required}, {"measured", g.measured}, {"met", g.met}};
+  if (!g.judged) j["judged"] = false;
 }
 void from_json(const json& j, GateCheck& g) {
   g.gate = j.at("gate").get<std::string>();
@@ -246,6 +247,7 @@ void from_json(const json& j, GateCheck& g) {
   g.required = j.value("required", "");
   g.measured = j.value("measured", "");
   g.met = j.value("met", false);
+  g.judged = j.value("judged", true);
 }
 
 void to_json(json& j, const RunResult& r) {

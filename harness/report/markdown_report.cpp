@@ -126,7 +126,7 @@ std::string gates_section(const RunResult& r) {
   std::string s = "| Gate | Cell | Required | Measured | Met |\n|---|---|---|---|---|\n";
   for (auto& g : r.gates)
     s += "| " + g.gate + " | " + table_cell(code(g.cell)) + " | " + table_cell(g.required) + " | " +
-         table_cell(g.measured) + " | " + (g.met ? "✅" : "❌") + " |\n";
+         table_cell(g.measured) + " | " + (g.met ? "✅" : !g.judged ? "⏸️ not judged" : "❌") + " |\n";
   return s;
 }
 

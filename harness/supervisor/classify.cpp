@@ -176,7 +176,10 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.step_noise = step_noise(r.steps);
   r.branch_shares = branch_shares_from(r.extra);
   if (run.load_start) r.load = MachineLoad{*run.load_start, run.load_end.value_or(*run.load_start), run.cpus};
-  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog);
+  // The step-time limit is not judged on a busy machine (results.h machine_busy); the
+  // relative check (k × the cell's own median, beyond its noise) still is.
+  const bool busy = r.load && machine_busy(*r.load);
+  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, busy ? std::nullopt : spec.gates.max_step_ms);
   Decision d{Outcome::pass, Finding{}};
   if (!run.launch_error.empty()) {
     d = {Outcome::crash, plain_finding(run, kReasonLaunchFailed, "could not start the child",

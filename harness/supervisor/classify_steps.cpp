@@ -121,7 +121,8 @@ std::optional<StepNoise> step_noise(const std::vector<StepRecord>& steps) {
   return StepNoise{median(ms), scaled_mad(ms), static_cast<int>(ms.size())};
 }
 
-std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog) {
+std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
+                                      std::optional<double> max_step_ms) {
   const std::vector<size_t> idx = timed(steps);
   struct Slow {
     size_t i;
@@ -142,6 +143,15 @@ std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, cons
                        steps[i].step_ms - med > std::max(kMinSlowExcessMs, kSlowNoiseMultiple * spread);
     if (over_factor) slow.push_back({i, med});
   }
+  const auto noise = step_noise(steps);
+  const bool over_gate = max_step_ms && noise && median_over_limit(*noise, *max_step_ms);
+  if (over_gate && slow.empty())
+    for (size_t i : idx) {
+      std::vector<double> others;
+      for (size_t j : idx)
+        if (j != i) others.push_back(steps[j].step_ms);
+      slow.push_back({i, median(others)});
+    }
   if (slow.empty()) return std::nullopt;
 
   // The slowest step speaks for the others.
@@ -169,6 +179,10 @@ std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, cons
                          ? fmt::format("step {} took {:.1f} ms", s.step, s.step_ms)
                          : fmt::format("step {} took {:.1f} ms, {:.1f}× the median of the other steps ({:.1f} ms)",
                                        s.step, s.step_ms, s.step_ms / worst.median_others, worst.median_others);
+
+  if (over_gate)
+    base += fmt::format("; the median step, {:.1f} ms ± {:.1f}, is over the {} ms gate", noise->median_ms, noise->mad_ms,
+                        *max_step_ms);
 
   if (s.host_syncs >= kHostSyncsHigh && s.host_syncs >= kHostSyncsRatio * med_syncs) {
     f.code = std::string(reason::slow_host_syncs);

@@ -42,8 +42,12 @@ CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector
 // The slow-step finding (severity blocking; code slow_host_syncs,
 // slow_step_growth or slow_step), or nullopt when no step was slow. A step is
 // slow when it took more than watchdog.slow_step_factor × the median of the
-// other steps (needs at least two others) and beyond both floors above.
-std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog);
+// other steps (needs at least two others) and beyond both floors above; every
+// step counts as slow when the typical one breaks `max_step_ms` beyond its
+// noise (median_over_limit, the same rule the gate table applies), so that the
+// finding can say why (host syncs, growth).
+std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
+                                      std::optional<double> max_step_ms = std::nullopt);
 
 // Median and scaled MAD of the warm steps; nullopt without timed steps.
 std::optional<StepNoise> step_noise(const std::vector<StepRecord>& steps);

@@ -20,6 +20,7 @@ namespace harness::supervisor {
 namespace {
 using Clock = std::chrono::steady_clock;
 
+
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Deadline state, advanced one event at a time in arrival order.
@@ -47,13 +48,20 @@ struct StepClock {
 
 KillReason deadline_hit(const WatchdogSpec& spec, const SupervisorOptions& opt, const StepClock& steps,
                         Clock::time_point start, Clock::time_point last_progress, Clock::time_point now) {
-  const bool quiet = seconds(now - last_progress) >= spec.stall_timeout_s;
-  if (quiet) return KillReason::stall;
-  // Still progressing (some signal moved within the stall window): the first
-  // step is slow or livelocked, not stuck (classify makes it a step timeout).
-  if (!steps.first_step_done && seconds(now - start) >= spec.first_step_timeout_s)
+  const auto after = [](Clock::time_point t0, double s) {
+    return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  if (seconds(now - last_progress) >= spec.stall_timeout_s) return KillReason::stall;
+  // The first-step and step deadlines are for a child that is still moving
+  // (slow or livelocked): they fire only on progress seen after they expired.
+  // A child that went quiet before is left to the stall deadline, so a
+  // deadlock is called a hang, whichever deadline would have come first.
+  if (!steps.first_step_done && now >= after(start, spec.first_step_timeout_s) &&
+      last_progress >= after(start, spec.first_step_timeout_s))
     return KillReason::first_step_timeout;
-  if (steps.open_step && seconds(now - steps.step_began) >= spec.step_timeout_s) return KillReason::step_timeout;
+  if (steps.open_step && now >= after(steps.step_began, spec.step_timeout_s) &&
+      last_progress >= after(steps.step_began, spec.step_timeout_s))
+    return KillReason::step_timeout;
   if (opt.max_wall_s > 0 && seconds(now - start) >= opt.max_wall_s) return KillReason::max_wall;
   return KillReason::none;
 }

@@ -224,3 +224,28 @@ TEST(Watchdog, LaunchFailureIsRecordedNotThrown) {
 
 }  // namespace
 }  // namespace harness::supervisor
+
+namespace harness::supervisor {
+namespace {
+
+// A deadlock whose step deadline comes before its stall deadline (a step that
+// was already long when it blocked) is still a hang: the step deadline is for
+// a child that keeps moving, and this one has stopped.
+TEST(Watchdog, AQuietChildPastItsStepDeadlineIsAStallNotAStepTimeout) {
+  ScratchDir dir;
+  WatchdogSpec spec = fast_spec();
+  spec.stall_timeout_s = 4.0;
+  spec.step_timeout_s = 1.0;
+  SupervisorOptions opt = no_debugger();
+  opt.busy_is_progress = true;  // a CPU child: its flat CPU time says it is blocked
+  SupervisedRun run = supervise(launch_mode("hang", dir.path()), spec, {}, opt);
+  EXPECT_EQ(run.killed_by, KillReason::stall);
+  EXPECT_EQ(run.step_in_progress, 1);
+  EXPECT_GE(run.since_last_progress_s, 4.0);
+  EXPECT_GE(run.cpu_s_since_last_event, 0.0);
+  EXPECT_LT(run.cpu_s_since_last_event, 0.5);
+  expect_group_gone(run);
+}
+
+}  // namespace
+}  // namespace harness::supervisor
