@@ -13,8 +13,9 @@ namespace {
 
 const char* kBranchNames[3] = {"cmp", "slc", "win"};
 
-// Scores of the oracle's candidates are sums of h probabilities; with logits
-// scaled to order one (the probe's inputs) each moves by at most ~4·κ·u.
+// A block's score is a sum of probabilities p_i, each moved by rounding by
+// about p_i·|δs_i| with |δs_i| ≲ u·a_i; the probe's inputs keep logit
+// magnitudes a_i of order one, so a score moves by at most ~4·κ·u of itself.
 constexpr double kScoreLogitBound = 4.0;
 
 at::Tensor nan_as_inf(const at::Tensor& t) {
@@ -33,8 +34,8 @@ Worst worst_of(const at::Tensor& bth) {
 }
 
 // A differing selection explained by rounding: same count, all real
-// candidates, every forced block present, and the blocks swapped in score
-// within `margin` of the ones swapped out.
+// candidates, every forced block present, and the blocks swapped in within
+// `margin` (relative to the larger of the two scores) of the ones swapped out.
 bool near_tie(const std::vector<int64_t>& got, const std::vector<int64_t>& want, const std::vector<double>& scores,
               int64_t t, const nsa::NsaParams& p, double margin) {
   if (got.size() != want.size()) return false;
@@ -49,7 +50,7 @@ bool near_tie(const std::vector<int64_t>& got, const std::vector<int64_t>& want,
     if (std::find(got.begin(), got.end(), j) == got.end()) lowest_missed = std::min(lowest_missed, scores[j]);
   for (int64_t j : got)
     if (std::find(want.begin(), want.end(), j) == want.end()) highest_extra = std::max(highest_extra, scores[j]);
-  return lowest_missed - highest_extra <= margin;
+  return lowest_missed - highest_extra <= margin * std::max(std::abs(lowest_missed), std::abs(highest_extra));
 }
 
 nlohmann::json first_values(const at::Tensor& v, int n = 4) {
@@ -95,9 +96,12 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
   auto idx = at::tensor(T, at::kLong);
   auto pick = [&](const at::Tensor& t) { return t.detach().to(at::kCPU, at::kDouble).index_select(1, idx); };
   const double ku = tol.rounding();
+  // Never a zero bound: where the oracle's output is exactly zero (no visible
+  // block yet) the path's must be too, and 0/0 must not hide the worst ratio.
+  const double floor = std::max(tol.floor, 1e-300);
 
   // --- selected blocks, per (position, group) ------------------------------------
-  const double margin = std::max(tol.floor, ku) * hpg * kScoreLogitBound;
+  const double margin = std::max(tol.floor, ku) * kScoreLogitBound;  // relative to the scores compared
   auto blk = run.branches.block_idx.detach().to(at::kCPU, at::kLong).index_select(1, idx).contiguous();
   const int64_t n_slots = blk.size(3);
   auto bp = blk.data_ptr<int64_t>();
@@ -125,10 +129,10 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
         ParityMismatch m;
         m.what = "selection", m.position = T[ti], m.batch = b, m.head = g;
         m.evidence = {{"group", g}, {"selected", got}, {"expected", want}, {"scores", ref.block_scores[row]},
-                      {"tie_margin", exact ? 0.0 : margin}, {"exact_scores", exact}};
+                      {"tie_margin_rel", exact ? 0.0 : margin}, {"exact_scores", exact}};
         first_sel = m;
       }
-  r.summary["selection"] = {{"differing", differing}, {"within_tie_margin", tied}, {"tie_margin", margin}};
+  r.summary["selection"] = {{"differing", differing}, {"within_tie_margin", tied}, {"tie_margin_rel", margin}};
   if (first_sel) {
     first_sel->evidence["differing_rows"] = differing - tied;
     r.mismatches.push_back(*first_sel);
@@ -141,7 +145,7 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
     auto got = pick(run.branches.o[br]);
     const double scale = std::max(want.pow(2).mean().sqrt().item<double>(), 1e-300);
     auto rel = nan_as_inf((got - want).abs().amax(-1)) / scale;  // [B,T,H]
-    auto bound = at::clamp_min(ku * ref.sensitivity.select(-1, br) / scale, tol.floor);
+    auto bound = at::clamp_min(ku * ref.sensitivity.select(-1, br) / scale, floor);
     if (br == oracle::kSlc) {
       // A near-tie selected other blocks; that position's selected output is not comparable.
       auto skip = at::from_blob(excused.data(), {B, nT, G}, at::kChar).to(at::kBool)
@@ -169,7 +173,7 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
 
   // --- gates ------------------------------------------------------------------------
   at::Tensor gates = ref.gates;
-  at::Tensor gate_bound = at::clamp_min(ku * (0.25 * ref.gate_sensitivity + 1.0), tol.floor);
+  at::Tensor gate_bound = at::clamp_min(ku * (0.25 * ref.gate_sensitivity + 1.0), floor);
   if (run.gates.defined()) {
     gates = pick(run.gates);
     auto diff = nan_as_inf((gates - ref.gates).abs());     // [B,T,H,3]
@@ -210,7 +214,7 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
     auto got = pick(run.out);
     const double scale = std::max(ref.out.pow(2).mean().sqrt().item<double>(), 1e-300);
     auto rel = nan_as_inf((got - expect).abs()) / scale;
-    auto bound = at::clamp_min(bound_abs / scale, tol.floor);
+    auto bound = at::clamp_min(bound_abs / scale, floor);
     auto ratio = (rel / bound).amax(-1, true);  // [B,T,1]
     auto worst = worst_of(ratio);
     const int64_t f = (rel / bound)[worst.b][worst.ti].argmax().item<int64_t>();

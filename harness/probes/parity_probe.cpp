@@ -161,8 +161,8 @@ class ParityProbe : public Probe {
                  "); " + (m.evidence["exact_scores"].get<bool>()
                             ? std::string("there every score is exact, so equal scores are a true tie and the lower "
                                           "index must win.")
-                            : "the scores are not within the tie margin " +
-                                  fmt_double(m.evidence["tie_margin"].get<double>()) + " that rounding could explain.");
+                            : "the scores are not within the relative tie margin " +
+                                  fmt_double(m.evidence["tie_margin_rel"].get<double>()) + " that rounding could explain.");
     else
       f.detail = "On a " + input + " input of S=" + std::to_string(S) + " (" + when + "), the " + path + " path's " +
                  what + " at " + where_of(m) + " is off by " + fmt_double(m.error) +
