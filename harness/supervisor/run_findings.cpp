@@ -42,6 +42,7 @@ void add_hang_evidence(const SupervisedRun& run, Finding& f) {
   f.evidence["open_phases"] = open_phases_json(phases);
   f.evidence["seconds_since_last_event"] = run.since_last_event_s;
   f.evidence["seconds_since_last_progress"] = run.since_last_progress_s;
+  f.evidence["deadline_stretch"] = run.deadline_stretch;
   f.evidence["last_progress_signal"] = run.last_progress_signal;
   if (run.cpu_s_since_last_event >= 0) f.evidence["cpu_s_since_last_event"] = run.cpu_s_since_last_event;
   if (run.launches_since_last_event) f.evidence["launches_since_last_event"] = *run.launches_since_last_event;
@@ -119,6 +120,8 @@ Finding watchdog_finding(const SupervisedRun& run) {
                                "second) but the step did not end: slow or livelocked, not stuck.",
                                run.step_events, run.progress_rate);
       }
+      if (run.deadline_stretch > 1.0)
+        f.detail += fmt::format(" The step deadlines were stretched ×{:.1f} for the machine's load.", run.deadline_stretch);
       f.evidence["step_elapsed_s"] = run.step_elapsed_s;
       f.evidence["progress_events"] = run.step_events;
       f.evidence["progress_rate_per_s"] = run.progress_rate;

@@ -130,8 +130,19 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
       lines_seen = tail.lines();
       live.on_event(last_event());
     }
-    if (live.sample_due(now)) live.sample(now, process_cpu_s(run.pid), flight_launches(flight_path));
-    KillReason why = deadline_hit(spec, opt, steps, start, live.last_progress(), now);
+    if (live.sample_due(now)) {
+      live.sample(now, process_cpu_s(run.pid), flight_launches(flight_path));
+      // A CPU child shares the cores with whatever else runs: at a load of 8 on
+      // 2 CPUs its steps take ~4× longer without anything being wrong. The step
+      // deadlines stretch by that measured contention (the stall deadline does
+      // not: a blocked child uses no CPU however busy the machine is).
+      if (opt.busy_is_progress && run.cpus > 0)
+        if (auto load = load_average_1min()) run.deadline_stretch = std::max(run.deadline_stretch, *load / run.cpus);
+    }
+    WatchdogSpec stretched = spec;
+    stretched.step_timeout_s *= run.deadline_stretch;
+    stretched.first_step_timeout_s *= run.deadline_stretch;
+    KillReason why = deadline_hit(stretched, opt, steps, start, live.last_progress(), now);
     if (why == KillReason::none && hooks.cancelled && hooks.cancelled()) why = KillReason::cancelled;
     if (why != KillReason::none) {
       run.killed_by = why;
