@@ -81,7 +81,9 @@ MinimizeResult minimize_cell(const CellSpec& start, const CellResult& original, 
   };
   for (auto& [name, _] : start.flags) {
     std::string flag = name;
-    if (flag == "NSA_FAULT") continue;  // the fault is the failure: never minimised away
+    // The planted fault or mutation is the failure: never minimised away (a probe
+    // run would only confirm that removing it removes the failure).
+    if (flag == "NSA_FAULT" || flag == "NSA_MUTATION") continue;
     shrinks.push_back({"flag " + flag, [flag](CellSpec& c) { return c.flags.erase(flag) > 0; }});
   }
   for (auto& [name, shrink] : shrinks) {
