@@ -206,7 +206,8 @@ void from_json(const json& j, CellResult& c) {
   else if (c.extra.contains("gates_spec") && c.extra.at("gates_spec").is_object())  // results.json before the field
     c.gates = c.extra.at("gates_spec").get<GateSpec>();
   c.branch_shares.clear();
-  for (auto& [k, v] : j.value("branch_shares", json::object()).items())
+  const json shares = j.value("branch_shares", json::object());  // named: items() must not outlive its json
+  for (auto& [k, v] : shares.items())
     c.branch_shares[k] = BranchShare{v.value("min", 0.0), v.value("max", 0.0), v.value("min_layer", -1), v.value("max_layer", -1)};
   if (j.contains("step_noise")) {
     auto& n = j.at("step_noise");

@@ -47,6 +47,27 @@ TEST(JsonWriter, RoundTripsThroughLoadResults) {
   EXPECT_TRUE(std::isnan(load_results(dir.str()).cells[1].metrics.last_loss.value()));
 }
 
+TEST(JsonWriter, RoundTripsEveryTypedCellField) {
+  testing::TempDir dir;
+  RunResult run = testing::prefill_hang_run();
+  CellResult& c = run.cells.front();
+  c.flags = {{"NSA_PREFILL_BATCHED", "0"}};
+  c.faults = {"causal_leak"};
+  c.from_environment = {"NSA_FAULT=causal_leak"};
+  GateSpec g;
+  g.max_step_ms = 800;
+  c.gates = g;
+  c.branch_shares = {{"cmp", {0.2, 0.4, 1, 0}}, {"slc", {0.3, 0.35, 0, 1}}};
+  c.step_noise = StepNoise{700, 25, 7};
+  c.load = MachineLoad{7.5, 8.1, 2};
+  c.confirmation = Confirmation{"slow_step", "slow step 3", "", false, "cells/x/confirm"};
+  JsonWriter().write(run, dir.str());
+  RunResult back = load_results(dir.str());
+  EXPECT_EQ(nlohmann::json(back), nlohmann::json(run));
+  ASSERT_EQ(back.cells.front().branch_shares.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.cells.front().branch_shares.at("slc").max, 0.35);
+}
+
 TEST(LoadResults, NamesTheFileOnBadJson) {
   testing::TempDir dir;
   std::ofstream(dir.str() + "/results.json") << "{\"decision\": \"MAYBE\"}";

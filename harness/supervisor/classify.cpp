@@ -179,7 +179,11 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   // The step-time limit is not judged on a busy machine (results.h machine_busy); the
   // relative check (k × the cell's own median, beyond its noise) still is.
   const bool busy = r.load && machine_busy(*r.load);
-  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, busy ? std::nullopt : spec.gates.max_step_ms);
+  std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, spec.gates.max_step_ms);
+  // Host syncs explain a slow step whatever the load (their count does not
+  // depend on it); any other slowness against the absolute limit is the
+  // machine's when it was busy, and only the relative check stands.
+  if (busy && slow && slow->code != reason::slow_host_syncs) slow = find_slow_step(r.steps, spec.watchdog);
   Decision d{Outcome::pass, Finding{}};
   if (!run.launch_error.empty()) {
     d = {Outcome::crash, plain_finding(run, kReasonLaunchFailed, "could not start the child",
