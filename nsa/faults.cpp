@@ -1,7 +1,8 @@
 #include "nsa/faults.h"
 
+#include "nsa/name_list.h"
+
 #include <algorithm>
-#include <sstream>
 
 namespace nsa {
 namespace detail {
@@ -74,17 +75,7 @@ void enable_faults(const std::vector<std::string>& names) {
   detail::g_active_faults.fetch_or(mask, std::memory_order_relaxed);
 }
 
-void enable_faults_csv(std::string_view csv) {
-  std::vector<std::string> names;
-  std::stringstream ss{std::string(csv)};
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) names.push_back(item);
-  }
-  enable_faults(names);
-}
+void enable_faults_csv(std::string_view csv) { enable_faults(split_name_list(csv)); }
 
 void disable_all_faults() { detail::g_active_faults.store(0, std::memory_order_relaxed); }
 

@@ -1,8 +1,9 @@
 #include "nsa/mutations.h"
 
+#include "nsa/name_list.h"
+
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 namespace nsa {
 namespace detail {
@@ -123,17 +124,7 @@ void enable_mutations(const std::vector<std::string>& names) {
   detail::g_active_mutations.fetch_or(mask, std::memory_order_relaxed);
 }
 
-void enable_mutations_csv(std::string_view csv) {
-  std::vector<std::string> names;
-  std::stringstream ss{std::string(csv)};
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) names.push_back(item);
-  }
-  enable_mutations(names);
-}
+void enable_mutations_csv(std::string_view csv) { enable_mutations(split_name_list(csv)); }
 
 void disable_all_mutations() { detail::g_active_mutations.store(0, std::memory_order_relaxed); }
 

@@ -4,6 +4,7 @@
 
 #include "nsa/faults.h"
 #include "nsa/flags.h"
+#include "nsa/name_list.h"
 
 extern char** environ;
 
@@ -11,21 +12,6 @@ namespace harness {
 namespace {
 
 constexpr const char* kFaultVar = "NSA_FAULT";
-
-std::vector<std::string> split_csv(const std::string& csv) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    size_t comma = csv.find(',', start);
-    std::string item = csv.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty() && item != "none") out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 Diagnostic env_problem(const std::string& name, const std::string& message) {
   Diagnostic d;
@@ -58,7 +44,8 @@ EnvironmentSettings read_environment_settings(const std::vector<std::string>& en
       continue;
     }
     if (name == kFaultVar) {
-      for (auto& f : split_csv(value)) {
+      for (auto& f : nsa::split_name_list(value)) {
+        if (f == "none") continue;
         if (!nsa::find_fault(f)) {
           std::vector<std::string> known;
           for (auto& k : nsa::fault_registry()) known.emplace_back(k.name);
