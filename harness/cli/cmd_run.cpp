@@ -12,7 +12,6 @@
 #include "harness/cli/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
-#include "harness/scenario/environment.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/select.h"
 #include "harness/supervisor/runner.h"
@@ -24,24 +23,10 @@ int cmd_run(const RunOptions& o) {
   std::string path = o.scenario.empty() ? default_scenario_path() : o.scenario;
   LoadOptions lo;
   if (!o.device.empty()) lo.device_override = o.device;
-  Scenario sc;
-  try {
-    sc = load_scenario(path, lo);
-  } catch (const ScenarioError& e) {
-    for (auto& d : e.diagnostics) fmt::print(stderr, "{}", format_diagnostic(d));
-    return kExitInvalidInput;
-  }
+  auto loaded = load_scenario_to_run(path, lo);
+  if (!loaded) return kExitInvalidInput;
+  Scenario& sc = *loaded;
   for (auto& w : sc.warnings) fmt::print(stderr, "{}: warning: {}\n", path, w);
-  // NSA_* settings in the environment reach every child: check them before any
-  // cell runs, and record them in each cell (environment.h).
-  EnvironmentSettings env;
-  try {
-    env = read_environment_settings();
-  } catch (const ScenarioError& e) {
-    for (auto& d : e.diagnostics) fmt::print(stderr, "{}", format_diagnostic(d));
-    return kExitInvalidInput;
-  }
-  for (auto& c : sc.cells) apply_environment(env, c);
   auto cells = o.only.empty() ? sc.cells : select_cells(sc.cells, o.only);
   if (cells.empty()) {
     fmt::print(stderr, "{}: no cell matches --only '{}'\n", path, o.only);

@@ -17,13 +17,9 @@ namespace harness::cli {
 int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) {
   std::string path = "scenarios/fault_catalogue.yaml";
   if (!std::filesystem::exists(path)) path = std::filesystem::path(default_scenario_path()).parent_path().string() + "/fault_catalogue.yaml";
-  Scenario sc;
-  try {
-    sc = load_scenario(path);
-  } catch (const ScenarioError& e) {
-    for (auto& d : e.diagnostics) fmt::print(stderr, "{}", format_diagnostic(d));
-    return kExitInvalidInput;
-  }
+  auto loaded = load_scenario_to_run(path);
+  if (!loaded) return kExitInvalidInput;
+  Scenario& sc = *loaded;
   std::string dir = out.empty() ? "runs/selftest-" + now_compact() : out;
   std::filesystem::create_directories(dir);
   RunResult run = execute_cells(sc, sc.cells, dir, jobs, false, self_exe, path);

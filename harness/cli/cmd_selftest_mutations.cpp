@@ -207,13 +207,9 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
   }
 
   const std::string path = default_scenario_path();
-  Scenario sc;
-  try {
-    sc = load_scenario(path);
-  } catch (const ScenarioError& e) {
-    for (auto& d : e.diagnostics) fmt::print(stderr, "{}", format_diagnostic(d));
-    return kExitInvalidInput;
-  }
+  auto loaded = load_scenario_to_run(path);
+  if (!loaded) return kExitInvalidInput;
+  Scenario& sc = *loaded;
   const std::string dir = o.out.empty() ? "runs/selftest-mutations-" + now_compact() : o.out;
   fs::create_directories(dir + "/tests");
 

@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "harness/cli/platform.h"
+#include "harness/scenario/diagnostic.h"
+#include "harness/scenario/environment.h"
 #include "harness/trace/flight_recorder.h"
 #ifdef NSA_WITH_CUPTI
 #include "harness/trace/cupti_tracer.h"
@@ -127,6 +129,18 @@ void confirm_timing_findings(std::vector<CellResult>& results, const std::vector
 }
 
 }  // namespace
+
+std::optional<Scenario> load_scenario_to_run(const std::string& path, const LoadOptions& options) {
+  try {
+    Scenario sc = load_scenario(path, options);
+    const EnvironmentSettings env = read_environment_settings();
+    for (auto& c : sc.cells) apply_environment(env, c);
+    return sc;
+  } catch (const ScenarioError& e) {
+    for (auto& d : e.diagnostics) std::cerr << format_diagnostic(d);
+    return std::nullopt;
+  }
+}
 
 bool cuda_available() {
   static const bool have = at::hasCUDA();

@@ -1,6 +1,7 @@
 #pragma once
 // Running a list of cells and assembling the RunResult (shared by run,
 // selftest and repro --minimize).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ namespace harness::cli {
 RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
                         bool resume, const std::string& self_exe, const std::string& scenario_path,
                         bool escalate = true);
+
+// The scenario every command that runs cells starts from: loaded and checked,
+// with the environment's NSA_* settings checked and folded into each cell
+// (environment.h). On bad input prints every diagnostic and returns nothing
+// (the caller exits 2).
+std::optional<Scenario> load_scenario_to_run(const std::string& path, const LoadOptions& options = {});
 
 // Is a CUDA device usable from this process?
 bool cuda_available();
