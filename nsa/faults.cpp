@@ -49,6 +49,17 @@ const std::vector<FaultInfo> kFaults = {
      "Top-n asks for n blocks even when fewer exist: index error on short sequences.", "batched prefill"},
     {F::dead_projection, "dead_projection",
      "The window branch's output is cut from autograd: its projections never train.", "all paths"},
+    {F::backward_stall, "backward_stall",
+     "A gradient hook on the logits sleeps 30 s in step 3's backward: a stall in backward (a slow collective's "
+     "twin).",
+     "training, all paths"},
+    {F::loss_blowup, "loss_blowup",
+     "The logits are multiplied by 1e30 in step 3's forward: the loss explodes, the optimizer state overflows after.",
+     "training, all paths"},
+    {F::tensor_leak, "tensor_leak",
+     "Every step's logits (with their autograd history) are kept in a process-wide list: memory grows one tensor per "
+     "step.",
+     "all paths"},
 };
 }  // namespace
 

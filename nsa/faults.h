@@ -29,6 +29,9 @@ enum class Fault : uint32_t {
   degenerate_attention,
   topk_overflow,
   dead_projection,
+  backward_stall,
+  loss_blowup,
+  tensor_leak,
   count_
 };
 

@@ -2,6 +2,10 @@
 
 #include "nsa/faults.h"
 
+#include <chrono>
+#include <thread>
+#include <vector>
+
 namespace nsa {
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -61,10 +65,29 @@ at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, cons
   return at::matmul(x, head_.to(compute));
 }
 
+// Planted faults of the training loop (nsa/faults.h), all at the loss: step 3
+// is past the warm-up steps, so each shows against clean steps before it.
+namespace {
+void plant_loss_faults(at::Tensor& logits, const Runtime& rt) {
+  constexpr int kFaultStep = 3;
+  if (fault_on(Fault::loss_blowup) && rt.step == kFaultStep) logits = logits * 1e30;
+  if (fault_on(Fault::backward_stall) && rt.step == kFaultStep && logits.requires_grad())
+    logits.register_hook([](const at::Tensor& g) {
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return g;
+    });
+  if (fault_on(Fault::tensor_leak)) {
+    static std::vector<at::Tensor> kept;  // never cleared: the leak
+    kept.push_back(logits);
+  }
+}
+}  // namespace
+
 at::Tensor Model::loss(const at::Tensor& batch, at::ScalarType compute, const Runtime& rt) {
   const int64_t S = batch.size(1) - 1;
   auto inputs = batch.narrow(1, 0, S), targets = batch.narrow(1, 1, S);
   auto logits = forward(inputs, compute, rt).to(accum_dtype(compute));
+  plant_loss_faults(logits, rt);
   return at::cross_entropy_loss(logits.reshape({-1, cfg_.vocab}), targets.reshape({-1}));
 }
 

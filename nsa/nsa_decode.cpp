@@ -55,25 +55,34 @@ void deadlock_forever() {
 
 }  // namespace
 
+at::Tensor DecodeCache::keys(int b, int64_t from, int64_t to) const {
+  return seq_k[b].defined() ? seq_k[b].narrow(1, from, to - from).transpose(1, 2) : stack_range(k[b], from, to);
+}
+
+at::Tensor DecodeCache::values(int b, int64_t from, int64_t to) const {
+  return seq_v[b].defined() ? seq_v[b].narrow(1, from, to - from).transpose(1, 2) : stack_range(v[b], from, to);
+}
+
 DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tensor (&k_t)[3], const at::Tensor (&v_t)[3],
                       const NsaWeights& w, const ModelConfig& c, const Runtime& rt) {
   const auto& P = c.nsa;
   const auto acc = accum_dtype(q_t.scalar_type());
   const int64_t B = q_t.size(0), H = c.n_heads, G = c.n_kv_groups, hpg = H / G;
   const double scale = 1.0 / std::sqrt(double(c.d_k));
-  for (int b = 0; b < 3; ++b) {
-    cache.k[b].push_back(k_t[b]);
-    cache.v[b].push_back(v_t[b]);
-  }
-  const int64_t t = cache.length() - 1;
+  if (!cache.seq_k[0].defined())
+    for (int b = 0; b < 3; ++b) {
+      cache.k[b].push_back(k_t[b]);
+      cache.v[b].push_back(v_t[b]);
+    }
+  const int64_t t = cache.len++;
   // Emit compressed block i when token t is its last: i·d + l − 1 == t, i.e. the
   // cache holds n = i·d + l tokens.
   int64_t n = t + 1;
   if (mutation_on(Mutation::decode_cmp_emitted_late)) n = t;
   if (n >= P.cmp_block && (n - P.cmp_block) % P.cmp_stride == 0) {
     const int64_t start = n - P.cmp_block;
-    cache.kc.push_back(compress_blocks(stack_range(cache.k[0], start, n), w.phi_k, P.phi));
-    cache.vc.push_back(compress_blocks(stack_range(cache.v[0], start, n), w.phi_v, P.phi));
+    cache.kc.push_back(compress_blocks(cache.keys(0, start, n), w.phi_k, P.phi));
+    cache.vc.push_back(compress_blocks(cache.values(0, start, n), w.phi_v, P.phi));
   }
   auto q = q_t.to(acc).view({B, G, hpg, c.d_k});
   DecodeOut out;
@@ -96,7 +105,7 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   out.block_idx = top_n_one_query(scores, t, P);
 
   // Selected branch: gather the chosen blocks' tokens ≤ t from the cache.
-  auto ks = stack_range(cache.k[1], 0, t + 1).to(acc), vs = stack_range(cache.v[1], 0, t + 1).to(acc);  // [B,G,t+1,·]
+  auto ks = cache.keys(1, 0, t + 1).to(acc), vs = cache.values(1, 0, t + 1).to(acc);  // [B,G,t+1,·]
   auto idx_dev = out.block_idx.to(q.device());
   auto offs = at::arange(P.sel_block, idx_dev.options());
   auto tok = (idx_dev.unsqueeze(-1) * P.sel_block + offs).flatten(-2);  // [B,G,n·l']
@@ -108,7 +117,7 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
 
   // Window branch: the last w tokens.
   const int64_t w0 = std::max<int64_t>(0, t - P.window + (mutation_on(Mutation::decode_window_one_short) ? 2 : 1));
-  auto kw = stack_range(cache.k[2], w0, t + 1).to(acc), vw = stack_range(cache.v[2], w0, t + 1).to(acc);
+  auto kw = cache.keys(2, w0, t + 1).to(acc), vw = cache.values(2, w0, t + 1).to(acc);
   out.o[2] = attend_group(q, kw, vw, scale).view({B, H, c.d_v});
   return out;
 }
@@ -128,6 +137,10 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
     leak->insert(leak->end(), copy.begin(), copy.end());
   }
   DecodeCache cache;
+  for (int b = 0; b < 3; ++b) {
+    cache.seq_k[b] = pj.k[b];
+    cache.seq_v[b] = pj.v[b];
+  }
   std::vector<at::Tensor> o[3], idx;
   const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;
   for (int64_t t = 0; t < S; ++t) {

@@ -29,8 +29,18 @@ std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, 
 // autograd can run through a sequential prefill.
 struct DecodeCache {
   std::vector<at::Tensor> k[3], v[3];  // per token: [B,G,dk] / [B,G,dv]
-  std::vector<at::Tensor> kc, vc;      // per emitted compressed block: [B,G,dk] / [B,G,dv]
-  int64_t length() const { return static_cast<int64_t>(k[0].size()); }
+  // When the whole sequence's keys/values are known up front (sequential
+  // prefill), the cache reads them as views of these [B,S,G,·] tensors instead
+  // of per-token copies: stacking t+1 per-token tensors at every token made the
+  // prefill O(S²) in tensor operations and its backward O(S²) in kernel
+  // launches (minutes per step at S = 2048 on a GPU). Same values, same order.
+  at::Tensor seq_k[3], seq_v[3];
+  int64_t len = 0;
+  std::vector<at::Tensor> kc, vc;  // per emitted compressed block: [B,G,dk] / [B,G,dv]
+  int64_t length() const { return len; }
+  // Tokens [from, to) of branch b's keys / values as [B,G,n,·].
+  at::Tensor keys(int b, int64_t from, int64_t to) const;
+  at::Tensor values(int b, int64_t from, int64_t to) const;
 };
 
 // One decode step: appends token t's keys/values (each [B,G,·]) to the cache,

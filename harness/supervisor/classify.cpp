@@ -141,7 +141,19 @@ bool expectation_met(const json& expect, Outcome outcome, const std::optional<st
   if (!expect.is_object() || !expect.contains("outcome")) return false;
   if (expect.at("outcome") != to_string(outcome)) return false;
   if (expect.contains("reason") && !expect.at("reason").is_null()) {
-    if (reason) return expect.at("reason") == *reason;
+    if (reason) {
+      if (expect.at("reason") != *reason) return false;
+      // Where and when the deciding finding puts it, when the expectation says:
+      // `location` is a word of its location ("backward"), `step` its step.
+      for (const auto& f : findings) {
+        if (f.code != *reason) continue;
+        if (expect.contains("location") && f.location.find(expect.at("location").get<std::string>()) == std::string::npos)
+          return false;
+        if (expect.contains("step") && (!f.step || *f.step != expect.at("step").get<int>())) return false;
+        return true;
+      }
+      return !expect.contains("location") && !expect.contains("step");
+    }
     // A passing cell has no deciding reason; an expected warning must be among its findings.
     for (const auto& f : findings)
       if (expect.at("reason") == f.code) return true;
