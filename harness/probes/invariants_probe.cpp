@@ -26,6 +26,13 @@ class InvariantsProbe : public Probe {
       idx.push_back(e.value);
     }
     if (layers.empty()) return;
+    // Selection from non-finite scores is undefined (NaN compares false both
+    // ways): once the step's activations are non-finite, broken rows are a
+    // consequence the finite probe already locates, not a selection bug.
+    std::vector<at::Tensor> activations;
+    for (auto& e : ctx.tap.entries)
+      if (e.name != "block_idx" && e.value.defined() && e.value.is_floating_point()) activations.push_back(e.value);
+    if (!activations.empty() && !all_finite_together(activations)) return;
     // Every layer's rows at once: the layers stacked into the batch dimension
     // (the invariants are per row), one verdict per layer.
     std::vector<at::Tensor> bad;
