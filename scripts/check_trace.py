@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a trace.json the way a trace viewer will read it.
+"""Checks a trace.json(.gz) the way a trace viewer will read it.
 
     scripts/check_trace.py TRACE.json [...]
 
@@ -12,13 +12,16 @@ Prints one line per file: kernels, NVTX ranges, GPU-projected ranges, the share
 of kernels nested under a projected NVTX range, and any violation. Exit status
 1 when any file has a violation.
 """
+import gzip
 import json
 import sys
 from collections import defaultdict
 
 
 def load(path):
-    text = open(path, encoding="utf-8").read().rstrip()
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read().rstrip()
     if not text.endswith("]"):
         text = text.rstrip(",\n ")
         if text.endswith(","):

@@ -66,7 +66,7 @@ for entry in ${SCENARIOS:-scenarios/default.yaml}; do
 done
 
 # Every trace must load as a viewer reads it (tracks nest; scripts/check_trace.py).
-for t in "$WORK"/run-*/cells/*/trace.json; do
+for t in "$WORK"/run-*/cells/*/trace.json*; do
   [ -f "$t" ] || continue
   python3 scripts/check_trace.py "$t" >> "$WORK/trace-check.log" 2>&1
   echo "rc=$?" >> "$WORK/trace-check.log"
@@ -74,10 +74,13 @@ done
 [ -f "$WORK/trace-check.log" ] && log "trace check: $(grep -c '^rc=0' "$WORK/trace-check.log") ok, $(grep -c '^rc=[^0]' "$WORK/trace-check.log") with violations"
 
 # Traces can be large: keep one sample beside the archive, leave the rest out of it.
-sample=$(ls -S "$WORK"/run-*/cells/*/trace.json 2>/dev/null | head -1)
+sample=$(ls -S "$WORK"/run-*/cells/*/trace.json* 2>/dev/null | head -1)
 # The largest trace, when small enough to come back; else the smallest.
 if [ -n "$sample" ] && [ "$(stat -c %s "$sample")" -gt $((60 << 20)) ]; then
-  sample=$(ls -S "$WORK"/run-*/cells/*/trace.json 2>/dev/null | tail -1)
+  sample=$(ls -S "$WORK"/run-*/cells/*/trace.json* 2>/dev/null | tail -1)
 fi
-[ -n "$sample" ] && gzip -c "$sample" > "$OUT/trace-sample.json.gz"
-tar czf "$OUT/work.tgz" --exclude=trace.json --exclude=flight.bin -C "$OUT" work && rm -rf "$WORK"
+case "$sample" in
+  *.gz) cp "$sample" "$OUT/trace-sample.json.gz" ;;
+  ?*) gzip -c "$sample" > "$OUT/trace-sample.json.gz" ;;
+esac
+tar czf "$OUT/work.tgz" --exclude=trace.json --exclude=trace.json.gz --exclude=flight.bin -C "$OUT" work && rm -rf "$WORK"

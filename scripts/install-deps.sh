@@ -24,6 +24,7 @@ need libcli11-dev       have_cmake_pkg CLI11
 need libfmt-dev         have_cmake_pkg fmt
 need libgtest-dev       have_cmake_pkg GTest
 need libbenchmark-dev   have_cmake_pkg benchmark
+need zlib1g-dev         test -f /usr/include/zlib.h
 # ccache is optional: used when present, never installed on its own.
 
 if [ ${#missing_debs[@]} -gt 0 ]; then

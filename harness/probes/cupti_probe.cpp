@@ -59,7 +59,14 @@ class CuptiProbe : public Probe {
         tracer_.reset();
         return;
       }
-      writer_ = std::make_unique<tr::AsyncTraceWriter>((fs::path(ctx.out_dir) / "trace.json").string());
+      // The file has a budget (`cupti: {trace_budget_mb: N}`, default 100): past
+      // it events are counted, not written; the summary and the flight recorder
+      // still see every record.
+      tr::ChromeTraceOptions topt;
+      budget_mb_ = ctx.spec.probes.count("cupti") ? ctx.spec.probes.at("cupti").options.value("trace_budget_mb", 100.0) : 100.0;
+      topt.max_file_bytes = static_cast<std::uint64_t>(budget_mb_ * 1024 * 1024);
+      writer_ = std::make_unique<tr::AsyncTraceWriter>((fs::path(ctx.out_dir) / protocol::kTraceFile).string(),
+                                                       4'000'000, topt);
       writer_->write_info({{"cell", ctx.spec.id}, {"device", ctx.device.str()}});
     } catch (const std::exception& e) {
       // Tracing degrades, the run goes on.
@@ -126,6 +133,8 @@ class CuptiProbe : public Probe {
     auto summary = tr::process_trace(retained_.events, retained_.counters);
     nlohmann::json s = summary;
     s["trace_every"] = every_;
+    s["file"] = {{"budget_mb", budget_mb_}, {"bytes", writer_->file_bytes()},
+                 {"events_over_budget", writer_->events_over_budget()}};
     s["traced_steps"] = traced_steps_;
     ctx.table("trace", s);
     nlohmann::json kernels = nlohmann::json::array();
@@ -135,6 +144,7 @@ class CuptiProbe : public Probe {
   }
 
  private:
+  double budget_mb_ = 100;
   bool traced_step(int step) const { return every_ <= 1 || step <= kAlwaysTracedSteps || step % every_ == 0; }
   static constexpr int kAlwaysTracedSteps = 2;
 

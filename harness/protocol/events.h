@@ -34,7 +34,7 @@ namespace harness::protocol {
 inline constexpr const char* kEventsFile = "events.jsonl";
 inline constexpr const char* kStacksFile = "stacks.txt";
 inline constexpr const char* kStderrFile = "stderr.log";
-inline constexpr const char* kTraceFile = "trace.json";
+inline constexpr const char* kTraceFile = "trace.json.gz";  // gzip: Perfetto opens it as is
 inline constexpr const char* kCellSpecFile = "cell.json";
 inline constexpr const char* kResultFile = "result.json";
 inline constexpr int kStackSignal = SIGUSR1;

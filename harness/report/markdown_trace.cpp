@@ -116,7 +116,8 @@ std::string render_trace_section(const CellResult& cell) {
   s += fmt::format("{:.0f} kernels, {:.1f} ms of GPU time (CUPTI activity records", num(trace, "kernel_count"),
                    num(trace, "kernel_ns") / 1e6);
   auto trace_file = std::find_if(cell.artifacts.begin(), cell.artifacts.end(), [](const std::string& a) {
-    return a.size() >= 10 && a.compare(a.size() - 10, 10, "trace.json") == 0;
+    const std::string_view name = std::string_view(a).substr(a.rfind('/') == std::string::npos ? 0 : a.rfind('/') + 1);
+    return name == "trace.json" || name == "trace.json.gz";
   });
   if (trace_file != cell.artifacts.end()) s += "; timeline in " + code(*trace_file);
   s += ").";
@@ -127,6 +128,10 @@ std::string render_trace_section(const CellResult& cell) {
                      "every launch.",
                      steps, num(trace, "trace_every"));
   }
+  if (trace.contains("file") && trace.at("file").value("events_over_budget", 0) > 0)
+    s += fmt::format(" The timeline file stopped at its {:.0f} MB budget ({:.0f} events left out; `cupti: {{trace_budget_mb: "
+                     "N}}` raises it); the counts here cover every record.",
+                     trace.at("file").value("budget_mb", 0.0), trace.at("file").value("events_over_budget", 0.0));
   if (trace.value("truncated", false))
     s += " **The trace is truncated**: records were dropped (counters in results.json), so counts are lower bounds.";
   s += "\n\n" + kernels_table(trace);

@@ -2,6 +2,7 @@
 
 #include "harness/supervisor/host_memory.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,15 @@
 
 namespace harness::supervisor {
 namespace {
+
+// The CPUs the child may run on (its affinity mask), not the machine's: a cell
+// pinned to 2 of 16 cores competes for those 2, and the load is judged against them.
+int usable_cpus(pid_t pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(pid, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+}
 using Clock = std::chrono::steady_clock;
 
 
@@ -115,7 +125,7 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
 
   run.memory_limit_bytes = host_memory_limit_bytes();
   run.load_start = load_average_1min();
-  run.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  run.cpus = usable_cpus(run.pid);
   while (true) {
     // The peak so far, while /proc still has it: a child the kernel kills for
     // memory leaves no other trace of how much it held.

@@ -112,6 +112,8 @@ bool AsyncTraceWriter::close(TraceCounters counters, std::uint64_t at_ns, double
   counters.events_dropped_writer_behind += dropped_;
   writer_.write_truncation_mark(counters, at_ns);
   writer_.close();
+  file_bytes_ = writer_.file_bytes();
+  over_budget_ = writer_.events_over_budget();
   return drained;
 }
 

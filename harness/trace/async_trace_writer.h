@@ -47,6 +47,9 @@ class AsyncTraceWriter {
   bool drain(double deadline_s = 120.0);
   // Events dropped because the queue was full.
   std::uint64_t events_dropped() const;
+  // The file's size and the events past its budget; final after close().
+  std::uint64_t file_bytes() const { return file_bytes_; }
+  std::uint64_t events_over_budget() const { return over_budget_; }
   // Writes what is queued (waiting at most `deadline_s`), then the truncation
   // mark when `counters` (plus this writer's drops) say events were lost, then
   // "]". Batches still queued at the deadline are dropped and the file is
@@ -72,6 +75,7 @@ class AsyncTraceWriter {
   bool busy_ = false, stop_ = false, closed_ = false, finished_ = false;
   static constexpr double kJoinGraceS = 5.0;
   std::uint64_t dropped_ = 0;
+  std::uint64_t file_bytes_ = 0, over_budget_ = 0;
   std::thread worker_;
 };
 

@@ -42,11 +42,19 @@ struct ChromeTraceOptions {
   std::uint64_t origin_ns = 0;
   std::uint32_t host_pid = 0;  // 0: this process's pid
   std::string host_process_name = "host";
+  // Bytes the file may take on disk (compressed bytes for a .gz path); 0 = no
+  // limit. Past it, events are counted instead of written (events_over_budget)
+  // and the truncation mark says so: a long GPU run otherwise writes hundreds
+  // of MB per cell. Metadata and the closing mark are always written.
+  std::uint64_t max_file_bytes = 0;
 };
 
 class ChromeTraceWriter {
  public:
-  // Creates (truncates) `path` and writes "[". Throws std::runtime_error with the
+  // Creates (truncates) `path` and writes "[". A path ending in ".gz" is
+  // written gzip-compressed (Perfetto and chrome://tracing open it as is), each
+  // write flushed to a gzip sync point so a killed child still leaves a file
+  // that decompresses up to its last complete write. Throws std::runtime_error with the
   // path and errno text when the file cannot be opened.
   explicit ChromeTraceWriter(const std::string& path, ChromeTraceOptions opt = {});
   ~ChromeTraceWriter();  // close(), never throws
@@ -64,10 +72,15 @@ class ChromeTraceWriter {
   void close();
 
   std::size_t objects_written() const { return objects_; }
+  std::uint64_t events_over_budget() const { return over_budget_; }
+  // Bytes on disk so far (compressed for .gz).
+  std::uint64_t file_bytes() const;
   const std::string& path() const { return path_; }
 
  private:
   void append(const nlohmann::json& obj);
+  void flush_pending();
+  bool over_budget() const { return opt_.max_file_bytes != 0 && file_bytes() >= opt_.max_file_bytes; }
   void name_tracks(std::uint32_t pid, std::uint32_t tid, bool gpu);
   double ts_us(std::uint64_t ns) const;
   std::uint32_t gpu_pid(std::uint32_t device) const { return device; }
@@ -75,6 +88,8 @@ class ChromeTraceWriter {
   std::string path_;
   ChromeTraceOptions opt_;
   std::FILE* file_ = nullptr;
+  void* gz_ = nullptr;  // gzFile when the path ends in .gz (zlib kept out of this header)
+  std::uint64_t over_budget_ = 0, closed_bytes_ = 0;
   std::string pending_;
   std::size_t objects_ = 0;
   bool origin_set_ = false;
