@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <cstdlib>
 #include <filesystem>
 
 #include "harness/child/phase_stack.h"
@@ -141,6 +142,13 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
     nsa::enable_mutations_csv(rt.flags.get_string("NSA_MUTATION"));
     const at::Device device = resolve_device(spec.device);
+    // One intra-op thread per CPU cell unless OMP_NUM_THREADS says otherwise
+    // (recorded in the platform table either way). These models' ops are too
+    // small to gain from a thread pool, and a pool spinning at every barrier
+    // collapses when the cores are shared: the default scenario took 46 s with
+    // 2 threads and 18 s with 1 on a 2-core machine at load 2, and cells side by
+    // side (--jobs) each want a core of their own.
+    if (device.is_cpu() && std::getenv("OMP_NUM_THREADS") == nullptr) at::set_num_threads(1);
 #ifdef NSA_WITH_CUDA_KERNELS
     nsa::cuda::register_with_layer();
 #endif
