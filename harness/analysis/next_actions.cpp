@@ -26,7 +26,7 @@ const std::map<std::string_view, std::string_view>& action_table() {
       {"cuda_illegal_address", "re-run the repro with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer; check the index/offset tensors (e.g. cu_seqlens) of the last kernel launched"},
       {"cuda_error", "re-run the repro with CUDA_LAUNCH_BLOCKING=1 to pin the failing launch"},
       {"signal", "read stderr.log and stacks.txt for the faulting frame; re-run the repro under gdb"},
-      {"out_of_memory", "the cell needs more host memory than this machine has: run it with a smaller model, batch or sequence here, or on a larger machine"},
+      {"out_of_memory", "the cell needs more memory than the device or host had (the size asked and what was free are in the finding): run it with a smaller model, batch or sequence, or on a larger machine; memory that grows step over step points at a leak instead"},
       {"exit_nonzero", "read stderr.log: the child exited non-zero without reporting an error"},
       {"protocol", "the child wrote no usable events: run the repro by hand and read stderr.log"},
       {"autograd_inplace", "find the tensor saved for backward that a later op overwrites in place (the op is named in the finding); clone it or stop sharing the buffer"},

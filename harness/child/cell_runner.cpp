@@ -249,6 +249,14 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     for (auto& p : probes) p->on_run_end(ctx);
     events.emit(ev::done, {{"steps_completed", spec.train.steps}});
     return 0;
+  } catch (const c10::OutOfMemoryError& e) {
+    // Its own kind: the allocator's message says how much was asked and how
+    // much was free; the step and phase say where.
+    events.emit(ev::error, {{"kind", "out_of_memory"}, {"message", e.what_without_backtrace()}, {"step", step},
+                            {"phase", stack.text()}, {"type", "c10::OutOfMemoryError"}});
+  } catch (const std::bad_alloc& e) {
+    events.emit(ev::error, {{"kind", "out_of_memory"}, {"message", std::string("std::bad_alloc: ") + e.what()},
+                            {"step", step}, {"phase", stack.text()}});
   } catch (const c10::Error& e) {
     events.emit(ev::error, {{"kind", "exception"}, {"message", e.what_without_backtrace()}, {"step", step},
                             {"phase", stack.text()}, {"type", "c10::Error"}});

@@ -41,6 +41,10 @@ struct Rule {
 // Order matters: the first rule that matches any text decides.
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> r = {
+      // Before the CUDA rules: "CUDA error: out of memory" is a size problem,
+      // not a kernel bug, and the allocators' messages say how much was asked.
+      {Outcome::error, reason::out_of_memory,
+       {"out of memory", "outofmemoryerror", "not enough memory", "bad_alloc", "cudaerrormemoryallocation"}},
       {Outcome::crash, reason::cuda_illegal_address,
        {"an illegal memory access was encountered", "illegal address", "cudaerrorillegaladdress", "error 700",
         "error code 700"}},

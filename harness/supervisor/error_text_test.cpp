@@ -22,6 +22,25 @@ TEST(ErrorText, IllegalAddressFromStderr) {
   EXPECT_EQ(d->source, "stderr.log");
 }
 
+// The allocators' own wording (c10's CUDA caching allocator and CPU allocator):
+// an out-of-memory is its own diagnosis, never a CUDA bug or a bare exception.
+TEST(ErrorText, OutOfMemoryIsItsOwnDiagnosisOnEitherDevice) {
+  auto gpu = diagnose_error_text({error_event("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                                              "capacity of 79.19 GiB of which 1.50 GiB is free.")}, "");
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->outcome, Outcome::error);
+  EXPECT_EQ(gpu->reason, "out_of_memory");
+  EXPECT_NE(gpu->message.find("Tried to allocate 2.00 GiB"), std::string::npos);
+  EXPECT_EQ(gpu->step, 3);
+  auto cpu = diagnose_error_text(
+      {error_event("DefaultCPUAllocator: not enough memory: you tried to allocate 1099511627776 bytes.")}, "");
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->reason, "out_of_memory");
+  auto launch = diagnose_error_text({}, "RuntimeError: CUDA error: out of memory\n");
+  ASSERT_TRUE(launch);
+  EXPECT_EQ(launch->reason, "out_of_memory");
+}
+
 TEST(ErrorText, Error700ByNumber) {
   auto d = diagnose_error_text({error_event("cudaLaunchKernel failed with error 700")}, "");
   ASSERT_TRUE(d);
