@@ -1,8 +1,8 @@
 // Attention forward v2: tensor cores (mma.sync m16n8k16, fp32 accumulators)
 // for fp16 / bf16 inputs, FlashAttention-2 style, for the three NSA branches.
 // v1 (attention_fwd.cu) stays the kernel for fp32 and for head dims v2 does not
-// tile; launch_attention_fwd picks (NSA_CUDA_KERNEL_V1=1 / set_force_v1_kernels
-// forces v1 everywhere).
+// tile; launch_attention_fwd picks (set_force_v1_kernels, which the layer sets
+// from the NSA_CUDA_KERNEL_V1 flag, forces v1 everywhere).
 //
 // What one warp does (the same in every v2 kernel): it owns 16 rows (a row =
 // one (query, head) pair) whose Q sits in registers as mma A fragments for the
@@ -460,8 +460,10 @@ bool launch_tc_dims(Branch br, AttnParams& p) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-// -1: not read from the environment yet.
-std::atomic<int> g_force_v1{-1};
+// The one switch between v1 and v2. Its only writer in a model run is the
+// layer (layer_routing.cpp), from Runtime's NSA_CUDA_KERNEL_V1 (flag registry:
+// scenario, then environment); kernel tests and benchmarks set it directly.
+std::atomic<int> g_force_v1{0};
 std::atomic<int> g_last_fwd_version{0};
 
 bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
@@ -476,19 +478,7 @@ bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
 
 }  // namespace
 
-bool force_v1_kernels() {
-  int v = g_force_v1.load();
-  if (v < 0) {
-    const char* env = std::getenv("NSA_CUDA_KERNEL_V1");
-    const bool on = env != nullptr && std::strcmp(env, "1") == 0;
-    TORCH_CHECK(env == nullptr || on || std::strcmp(env, "0") == 0 || env[0] == '\0',
-                "NSA_CUDA_KERNEL_V1 must be 0 or 1, got '", env, "'");
-    int expected = -1;
-    g_force_v1.compare_exchange_strong(expected, on ? 1 : 0);
-    v = g_force_v1.load();
-  }
-  return v == 1;
-}
+bool force_v1_kernels() { return g_force_v1.load() == 1; }
 
 void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
 
