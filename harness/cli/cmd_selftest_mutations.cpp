@@ -130,7 +130,9 @@ RunResult run_scenario(const Scenario& sc, const std::string& path, const std::s
   if (!mutation.empty())
     for (auto& c : cells) c.flags["NSA_MUTATION"] = mutation;
   fs::create_directories(dir);
-  RunResult run = execute_cells(sc, cells, dir, jobs, false, self_exe, path);
+  RunResult run = execute_here(sc, cells, execute_options(dir, jobs, self_exe, path));
+  // A harness failure is no finding about the model: main() makes it exit 4.
+  if (run.completion.end == RunEnd::harness_failure) throw std::runtime_error(run.completion.harness_failure);
   analyze(run);
   render_all(run, dir);
   return run;

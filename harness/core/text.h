@@ -28,4 +28,16 @@ inline std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
+// `s` as one POSIX shell word: single quotes, each ' written as '\''. Inside
+// single quotes nothing ($(...), `...`, $VAR, globs) is expanded, so a printed
+// repro command pasted into a shell passes exactly these bytes as one argument.
+inline std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
 }  // namespace harness
