@@ -93,9 +93,10 @@ int cmd_run(const RunOptions& o) {
   try {
     render_all(run, dir);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "nsa-harness: harness failure: {}\n", e.what());
-    if (run.completion.end == RunEnd::harness_failure)
-      fmt::print(stderr, "nsa-harness: harness failure: {}\n", run.completion.harness_failure);
+    // The run's own cause first (a full disk usually fails the report too).
+    const bool earlier = run.completion.end == RunEnd::harness_failure;
+    fmt::print(stderr, "nsa-harness: harness failure: {}\n", earlier ? run.completion.harness_failure : e.what());
+    if (earlier) fmt::print(stderr, "nsa-harness: the report could not be written either: {}\n", e.what());
     return kExitHarnessFailure;
   }
   return finish(run, dir, cancel.signal());

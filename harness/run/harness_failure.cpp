@@ -10,9 +10,11 @@
 namespace harness::run {
 namespace {
 
-// strerror(ENOSPC) and strerror(EDQUOT) as glibc words them; Python, libtorch
-// and our own writers all pass that text on.
-constexpr const char* kOutOfSpaceTexts[] = {"No space left on device", "Disk quota exceeded"};
+// strerror(ENOSPC) and strerror(EDQUOT) as glibc words them (libtorch and our
+// own writers pass that text on), and the child's own last words when it
+// cannot write its events (protocol/events.h).
+constexpr const char* kOutOfSpaceTexts[] = {"No space left on device", "Disk quota exceeded",
+                                            "nsa-harness cell: cannot write events"};
 constexpr size_t kStderrTailBytes = 16u << 10;
 
 bool mentions_out_of_space(const supervisor::SupervisedRun& run) {
@@ -39,8 +41,8 @@ std::optional<std::string> harness_cause(const supervisor::SupervisedRun& run, c
     return fmt::format("no space left on the file system holding {} (the cell failed while it was full)",
                        run.cell_dir);
   if (mentions_out_of_space(run))
-    return fmt::format("cell {} could not write its output in {}: No space left on device", result.id,
-                       run.cell_dir);
+    return fmt::format("cell {} could not write its output in {} (out of space or not writable; see its stderr.log)",
+                       result.id, run.cell_dir);
   return std::nullopt;
 }
 
