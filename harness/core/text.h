@@ -40,4 +40,16 @@ inline std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+// `s` as it is when the shell would read it as one word unchanged (the
+// common case: paths, ids, options), else shell_quote(s): readable command
+// lines that still paste safely.
+inline std::string shell_word(std::string_view s) {
+  auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  };
+  bool all_plain = !s.empty();
+  for (char c : s) all_plain = all_plain && plain(c);
+  return all_plain ? std::string(s) : shell_quote(s);
+}
+
 }  // namespace harness

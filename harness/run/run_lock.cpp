@@ -78,8 +78,12 @@ RunLock RunLock::acquire(const std::string& dir, const std::string& started_at) 
   }
   RunLock lock(fd);  // from here on the destructor releases it, whatever fails below
   const std::string text = format_lock_holder({static_cast<long>(::getpid()), started_at});
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
-    throw std::runtime_error("cannot write the lock file " + path + ": " + errno_text(errno));
+  if (::ftruncate(fd, 0) != 0) throw std::runtime_error("cannot write the lock file " + path + ": " + errno_text(errno));
+  const ssize_t n = ::pwrite(fd, text.data(), text.size(), 0);
+  if (n < 0) throw std::runtime_error("cannot write the lock file " + path + ": " + errno_text(errno));
+  // A short write sets no errno; on a local file system it means the disk is full.
+  if (static_cast<size_t>(n) != text.size())
+    throw std::runtime_error("cannot write the lock file " + path + ": " + errno_text(ENOSPC));
   return lock;
 }
 
