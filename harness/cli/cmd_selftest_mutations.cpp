@@ -22,6 +22,7 @@
 #include "harness/cli/gtest_failures.h"
 #include "harness/cli/platform.h"
 #include "harness/cli/run_support.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
 #include "harness/scenario/scenario.h"
@@ -263,7 +264,7 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
   int tests_caught = 0, scenario_caught = 0;
   for (auto& r : rows) tests_caught += r.tests.caught, scenario_caught += r.scenario.caught;
   const std::string md = markdown(rows, clean, binary.value_or(""), filter, tests_caught, scenario_caught);
-  std::ofstream(dir + "/mutations.md") << md;
+  write_file_atomic(dir + "/mutations.md", md);
   fmt::print("{}\nreport: {}/mutations.md\n", md.substr(0, md.find("\n## Each mutation")), dir);
   const bool all = tests_caught == int(rows.size()) && scenario_caught == int(rows.size());
   return all ? 0 : 1;
