@@ -39,7 +39,7 @@ CellResult skipped(const CellSpec& c, const std::string& why) {
 
 // CUDA crashes re-run with more instruments; escalate_crashes wants the
 // finished results side by side with their cells.
-void escalate(std::vector<std::optional<CellResult>>& results, const std::vector<CellSpec>& cells,
+std::optional<std::string> escalate(std::vector<std::optional<CellResult>>& results, const std::vector<CellSpec>& cells,
               const supervisor::EscalationOptions& eo, const std::string& run_dir, const CellDir& cell_dir,
               const supervisor::AttemptRunner& run_attempt, std::ostream* log) {
   std::vector<CellResult> finished;
@@ -51,8 +51,9 @@ void escalate(std::vector<std::optional<CellResult>>& results, const std::vector
       their_cells.push_back(cells[i]);
       at.push_back(i);
     }
-  supervisor::escalate_crashes(finished, their_cells, eo, run_dir, cell_dir, run_attempt, log);
+  auto write_error = supervisor::escalate_crashes(finished, their_cells, eo, run_dir, cell_dir, run_attempt, log);
   for (size_t k = 0; k < at.size(); ++k) results[at[k]] = std::move(finished[k]);
+  return write_error;
 }
 
 }  // namespace
@@ -120,9 +121,10 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
     supervisor::EscalationOptions eo;
     eo.enabled = o.escalate;
     eo.sanitizer = supervisor::find_compute_sanitizer();
-    escalate(s.results, runnable, eo, o.run_dir, cell_dir, run_attempt, o.log);
-    if (auto cause = confirm_timing_findings(s.results, runnable, o.run_dir, cell_dir, run_attempt, o.cancelled))
+    if (auto cause = escalate(s.results, runnable, eo, o.run_dir, cell_dir, run_attempt, o.log))
       s.harness_failure = HarnessFailure{"", *cause};
+    else if (auto cause2 = confirm_timing_findings(s.results, runnable, o.run_dir, cell_dir, run_attempt, o.cancelled))
+      s.harness_failure = HarnessFailure{"", *cause2};
   }
 
   // Collect, in the scenario's cell order; what did not finish is listed, not judged.
