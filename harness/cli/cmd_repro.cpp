@@ -7,6 +7,8 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/minimize.h"
+#include "harness/core/atomic_file.h"
+#include "harness/core/text.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/repro_yaml.h"
 #include "harness/supervisor/runner.h"
@@ -51,8 +53,8 @@ int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, co
   if (out.empty()) {
     fmt::print("{}", yaml);
   } else {
-    std::ofstream(out) << yaml;
-    fmt::print(stderr, "wrote {}\nrun it: nsa-harness run {}\n", out, out);
+    write_file_atomic(out, yaml);  // throws on failure: exit 4 with the cause
+    fmt::print(stderr, "wrote {}\nrun it: nsa-harness run {}\n", out, shell_word(out));
   }
   return 0;
 }

@@ -1,6 +1,10 @@
 // `nsa-harness run`: scenario → cells → one supervised child per cell →
 // analysis → reports. Prints the decision and where the report is.
-#include <ATen/ATen.h>
+//
+// Around the run (harness/run/): the run directory is locked for the run's
+// life (a second run into it is exit 2); SIGINT/SIGTERM stop it cleanly (a
+// report marked cancelled, exit 128+signal); a failure of the harness itself
+// (full disk, no permission, no binary) is exit 4 with its cause, never a verdict.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -11,12 +15,36 @@
 #include "harness/cli/platform.h"
 #include "harness/cli/run_support.h"
 #include "harness/report/render_all.h"
-#include "harness/scenario/diagnostic.h"
+#include "harness/run/cancellation.h"
+#include "harness/run/run_lock.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/select.h"
-#include "harness/supervisor/runner.h"
+#include "harness/supervisor/watchdog.h"
 
 namespace harness::cli {
+namespace {
+
+// What the run printed last: the decision, or why there is none.
+int finish(const RunResult& run, const std::string& dir, int signal) {
+  const RunCompletion& k = run.completion;
+  if (k.end == RunEnd::harness_failure) {
+    fmt::print(stderr, "nsa-harness: harness failure: {}\n", k.harness_failure);
+    fmt::print("decision: none (harness failure; {} cell(s) not run)\nreport: {}/report.md\n", k.not_run.size(), dir);
+    return kExitHarnessFailure;
+  }
+  if (k.end == RunEnd::cancelled) {
+    fmt::print("decision: none (cancelled by {}; {} of {} cell(s) not run — --resume completes the run)\n"
+               "report: {}/report.md\n",
+               k.signal.empty() ? "a signal" : k.signal, k.not_run.size(), k.not_run.size() + run.cells.size(), dir);
+  } else {
+    fmt::print("decision: {}\nreport: {}/report.md\n", to_string(run.decision), dir);
+  }
+  // Interrupted is interrupted, even when the last cell had just finished: the shell's convention.
+  if (signal != 0) return run::exit_code_for_signal(signal);
+  return exit_code_for(run.decision);
+}
+
+}  // namespace
 
 int cmd_run(const RunOptions& o) {
   namespace fs = std::filesystem;
@@ -33,15 +61,45 @@ int cmd_run(const RunOptions& o) {
     return kExitInvalidInput;
   }
   std::string dir = o.out.empty() ? "runs/" + sc.name + "-" + now_compact() : o.out;
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    fmt::print(stderr, "nsa-harness: harness failure: cannot create the run directory {}: {}\n", dir, ec.message());
+    return kExitHarnessFailure;
+  }
+  std::optional<run::RunLock> lock;
+  try {
+    lock.emplace(run::RunLock::acquire(dir, now_iso8601()));
+  } catch (const run::LockBusy& e) {
+    fmt::print(stderr, "nsa-harness: {}; not starting a second run into it (wait for it, or choose another --out)\n",
+               e.what());
+    return kExitInvalidInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "nsa-harness: harness failure: {}\n", e.what());
+    return kExitHarnessFailure;
+  }
   fmt::print(stderr, "nsa-harness: {} — {} cell(s) → {}\n", sc.name, cells.size(), dir);
 
-  RunResult run = execute_cells(sc, cells, dir, o.jobs, o.resume, o.self_exe, path, o.escalate);
+  // Installed for the reports too: a signal while they are written lets them finish.
+  run::SignalCancellation cancel(&std::cerr, supervisor::SupervisorOptions{}.kill_grace_s);
+  run::ExecuteOptions eo = execute_options(dir, o.jobs, o.self_exe, path);
+  eo.resume = o.resume;
+  eo.escalate = o.escalate;
+  eo.cancelled = cancel.predicate();
+  eo.cancel_signal = cancel.signal_source();
+  RunResult run = execute_here(sc, cells, eo);
   run.command_line = o.command_line;
   analyze(run);
-  render_all(run, dir);
-  fmt::print("decision: {}\nreport: {}/report.md\n", to_string(run.decision), dir);
-  return exit_code_for(run.decision);
+  try {
+    render_all(run, dir);
+  } catch (const std::exception& e) {
+    // The run's own cause first (a full disk usually fails the report too).
+    const bool earlier = run.completion.end == RunEnd::harness_failure;
+    fmt::print(stderr, "nsa-harness: harness failure: {}\n", earlier ? run.completion.harness_failure : e.what());
+    if (earlier) fmt::print(stderr, "nsa-harness: the report could not be written either: {}\n", e.what());
+    return kExitHarnessFailure;
+  }
+  return finish(run, dir, cancel.signal());
 }
 
 }  // namespace harness::cli

@@ -22,7 +22,9 @@ int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) 
   Scenario& sc = *loaded;
   std::string dir = out.empty() ? "runs/selftest-" + now_compact() : out;
   std::filesystem::create_directories(dir);
-  RunResult run = execute_cells(sc, sc.cells, dir, jobs, false, self_exe, path);
+  RunResult run = execute_here(sc, sc.cells, execute_options(dir, jobs, self_exe, path));
+  // A harness failure is no finding about the model: main() makes it exit 4.
+  if (run.completion.end == RunEnd::harness_failure) throw std::runtime_error(run.completion.harness_failure);
   analyze(run);
   render_all(run, dir);
   int met = 0, missed = 0, unchecked = 0;

@@ -22,6 +22,7 @@
 #include "harness/cli/gtest_failures.h"
 #include "harness/cli/platform.h"
 #include "harness/cli/run_support.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
 #include "harness/scenario/scenario.h"
@@ -130,7 +131,9 @@ RunResult run_scenario(const Scenario& sc, const std::string& path, const std::s
   if (!mutation.empty())
     for (auto& c : cells) c.flags["NSA_MUTATION"] = mutation;
   fs::create_directories(dir);
-  RunResult run = execute_cells(sc, cells, dir, jobs, false, self_exe, path);
+  RunResult run = execute_here(sc, cells, execute_options(dir, jobs, self_exe, path));
+  // A harness failure is no finding about the model: main() makes it exit 4.
+  if (run.completion.end == RunEnd::harness_failure) throw std::runtime_error(run.completion.harness_failure);
   analyze(run);
   render_all(run, dir);
   return run;
@@ -261,7 +264,7 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
   int tests_caught = 0, scenario_caught = 0;
   for (auto& r : rows) tests_caught += r.tests.caught, scenario_caught += r.scenario.caught;
   const std::string md = markdown(rows, clean, binary.value_or(""), filter, tests_caught, scenario_caught);
-  std::ofstream(dir + "/mutations.md") << md;
+  write_file_atomic(dir + "/mutations.md", md);
   fmt::print("{}\nreport: {}/mutations.md\n", md.substr(0, md.find("\n## Each mutation")), dir);
   const bool all = tests_caught == int(rows.size()) && scenario_caught == int(rows.size());
   return all ? 0 : 1;

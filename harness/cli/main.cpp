@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "harness/cli/commands.h"
+#include "harness/core/text.h"
 
 int main(int argc, char** argv) {
   using namespace harness::cli;
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitInvalidInput;
   }
   try {
-    for (int i = 0; i < argc; ++i) run.command_line += (i ? " " : "") + std::string(argv[i]);
+    // Quoted where needed: the report prints it, and people paste it.
+    for (int i = 0; i < argc; ++i) run.command_line += (i ? " " : "") + harness::shell_word(argv[i]);
     run.self_exe = self;
     run.escalate = !no_escalate;
     if (*c_run) return cmd_run(run);

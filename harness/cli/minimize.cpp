@@ -57,6 +57,11 @@ MinimizeResult minimize_cell(const CellSpec& start, const CellResult& original, 
       return std::vector<std::string>{self_exe, "cell", "--spec", dir + "/cell.json", "--out", dir};
     };
     auto results = supervisor::run_cells({cand}, argv, ro);
+    // A probe the harness could not even start says nothing about the failure
+    // being minimised: stop (exit 4) rather than read it as a new signature.
+    if (!results.empty() && results.front().reason == supervisor::kReasonLaunchFailed)
+      throw std::runtime_error(results.front().findings.empty() ? "a minimisation probe could not be started"
+                                                                : results.front().findings.front().detail);
     std::string sig = results.empty() ? "none" : failure_signature(results.front());
     cache[k] = sig;
     fmt::print(stderr, "  probe {:>2}: {} → {}\n", m.probes, k.size() > 0 ? cand.id : "", sig);

@@ -1,23 +1,26 @@
 #pragma once
-// Running a list of cells and assembling the RunResult (shared by run,
-// selftest and repro --minimize).
+// What every command that runs cells shares (run, selftest, selftest
+// --mutations): the scenario loaded with the environment folded in, and the
+// libtorch-side facts (CUDA, platform) that harness/run/ leaves to its caller.
+// The orchestration itself is harness/run/execute.h.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/core/cell_spec.h"
 #include "harness/core/results.h"
+#include "harness/run/execute.h"
 #include "harness/scenario/scenario.h"
 
 namespace harness::cli {
 
-// Spawns `self_exe cell …` per cell under the supervisor; cells that cannot run
-// here (CUDA on a CPU box) become skips without a process. With `escalate`, a
-// cell that crashed with a CUDA error is re-run with CUDA_LAUNCH_BLOCKING=1 and
-// under compute-sanitizer memcheck, and what they show joins its row.
-RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, const std::string& dir, int jobs,
-                        bool resume, const std::string& self_exe, const std::string& scenario_path,
-                        bool escalate = true);
+// ExecuteOptions for a run into `dir` spawning `self_exe cell …` children,
+// with CUDA availability and (with CUPTI) the NVTX injection set.
+run::ExecuteOptions execute_options(const std::string& dir, int jobs, const std::string& self_exe,
+                                    const std::string& scenario_path);
+
+// run::execute_cells plus the start time and the platform description.
+RunResult execute_here(const Scenario& sc, const std::vector<CellSpec>& cells, const run::ExecuteOptions& options);
 
 // The scenario every command that runs cells starts from: loaded and checked,
 // with the environment's NSA_* settings checked and folded into each cell

@@ -43,6 +43,15 @@ std::string_view to_string(Decision d) {
   return "NO-GO";
 }
 
+std::string_view to_string(RunEnd e) {
+  switch (e) {
+    case RunEnd::complete: return "complete";
+    case RunEnd::cancelled: return "cancelled";
+    case RunEnd::harness_failure: return "harness_failure";
+  }
+  return "complete";
+}
+
 int exit_code_for(Decision d) {
   switch (d) {
     case Decision::go: return 0;
@@ -153,6 +162,7 @@ void to_json(json& j, const CellResult& c) {
            {"faults", c.faults},
            {"from_environment", c.from_environment},
            {"extra", c.extra}};
+  if (!c.spec_hash.empty()) j["spec_hash"] = c.spec_hash;
   if (c.gates) j["gates_spec"] = *c.gates;
   if (!c.branch_shares.empty()) {
     json b = json::object();
@@ -199,6 +209,7 @@ void from_json(const json& j, CellResult& c) {
   if (j.contains("exit_code") && !j.at("exit_code").is_null()) c.exit_code = j.at("exit_code").get<int>();
   if (j.contains("term_signal") && !j.at("term_signal").is_null()) c.term_signal = j.at("term_signal").get<int>();
   c.extra = j.value("extra", json::object());
+  c.spec_hash = j.value("spec_hash", "");
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
@@ -258,6 +269,13 @@ void to_json(json& j, const RunResult& r) {
            {"gates", r.gates},         {"next_actions", r.next_actions},
            {"started_at", r.started_at}, {"wall_s", r.wall_s},
            {"command_line", r.command_line}};
+  const RunCompletion& k = r.completion;
+  j["run_status"] = to_string(k.end);
+  j["cancelled"] = k.end == RunEnd::cancelled;
+  if (!k.signal.empty()) j["cancel_signal"] = k.signal;
+  if (!k.harness_failure.empty()) j["harness_failure"] = k.harness_failure;
+  j["not_run"] = k.not_run;
+  j["resume"] = {{"reused", k.reused}, {"rerun_changed", k.rerun_changed}};
 }
 void from_json(const json& j, RunResult& r) {
   r.scenario = j.value("scenario", json::object());
@@ -275,6 +293,19 @@ void from_json(const json& j, RunResult& r) {
   r.started_at = j.value("started_at", "");
   r.wall_s = j.value("wall_s", 0.0);
   r.command_line = j.value("command_line", "");
+  // results.json written before these fields describes a complete run.
+  const std::string end = j.value("run_status", "complete");
+  if (end == "cancelled") r.completion.end = RunEnd::cancelled;
+  else if (end == "harness_failure") r.completion.end = RunEnd::harness_failure;
+  else if (end == "complete") r.completion.end = RunEnd::complete;
+  else throw std::runtime_error("unknown run_status '" + end + "'");
+  r.completion.signal = j.value("cancel_signal", "");
+  r.completion.harness_failure = j.value("harness_failure", "");
+  r.completion.not_run = j.value("not_run", std::vector<std::string>{});
+  if (j.contains("resume") && j.at("resume").is_object()) {
+    r.completion.reused = j.at("resume").value("reused", 0);
+    r.completion.rerun_changed = j.at("resume").value("rerun_changed", std::vector<std::string>{});
+  }
 }
 
 }  // namespace harness

@@ -130,6 +130,9 @@ struct CellResult {
   std::optional<StepNoise> step_noise;
   std::optional<MachineLoad> load;
   std::optional<Confirmation> confirmation;
+  // Hash of the cell's effective spec as it ran (harness/run/spec_hash.h):
+  // --resume reuses this result only while the cell's spec still hashes the same.
+  std::string spec_hash;
   nlohmann::json extra = nlohmann::json::object();  // probe tables (kernels, gates, precision audit, …)
 };
 
@@ -157,6 +160,20 @@ enum class Decision { go, conditional_go, no_go };
 std::string_view to_string(Decision d);
 int exit_code_for(Decision d);  // 0 GO, 3 CONDITIONAL GO, 1 NO-GO (DESIGN §5)
 
+// How the run itself ended, apart from anything its cells showed. Only a
+// complete run carries a verdict on the scenario; the others say what was not run.
+enum class RunEnd { complete, cancelled, harness_failure };
+std::string_view to_string(RunEnd e);
+
+struct RunCompletion {
+  RunEnd end = RunEnd::complete;
+  std::string signal;                     // "SIGINT" / "SIGTERM" when cancelled by one
+  std::string harness_failure;            // one-line cause when the harness itself failed
+  std::vector<std::string> not_run;       // cells that never finished: no result, no verdict
+  int reused = 0;                         // --resume: earlier results taken as they were
+  std::vector<std::string> rerun_changed; // --resume: cells re-run because their spec changed
+};
+
 struct RunResult {
   nlohmann::json scenario;    // name, file, hash, description
   nlohmann::json platform;    // gpu, sm, driver, cuda, libtorch, git, host, date
@@ -169,6 +186,7 @@ struct RunResult {
   std::string started_at;
   double wall_s = 0.0;
   std::string command_line;
+  RunCompletion completion;
 };
 
 void to_json(nlohmann::json& j, const Finding& f);

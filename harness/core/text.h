@@ -28,4 +28,28 @@ inline std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
+// `s` as one POSIX shell word: single quotes, each ' written as '\''. Inside
+// single quotes nothing ($(...), `...`, $VAR, globs) is expanded, so a printed
+// repro command pasted into a shell passes exactly these bytes as one argument.
+inline std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+// `s` as it is when the shell would read it as one word unchanged (the
+// common case: paths, ids, options), else shell_quote(s): readable command
+// lines that still paste safely.
+inline std::string shell_word(std::string_view s) {
+  auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  };
+  bool all_plain = !s.empty();
+  for (char c : s) all_plain = all_plain && plain(c);
+  return all_plain ? std::string(s) : shell_quote(s);
+}
+
 }  // namespace harness

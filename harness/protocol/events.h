@@ -53,7 +53,12 @@ inline constexpr std::string_view error = "error";
 inline constexpr std::string_view done = "done";
 }  // namespace ev
 
+// The child's exit status when it cannot write its events (the harness's own
+// "harness failure" status, DESIGN.md §5).
+inline constexpr int kExitCannotWriteEvents = 4;
+
 // Appends events; thread-safe; each line flushed so a kill loses nothing written.
+// A line that cannot be written ends the process (kExitCannotWriteEvents).
 class EventWriter {
  public:
   explicit EventWriter(const std::string& path);
@@ -67,6 +72,7 @@ class EventWriter {
 
  private:
   std::FILE* file_ = nullptr;
+  std::string path_;
   std::mutex mu_;
   double t0_;
 };

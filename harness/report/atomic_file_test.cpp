@@ -1,4 +1,4 @@
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // loss.svg and step_time.svg: one line per cell that recorded steps.
 #include <functional>
 
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/markdown_report.h"
 #include "harness/report/report_writer.h"
 #include "harness/report/svg_chart.h"

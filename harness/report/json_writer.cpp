@@ -2,7 +2,7 @@
 // decision, platform, cells, … per DESIGN §6), and its way back.
 #include <stdexcept>
 
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/report/report_writer.h"
 

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/report/report_fixtures.h"
 #include "harness/report/report_writer.h"

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/analysis/judgement.h"
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/report_writer.h"
 #include "harness/report/text_format.h"
 

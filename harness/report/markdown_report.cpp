@@ -7,7 +7,8 @@
 
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/observation_cost.h"
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
+#include "harness/report/markdown_completion.h"
 #include "harness/report/markdown_findings.h"
 #include "harness/report/report_writer.h"
 #include "harness/report/text_format.h"
@@ -40,6 +41,7 @@ std::string title_date(const RunResult& r) {
 std::string header(const RunResult& r) {
   std::string name = field_text(r.scenario, "name");
   std::string s = fmt::format("# {} Test Engineer Report - {}\n\n", title_date(r), name);
+  if (std::string banner = completion_banner(r); !banner.empty()) s += banner + "\n";
   s += "**Date**: " + (r.started_at.empty() ? field_text(r.platform, "date") : r.started_at) + "  \n";
   s += fmt::format("**Platform**: GPU {}, SM {}, driver {}, CUDA {}, libtorch {}  \n", field_text(r.platform, "gpu"),
                    field_text(r.platform, "sm"), field_text(r.platform, "driver"), field_text(r.platform, "cuda"),
@@ -50,7 +52,10 @@ std::string header(const RunResult& r) {
   if (std::string file = field_text(r.scenario, "file"); file != "n/a") s += " (" + file + ")";
   s += "  \n";
   if (!r.command_line.empty()) s += "**Command**: " + code(r.command_line) + "  \n";
-  s += fmt::format("**Decision**: **{}** {}\n", to_string(r.decision), decision_icon(r.decision));
+  if (run_is_complete(r))
+    s += fmt::format("**Decision**: **{}** {}\n", to_string(r.decision), decision_icon(r.decision));
+  else
+    s += incomplete_decision_line(r, std::string(to_string(r.decision)));
   if (std::string d = field_text(r.scenario, "description"); d != "n/a") s += "\n> " + table_cell(d) + "\n";
   return s;
 }
@@ -220,6 +225,7 @@ std::string render_markdown(const RunResult& r) {
   auto section = [&](const char* title, const std::string& body) { s += fmt::format("\n## {}\n\n{}", title, body); };
   section("Executive Summary", (r.summary.empty() ? "No summary recorded." : r.summary) + "\n");
   section("Comparison Matrix", matrix(r));
+  if (auto nr = not_run_section(r); !nr.empty()) section("Not Run", nr);
   if (auto st = settings_section(r); !st.empty()) section("Settings", st);
   section("What Decides the Outcome", attribution_section(r));
   section("Findings", render_findings_section(r));

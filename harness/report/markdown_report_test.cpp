@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/report/atomic_file.h"
+#include "harness/core/atomic_file.h"
 #include "harness/report/golden.h"
 #include "harness/report/report_fixtures.h"
 

@@ -251,7 +251,7 @@ bool ChildProcess::group_empty() const {
   return pid_ <= 0 || (::kill(-pid_, 0) != 0 && errno == ESRCH);
 }
 
-ExitStatus ChildProcess::kill_group(double grace_s) {
+ExitStatus ChildProcess::kill_group(double grace_s, int first) {
   if (pid_ <= 0) return status_.value_or(ExitStatus{});
   poll();
   auto wait_empty = [this](double seconds) {
@@ -263,7 +263,7 @@ ExitStatus ChildProcess::kill_group(double grace_s) {
       std::this_thread::sleep_for(kReapPoll);
     }
   };
-  ::kill(-pid_, SIGTERM);
+  ::kill(-pid_, first);
   if (!wait_empty(grace_s)) {
     ::kill(-pid_, SIGKILL);
     wait_empty(kAfterKillWaitS);

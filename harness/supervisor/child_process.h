@@ -10,6 +10,7 @@
 //
 // PR_SET_PDEATHSIG fires when the *thread* that forked exits, so a ChildProcess
 // must be spawned, watched and reaped by the same thread (the watchdog does).
+#include <signal.h>
 #include <sys/types.h>
 
 #include <map>
@@ -62,10 +63,11 @@ class ChildProcess {
   std::optional<ExitStatus> wait_for(double timeout_s);
   // Sends `sig` to the child only (not its group). False if it is already gone.
   bool signal(int sig);
-  // SIGTERM to the group, up to `grace_s` for it to empty, then SIGKILL; reaps
-  // the leader and every re-parented member. Returns the leader's status.
-  // `group_empty()` tells whether every member was confirmed gone.
-  ExitStatus kill_group(double grace_s);
+  // `first` (SIGTERM unless told) to the group, up to `grace_s` for it to
+  // empty, then SIGKILL; reaps the leader and every re-parented member.
+  // Returns the leader's status. `group_empty()` tells whether every member
+  // was confirmed gone.
+  ExitStatus kill_group(double grace_s, int first = SIGTERM);
   bool group_empty() const;
   bool exited() const { return status_.has_value(); }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "harness/core/text.h"
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify_steps.h"
 #include "harness/supervisor/error_text.h"
@@ -64,12 +65,6 @@ std::vector<std::string> artifacts(const SupervisedRun& run) {
                                                     : fs::relative(p, run.artifacts_relative_to, ec).string());
   }
   return out;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 struct Decision {

@@ -177,11 +177,12 @@ void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts
                  "(a race, or a read of memory that is only sometimes invalid).";
 }
 
-void escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSpec>& cells,
-                      const EscalationOptions& options, const std::string& run_dir,
-                      const std::function<std::string(const std::string& id)>& cell_dir,
-                      const AttemptRunner& run, std::ostream* progress) {
-  if (!options.enabled) return;
+std::optional<std::string> escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSpec>& cells,
+                                            const EscalationOptions& options, const std::string& run_dir,
+                                            const std::function<std::string(const std::string& id)>& cell_dir,
+                                            const AttemptRunner& run, std::ostream* progress) {
+  std::optional<std::string> write_error;
+  if (!options.enabled) return write_error;
   for (auto& r : results) {
     if (!wants_escalation(r)) continue;
     const CellSpec* spec = nullptr;
@@ -213,9 +214,10 @@ void escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSp
     try {
       write_file_atomic((fs::path(dir) / protocol::kResultFile).string(), json(r).dump(2) + "\n");
     } catch (const std::exception& e) {
-      r.extra["result_write_error"] = e.what();
+      if (!write_error) write_error = e.what();
     }
   }
+  return write_error;
 }
 
 }  // namespace harness::supervisor

@@ -16,6 +16,7 @@
 // outcome never changes (it crashed; the re-runs only say where).
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,11 @@ using AttemptRunner = std::function<CellResult(const EscalationAttempt& attempt,
 
 // For every result that wants it: plans, runs (through `run`) and attaches the
 // re-runs; rewrites the cell's result.json. `cell_dir(id)` gives the cell's dir.
-void escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSpec>& cells,
-                      const EscalationOptions& options, const std::string& run_dir,
-                      const std::function<std::string(const std::string& id)>& cell_dir,
-                      const AttemptRunner& run, std::ostream* progress);
+// Returns the cause when a result.json cannot be rewritten (a harness failure:
+// the caller stops the run); the rest are still escalated.
+std::optional<std::string> escalate_crashes(std::vector<CellResult>& results, const std::vector<CellSpec>& cells,
+                                            const EscalationOptions& options, const std::string& run_dir,
+                                            const std::function<std::string(const std::string& id)>& cell_dir,
+                                            const AttemptRunner& run, std::ostream* progress);
 
 }  // namespace harness::supervisor

@@ -32,6 +32,14 @@ void RunProgress::finished(const CellResult& r) {
   else *out_ << fmt::format("[{}/{}] {}: {} {:.1f} s\n", finished_, total_, r.id, what, r.wall_s) << std::flush;
 }
 
+void RunProgress::stopped(const std::string& id, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --running_;
+  if (!out_) return;
+  if (tty_) redraw_locked(id + " → not run (" + why + ")");
+  else *out_ << fmt::format("[{}/{}] {}: not run ({})\n", finished_, total_, id, why) << std::flush;
+}
+
 void RunProgress::done() {
   std::lock_guard<std::mutex> lock(mu_);
   if (out_ && tty_) *out_ << "\n" << std::flush;

@@ -18,6 +18,8 @@ class RunProgress {
   void started(const std::string& id);
   void resumed(const CellResult& r);
   void finished(const CellResult& r);
+  // A started cell that ends without a result (cancelled, or the harness failed): "not run (why)".
+  void stopped(const std::string& id, const std::string& why);
   void done();  // ends the in-place line
 
  private:

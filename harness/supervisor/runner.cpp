@@ -50,8 +50,8 @@ CellResult cancelled_result(const CellSpec& cell) {
 
 }  // namespace
 
-CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
-                           const std::string& dir, int slot) {
+SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
+                             const std::string& dir, int slot) {
   SupervisedRun run;
   run.cell_dir = dir;
   run.artifacts_relative_to = opt.run_dir;
@@ -71,12 +71,18 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
     sup.busy_is_progress = sup.busy_is_progress || cell.device == "cpu";
     Hooks hooks;
     hooks.cancelled = opt.cancelled;
+    hooks.cancel_signal = opt.cancel_signal;
     run = supervise(launch, cell.watchdog, hooks, sup);
     run.artifacts_relative_to = opt.run_dir;
   } catch (const std::exception& e) {
     run.launch_error = fmt::format("preparing cell '{}' in {}: {}", cell.id, dir, e.what());
   }
-  return classify(cell, run);
+  return run;
+}
+
+CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
+                           const std::string& dir, int slot) {
+  return classify(cell, supervise_cell(cell, argv, opt, dir, slot));
 }
 
 std::string cell_dir_name(const std::string& id) {
@@ -100,20 +106,6 @@ std::string cell_dir_name(const std::string& id) {
 double derived_max_wall_s(const CellSpec& cell) {
   const auto& w = cell.watchdog;
   return w.first_step_timeout_s + std::max(1, cell.train.steps) * w.step_timeout_s + w.stall_timeout_s + kWallSlackS;
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("error writing " + tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
 std::optional<CellResult> load_result(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/atomic_file.h"
 #include "harness/core/cell_spec.h"
 #include "harness/core/results.h"
 #include "harness/supervisor/watchdog.h"
@@ -35,6 +36,7 @@ struct RunOptions {
   std::ostream* progress = nullptr;        // nullptr: no progress output
   std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr
   std::function<bool()> cancelled;         // polled; true stops launching and kills running cells
+  std::function<int()> cancel_signal;      // the signal a cancelled child's group gets first; unset: SIGTERM
   std::function<void(const CellResult&)> on_result;  // called (serialised) as each cell finishes
 };
 
@@ -48,6 +50,12 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
 CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
                            const std::string& dir, int slot = 0);
 
+// run_cell_in_dir without the classification: the run as the watchdog saw it.
+// A failure to prepare the directory (cell.json) or to start the child is in
+// `launch_error`, which callers can tell apart from anything the child did.
+SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
+                             const std::string& dir, int slot = 0);
+
 // A readable, file-name-safe directory name for a cell id. Characters outside
 // [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very
 // long) a short stable hash of the id is appended so that distinct ids never
@@ -56,9 +64,6 @@ std::string cell_dir_name(const std::string& id);
 
 // The wall-time cap for one cell: its own deadlines summed, plus slack.
 double derived_max_wall_s(const CellSpec& cell);
-
-// Writes `text` to `path` through `path`.tmp and rename(). Throws with the path on failure.
-void write_file_atomic(const std::string& path, const std::string& text);
 
 // The result stored in `path`, or nullopt when missing or unreadable.
 std::optional<CellResult> load_result(const std::string& path);

@@ -175,7 +175,9 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
     std::this_thread::sleep_for(poll_every);
   }
 
-  ExitStatus status = child->kill_group(opt.kill_grace_s);
+  int first_signal = SIGTERM;
+  if (run.killed_by == KillReason::cancelled && hooks.cancel_signal) first_signal = hooks.cancel_signal();
+  ExitStatus status = child->kill_group(opt.kill_grace_s, first_signal > 0 ? first_signal : SIGTERM);
   drain(Clock::now());
   run.exit_code = status.exit_code;
   run.term_signal = status.term_signal;

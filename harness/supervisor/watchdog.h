@@ -42,6 +42,9 @@ struct SupervisorOptions {
 struct Hooks {
   std::function<void(const nlohmann::json& event)> on_event;  // each parsed event, in order
   std::function<bool()> cancelled;                            // polled; true kills the child
+  // The signal a cancelled child's group gets before the grace period and
+  // SIGKILL (the harness forwards the SIGINT or SIGTERM it received); unset: SIGTERM.
+  std::function<int()> cancel_signal;
 };
 
 struct SupervisedRun {

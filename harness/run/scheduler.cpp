@@ -1,0 +1,91 @@
+#include "harness/run/scheduler.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "harness/core/atomic_file.h"
+#include "harness/protocol/events.h"
+#include "harness/run/spec_hash.h"
+#include "harness/supervisor/classify.h"
+#include "harness/supervisor/run_progress.h"
+
+namespace harness::run {
+namespace fs = std::filesystem;
+
+Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& plan,
+                        const supervisor::ArgvBuilder& argv, const supervisor::RunOptions& options) {
+  Schedule out;
+  out.results.resize(cells.size());
+  const bool tty = options.progress_is_tty.value_or(options.progress == &std::cerr && isatty(fileno(stderr)));
+  supervisor::RunProgress progress(options.progress, tty, static_cast<int>(cells.size()));
+
+  std::mutex mu;  // guards out.harness_failure
+  std::atomic<bool> harness_failed{false};
+  auto user_cancelled = [&] { return options.cancelled && options.cancelled(); };
+  supervisor::RunOptions ro = options;
+  // One predicate for both reasons to stop: the watchdog kills a running
+  // child on either, and its cell is then reported as not run.
+  ro.cancelled = [&] { return harness_failed.load() || user_cancelled(); };
+  auto fail = [&](const std::string& cell, const std::string& cause) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!out.harness_failure) out.harness_failure = HarnessFailure{cell, cause};
+    harness_failed = true;
+  };
+
+  for (size_t i = 0; i < cells.size() && i < plan.decisions.size(); ++i)
+    if (plan.decisions[i].action == ResumeAction::reuse) {
+      out.results[i] = plan.decisions[i].reused;
+      progress.resumed(*out.results[i]);
+    }
+
+  std::atomic<size_t> next{0};
+  auto worker = [&](int slot) {
+    // PR_SET_PDEATHSIG is tied to this thread: each child is spawned, watched
+    // and reaped here, and the thread outlives every child it started.
+    while (true) {
+      const size_t i = next++;
+      if (i >= cells.size()) return;
+      if (out.results[i] || ro.cancelled()) continue;
+      const CellSpec& cell = cells[i];
+      const std::string dir = (fs::path(options.run_dir) / "cells" / supervisor::cell_dir_name(cell.id)).string();
+      progress.started(cell.id);
+      supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, ro, dir, slot);
+      if (sr.killed_by == supervisor::KillReason::cancelled) {
+        progress.stopped(cell.id, harness_failed ? "the run stopped on a harness failure" : "cancelled");
+        continue;
+      }
+      CellResult r = supervisor::classify(cell, sr);
+      r.spec_hash = cell_spec_hash(cell);
+      if (auto cause = harness_cause(sr, r)) {
+        fail(cell.id, *cause);
+        progress.stopped(cell.id, "harness failure");
+        continue;
+      }
+      try {
+        write_file_atomic((fs::path(dir) / protocol::kResultFile).string(), nlohmann::json(r).dump(2) + "\n");
+      } catch (const std::exception& e) {
+        // A result that cannot be kept is not kept: --resume must run the cell again.
+        fail(cell.id, e.what());
+        progress.stopped(cell.id, "harness failure");
+        continue;
+      }
+      progress.finished(r);
+      out.results[i] = std::move(r);  // each index is written by one worker only
+    }
+  };
+  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(cells.size())));
+  std::vector<std::thread> threads;
+  for (int s = 0; s < jobs; ++s) threads.emplace_back(worker, s);
+  for (auto& t : threads) t.join();
+  progress.done();
+  out.cancelled = user_cancelled();
+  return out;
+}
+
+}  // namespace harness::run
