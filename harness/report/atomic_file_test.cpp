@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/report/temp_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness {
 namespace {

@@ -8,7 +8,7 @@
 #include "harness/report/render_all.h"
 #include "harness/report/report_fixtures.h"
 #include "harness/report/report_writer.h"
-#include "harness/report/temp_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness {
 namespace {

@@ -11,12 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "harness/core/atomic_file.h"
-#include "harness/run/test_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness::run {
 namespace {
 using ::testing::HasSubstr;
-using testing::TestDir;
+using harness::testing::TempDir;
 
 bool has_tmp(const std::filesystem::path& dir) {
   for (auto& e : std::filesystem::directory_iterator(dir))
@@ -25,7 +25,7 @@ bool has_tmp(const std::filesystem::path& dir) {
 }
 
 TEST(AtomicWrite, FullDiskFailsWithTheReasonAndLeavesNoTmp) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   const std::string mnt = dir.str() + "/small";
   std::filesystem::create_directories(mnt);
   if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0)

@@ -10,11 +10,11 @@
 
 #include "harness/core/text.h"
 #include "harness/run/execute.h"
-#include "harness/run/test_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness::run {
 namespace {
-using testing::TestDir;
+using harness::testing::TempDir;
 
 std::string shell_output(const std::string& command) {
   std::string out;
@@ -28,7 +28,7 @@ std::string shell_output(const std::string& command) {
 }
 
 TEST(ReproCommand, PastedIntoAShellPassesTheArgumentsIntact) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   const std::string marker = dir.str() + "/executed";
   const std::string path = "it's $(touch " + marker + ") \"dir\"/s.yaml";
   const std::string id = "data=bytes:a 'b' `touch " + marker + "` $HOME;x";

@@ -6,12 +6,12 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/run/spec_hash.h"
-#include "harness/run/test_dir.h"
+#include "harness/testing/temp_dir.h"
 #include "harness/supervisor/runner.h"
 
 namespace harness::run {
 namespace {
-using testing::TestDir;
+using harness::testing::TempDir;
 
 CellSpec cell(const std::string& id) {
   CellSpec c;
@@ -87,7 +87,7 @@ TEST(DecideResume, AnotherCellsResultRunsFresh) {
 
 // Through the run directory, as `run --resume` sees it.
 TEST(PlanResume, ReadsEachCellsResultFromTheRunDirectory) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   CellSpec same = cell("same"), changed = cell("changed"), fresh = cell("fresh");
   auto put = [&](const CellSpec& c, const std::string& hash) {
     auto d = dir.path() / "cells" / supervisor::cell_dir_name(c.id);

@@ -9,15 +9,15 @@
 #include <gtest/gtest.h>
 
 #include "harness/core/atomic_file.h"
-#include "harness/run/test_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness::run {
 namespace {
 using ::testing::HasSubstr;
-using testing::TestDir;
+using harness::testing::TempDir;
 
 TEST(RunLock, RecordsTheHolder) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   RunLock lock = RunLock::acquire(dir.str(), "2025-01-02T03:04:05Z");
   LockHolder h = parse_lock_holder(read_file(dir.str() + "/" + kLockFile));
   EXPECT_EQ(h.pid, static_cast<long>(::getpid()));
@@ -27,7 +27,7 @@ TEST(RunLock, RecordsTheHolder) {
 // flock locks belong to open file descriptions: a second open in this process
 // conflicts just as another process would.
 TEST(RunLock, SecondAcquireIsRefusedNamingTheHolder) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   RunLock first = RunLock::acquire(dir.str(), "T1");
   try {
     RunLock::acquire(dir.str(), "T2");
@@ -41,7 +41,7 @@ TEST(RunLock, SecondAcquireIsRefusedNamingTheHolder) {
 }
 
 TEST(RunLock, ReleasedWhenTheHolderGoes) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   { RunLock first = RunLock::acquire(dir.str(), "T1"); }
   EXPECT_NO_THROW(RunLock::acquire(dir.str(), "T2"));
 }
@@ -49,7 +49,7 @@ TEST(RunLock, ReleasedWhenTheHolderGoes) {
 // A holder killed with SIGKILL leaves its lock file behind with its pid in it;
 // the kernel dropped the lock with the process, so the file must not block.
 TEST(RunLock, StaleFileOfADeadProcessDoesNotBlock) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   pid_t child = ::fork();
   if (child == 0) {
     try {

@@ -8,12 +8,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/run/test_dir.h"
+#include "harness/testing/temp_dir.h"
 
 namespace harness::run {
 namespace {
 using ::testing::HasSubstr;
-using testing::TestDir;
+using harness::testing::TempDir;
 
 std::vector<CellSpec> cells(int n) {
   std::vector<CellSpec> out;
@@ -34,7 +34,7 @@ bool any_result_file(const std::filesystem::path& run_dir) {
 }
 
 TEST(Schedule, MissingChildBinaryIsAHarnessFailureNotACrash) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   auto cs = cells(3);
   supervisor::RunOptions o;
   o.run_dir = dir.str();
@@ -50,7 +50,7 @@ TEST(Schedule, MissingChildBinaryIsAHarnessFailureNotACrash) {
 }
 
 TEST(Schedule, CancelledBeforeStartRunsNothing) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   auto cs = cells(2);
   supervisor::RunOptions o;
   o.run_dir = dir.str();
@@ -68,7 +68,7 @@ TEST(Schedule, CancelledBeforeStartRunsNothing) {
 }
 
 TEST(Schedule, ReusedResultsStandWithoutAProcess) {
-  TestDir dir;
+  harness::testing::TempDir dir;
   auto cs = cells(1);
   ResumePlan plan;
   ResumeDecision d;

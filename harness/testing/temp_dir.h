@@ -1,10 +1,13 @@
 #pragma once
-// A fresh directory per test, removed afterwards.
+// Test fixtures shared by every test target: a fresh directory per test,
+// removed afterwards, and the temp files a failed write may leave.
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <vector>
 
 namespace harness::testing {
 
@@ -13,7 +16,7 @@ class TempDir {
   TempDir() {
     auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::temp_directory_path() /
-            ("nsa-report-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
+            ("nsa-test-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
              std::to_string(::getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
