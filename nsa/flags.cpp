@@ -1,3 +1,5 @@
+#include <charconv>
+#include <climits>
 #include "nsa/flags.h"
 
 #include "nsa/edit_distance.h"
@@ -101,6 +103,12 @@ std::optional<std::string> check_flag_value(const FlagInfo& f, std::string_view 
       for (; i < value.size(); ++i)
         if (!std::isdigit(static_cast<unsigned char>(value[i])))
           return "expected an integer, got '" + std::string(value) + "'";
+      // The code reads flags into ints; a longer number would wrap into another value.
+      int parsed = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+      if (ec != std::errc() || end != value.data() + value.size())
+        return "expected an integer from " + std::to_string(INT_MIN) + " to " + std::to_string(INT_MAX) + ", got '" +
+               std::string(value.substr(0, 40)) + (value.size() > 40 ? "...'" : "'");
       return std::nullopt;
     }
     case FlagType::string: return std::nullopt;
@@ -153,7 +161,10 @@ bool Flags::get_bool(std::string_view name) const {
 
 long long Flags::get_int(std::string_view name) const {
   auto v = raw(name);
-  return v.empty() ? 0 : std::stoll(v);
+  // Values were range-checked when set (check_flag_value); defaults are ours.
+  long long out = 0;
+  std::from_chars(v.data(), v.data() + v.size(), out);
+  return out;
 }
 
 std::string Flags::get_string(std::string_view name) const { return raw(name); }

@@ -1,5 +1,7 @@
 #include "harness/scenario/checker.h"
 
+#include "harness/scenario/limits.h"
+
 namespace harness {
 
 std::string join_path(const std::string& prefix, const std::string& key) {
@@ -9,6 +11,14 @@ std::string join_path(const std::string& prefix, const std::string& key) {
 std::string index_path(const std::string& prefix, size_t i) { return prefix + "[" + std::to_string(i) + "]"; }
 
 void Checker::error(const Pos& pos, const std::string& key_path, const std::string& message) {
+  // Past the shown ones only the count matters (ScenarioError): keep a slim
+  // entry, not a copy of the line, so a list of 100,000 bad values stays small.
+  if (diags_.size() >= kMaxDiagnostics) {
+    Diagnostic d;
+    d.line = pos.line;
+    diags_.push_back(std::move(d));
+    return;
+  }
   diags_.push_back(sources_.diagnostic(pos, key_path, message));
 }
 
@@ -57,19 +67,29 @@ namespace {
 std::string got(const YNode& n) {
   return n.is_scalar() && n.quoted ? "the quoted string " + n.describe() : n.describe();
 }
+
+// An integer written as one but above `max` (or past long long altogether):
+// refused, never wrapped or truncated into another value.
+bool too_large(const YNode& n, long long max) {
+  if (!n.is_scalar() || n.quoted || !is_integer_text(n.text) || n.text[0] == '-') return false;
+  auto v = parse_integer(n.text);
+  return !v || *v > max;
+}
 }  // namespace
 
-std::optional<long long> Checker::positive_int(const YNode& n, const std::string& path) {
+std::optional<long long> Checker::positive_int(const YNode& n, const std::string& path, long long max) {
   if (n.is_scalar() && !n.quoted)
-    if (auto v = parse_integer(n.text); v && *v > 0) return v;
-  error(n.pos, path, "expected a positive integer, got " + got(n));
+    if (auto v = parse_integer(n.text); v && *v > 0 && *v <= max) return v;
+  if (too_large(n, max)) error(n.pos, path, "expected a positive integer ≤ " + std::to_string(max) + ", got " + got(n));
+  else error(n.pos, path, "expected a positive integer, got " + got(n));
   return std::nullopt;
 }
 
-std::optional<long long> Checker::non_negative_int(const YNode& n, const std::string& path) {
+std::optional<long long> Checker::non_negative_int(const YNode& n, const std::string& path, long long max) {
   if (n.is_scalar() && !n.quoted)
-    if (auto v = parse_integer(n.text); v && *v >= 0) return v;
-  error(n.pos, path, "expected an integer ≥ 0, got " + got(n));
+    if (auto v = parse_integer(n.text); v && *v >= 0 && *v <= max) return v;
+  if (too_large(n, max)) error(n.pos, path, "expected an integer from 0 to " + std::to_string(max) + ", got " + got(n));
+  else error(n.pos, path, "expected an integer ≥ 0, got " + got(n));
   return std::nullopt;
 }
 

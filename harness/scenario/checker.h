@@ -10,6 +10,9 @@
 
 namespace harness {
 
+// Most integer settings (steps, batch, seq_len, every, ...) are `int`s in CellSpec.
+inline constexpr long long kMaxIntSetting = 2147483647;
+
 class Checker {
  public:
   Checker(const SourceSet& sources, std::vector<Diagnostic>& diags) : sources_(sources), diags_(diags) {}
@@ -26,8 +29,10 @@ class Checker {
 
   std::optional<std::string> string(const YNode& n, const std::string& path);
   std::optional<std::string> one_of(const YNode& n, const std::string& path, const std::vector<std::string>& choices);
-  std::optional<long long> positive_int(const YNode& n, const std::string& path);
-  std::optional<long long> non_negative_int(const YNode& n, const std::string& path);
+  // Integers up to `max` (by default what an `int` setting holds); a larger one
+  // is refused with the limit named.
+  std::optional<long long> positive_int(const YNode& n, const std::string& path, long long max = kMaxIntSetting);
+  std::optional<long long> non_negative_int(const YNode& n, const std::string& path, long long max = kMaxIntSetting);
   std::optional<double> number(const YNode& n, const std::string& path);
   std::optional<double> positive_number(const YNode& n, const std::string& path);
   std::optional<double> non_negative_number(const YNode& n, const std::string& path);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "harness/scenario/limits.h"
+
 namespace harness {
 
 std::string format_diagnostic(const Diagnostic& d) {
@@ -16,7 +18,7 @@ std::string format_diagnostic(const Diagnostic& d) {
     out += d.source_line + "\n";
     // Keep the line's own tabs in the caret's indent so it lines up in any terminal.
     std::string pad;
-    for (int i = 0; i + 1 < d.col && i < static_cast<int>(d.source_line.size()); ++i)
+    for (int i = 0; i + 1 < d.col - d.source_shift && i < static_cast<int>(d.source_line.size()); ++i)
       pad += d.source_line[i] == '\t' ? '\t' : ' ';
     out += pad + "^\n";
   }
@@ -31,9 +33,23 @@ std::string join_formatted(const std::vector<Diagnostic>& diags) {
 }
 
 using nsa::edit_distance;
+
+// The first kMaxDiagnostics problems in full, then one line counting the rest.
+std::vector<Diagnostic> shown(std::vector<Diagnostic> diags) {
+  if (diags.size() <= kMaxDiagnostics) return diags;
+  Diagnostic more;
+  more.file = diags.front().file;
+  more.message = "... and " + std::to_string(diags.size() - kMaxDiagnostics) + " more problems";
+  diags.resize(kMaxDiagnostics);
+  diags.push_back(more);
+  return diags;
+}
 }  // namespace
 
 ScenarioError::ScenarioError(std::vector<Diagnostic> diags)
+    : ScenarioError(shown(std::move(diags)), 0) {}
+
+ScenarioError::ScenarioError(std::vector<Diagnostic> diags, int)
     : std::runtime_error(join_formatted(diags)), diagnostics(std::move(diags)) {}
 
 std::string did_you_mean_ranked(const std::vector<std::string>& ranked) {

@@ -16,6 +16,7 @@ struct Diagnostic {
   std::string key_path;     // "train.precision", "matrix.include[1].seq_len"; may be empty
   std::string message;
   std::string source_line;  // the text of `line`, without its newline
+  int source_shift = 0;     // columns cut from the front of a long line shown as a window
 };
 
 // Three lines, each ending in '\n' (the last two only when the source line is known):
@@ -24,10 +25,14 @@ struct Diagnostic {
 //   <spaces>^
 std::string format_diagnostic(const Diagnostic& d);
 
-// Thrown by load_scenario when any diagnostic was found; what() is all of them, formatted.
+// Thrown by load_scenario when any diagnostic was found; what() is all of them,
+// formatted (past kMaxDiagnostics, the first ones and a count of the rest).
 struct ScenarioError : std::runtime_error {
   explicit ScenarioError(std::vector<Diagnostic> diags);
   std::vector<Diagnostic> diagnostics;
+
+ private:
+  ScenarioError(std::vector<Diagnostic> diags, int);
 };
 
 // " (did you mean 'x'?)", " (did you mean 'x' or 'y'?)", or "" when nothing is close.

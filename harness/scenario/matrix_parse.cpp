@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
+
+#include "harness/scenario/limits.h"
 
 #include "harness/scenario/settings_parse.h"
+#include "harness/scenario/text_check.h"
 
 namespace harness {
 namespace {
@@ -12,6 +16,30 @@ std::string list_of(const std::vector<std::string>& v) {
   std::string out;
   for (auto& s : v) out += (out.empty() ? "" : ", ") + s;
   return out;
+}
+
+// Every exclude/include entry is matched against every cell.
+bool within_entry_limit(const YNode& list, const std::string& path, Checker& check) {
+  if (list.items.size() <= kMaxMatrixEntries) return true;
+  check.error(list.pos, path, "a list of " + std::to_string(list.items.size()) + " entries, more than the limit of " +
+                                  std::to_string(kMaxMatrixEntries));
+  return false;
+}
+
+// The product of the axes' sizes, computed before any cell is built: a matrix
+// of a million cells is refused in microseconds rather than after gigabytes.
+bool product_within_limit(const ParsedMatrix& pm, Checker& check) {
+  size_t product = 1;
+  std::string sizes;
+  for (auto& a : pm.input.axes) {
+    sizes += (sizes.empty() ? "" : " × ") + std::to_string(a.values.size());
+    product = product > kMaxMatrixProduct ? product : product * a.values.size();
+  }
+  if (product <= kMaxMatrixProduct) return true;
+  check.error(pm.pos, "matrix", "the axes multiply to more than " + std::to_string(kMaxMatrixProduct) +
+                                    " combinations (" + sizes + "), far past the limit of " +
+                                    std::to_string(kMatrixMaxCells) + " cells: split the scenario");
+  return false;
 }
 
 void parse_axis(const YEntry& e, Checker& check, ModelLibrary& models, ParsedMatrix& pm) {
@@ -25,15 +53,22 @@ void parse_axis(const YEntry& e, Checker& check, ModelLibrary& models, ParsedMat
     check.error(e.value.pos, path, "expected a non-empty list of values, got " + e.value.describe());
     return;
   }
+  if (e.value.items.size() > kMaxAxisValues) {
+    check.error(e.value.pos, path, "a list of " + std::to_string(e.value.items.size()) +
+                                       " values, more than the limit of " + std::to_string(kMaxAxisValues) +
+                                       " (the matrix may hold " + std::to_string(kMatrixMaxCells) + " cells)");
+    return;
+  }
   MatrixAxis axis{e.key, {}};
   std::vector<ParsedValue> parsed;
+  std::unordered_set<std::string> seen;  // a list scan per value would be quadratic
   for (size_t i = 0; i < e.value.items.size(); ++i) {
     const YNode& item = e.value.items[i];
     const std::string item_path = index_path(path, i);
     auto v = check_axis_value(e.key, item, item_path, check, models);
     if (!v) continue;
-    if (std::find(axis.values.begin(), axis.values.end(), v->text) != axis.values.end()) {
-      check.error(item.pos, item_path, "duplicate value '" + v->text + "': it would run the same cells twice");
+    if (!seen.insert(v->text).second) {
+      check.error(item.pos, item_path, "duplicate value " + quote(v->text) + ": it would run the same cells twice");
       continue;
     }
     axis.values.push_back(v->text);
@@ -52,6 +87,7 @@ const MatrixAxis* find_axis(const ParsedMatrix& pm, const std::string& name) {
 
 void parse_exclude(const YNode& list, Checker& check, ModelLibrary& models, ParsedMatrix& pm) {
   if (!check.expect_seq(list, "matrix.exclude", "a list of partial assignments")) return;
+  if (!within_entry_limit(list, "matrix.exclude", check)) return;
   std::vector<std::string> axis_names;
   for (auto& a : pm.input.axes) axis_names.push_back(a.name);
   for (size_t i = 0; i < list.items.size(); ++i) {
@@ -86,6 +122,7 @@ void parse_exclude(const YNode& list, Checker& check, ModelLibrary& models, Pars
 
 void parse_include(const YNode& list, Checker& check, ModelLibrary& models, ParsedMatrix& pm) {
   if (!check.expect_seq(list, "matrix.include", "a list of assignments")) return;
+  if (!within_entry_limit(list, "matrix.include", check)) return;
   for (size_t i = 0; i < list.items.size(); ++i) {
     const YNode& entry = list.items[i];
     const std::string path = index_path("matrix.include", i);
@@ -146,6 +183,11 @@ ParsedMatrix parse_matrix(const YEntry* matrix, Checker& check, ModelLibrary& mo
   pm.present = !matrix->value.entries.empty();
   for (auto& e : matrix->value.entries)
     if (e.key != "exclude" && e.key != "include") parse_axis(e, check, models, pm);
+  if (!product_within_limit(pm, check)) {
+    pm.input.axes.clear();  // nothing to expand; the error stops the load
+    pm.axis_values.clear();
+    return pm;
+  }
   // Exclude entries are checked against the axes, so they are read after all axes.
   if (const YNode* ex = matrix->value.find("exclude")) parse_exclude(*ex, check, models, pm);
   if (const YNode* inc = matrix->value.find("include")) parse_include(*inc, check, models, pm);

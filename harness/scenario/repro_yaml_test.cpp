@@ -71,15 +71,16 @@ flags:
   NSA_FAULT: "causal_leak"
 faults: [dead_projection]
 probes:
-  parity: {every: 4, size: 32, tol: 0.5, tags: [a, "1"], nested: {x: true}}
-  cupti: false
+  parity: {every: 4}
+  cupti: {every: 2, trace_budget_mb: 12.5}
+  syncs: false
 watchdog: {stall_timeout_s: 7.5, slow_step_factor: 3}
 gates: {min_tok_s: 300, max_branch_share: 0.9, require_loss_falls: true}
 expect: {outcome: fail, reason: parity, step: 1, location: "layer 0"}
 )";
   Scenario s = load_scenario_text(text, "every.yaml", opts());
   ASSERT_EQ(s.cells.size(), 1u);
-  EXPECT_EQ(s.cells[0].probes.at("parity").options.at("tags"), (nlohmann::json{"a", "1"}));
+  EXPECT_EQ(s.cells[0].probes.at("cupti").options.at("trace_budget_mb"), 12.5);
   expect_round_trip(s.cells[0]);
 }
 

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "harness/scenario/cell_build.h"
+#include "harness/scenario/limits.h"
 #include "harness/scenario/matrix_parse.h"
 #include "harness/scenario/settings_parse.h"
+#include "harness/scenario/source_read.h"
+#include "harness/scenario/text_check.h"
 #include "nsa/config.h"
 
 namespace harness {
@@ -23,7 +24,9 @@ struct Loader {
 
   // Parses `text` as `path` and merges it over its `extends` chain.
   std::optional<YNode> load(const std::string& text, const std::string& path) {
-    int file = sources.add(path, text);
+    // The lines shown under diagnostics must be printable text themselves.
+    int file = sources.add(path, replace_bad_bytes(text));
+    if (!refuse_bad_bytes(text, file)) return std::nullopt;
     auto tree = parse_yaml(text, file, sources, diags);
     if (!tree) return std::nullopt;
     Checker check(sources, diags);
@@ -37,8 +40,19 @@ struct Loader {
                       own.entries.end());
     auto base_name = check.string(ext->value, "extends");
     if (!base_name) return own;
+    if (base_name->size() > kMaxExtendsPathChars) {
+      check.error(ext->value.pos, "extends", "a path of " + std::to_string(base_name->size()) +
+                                                 " characters, more than the limit of " +
+                                                 std::to_string(kMaxExtendsPathChars));
+      return own;
+    }
+    if (chain.size() >= kMaxExtendsDepth) {
+      check.error(ext->value.pos, "extends", "more than " + std::to_string(kMaxExtendsDepth) +
+                                                 " files in one extends chain");
+      return own;
+    }
     fs::path base_path = (fs::path(path).parent_path() / *base_name).lexically_normal();
-    std::string canonical = fs::weakly_canonical(base_path).string();
+    std::string canonical = canonical_or_as_is(base_path);
     if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
       std::string cycle;
       auto start = std::find(chain.begin(), chain.end(), canonical);
@@ -47,18 +61,36 @@ struct Loader {
       check.error(ext->value.pos, "extends", "cycle: " + cycle);
       return own;
     }
-    std::ifstream in(base_path);
-    if (!in) {
-      check.error(ext->value.pos, "extends", "cannot read base scenario " + base_path.string());
+    std::string why;
+    auto base_text = read_scenario_bytes(base_path.string(), why);
+    if (!base_text) {
+      check.error(ext->value.pos, "extends", "cannot read base scenario " + base_path.string() + ": " + why);
       return own;
     }
-    std::stringstream buf;
-    buf << in.rdbuf();
     chain.push_back(canonical);
-    auto base = load(buf.str(), base_path.string());
+    auto base = load(*base_text, base_path.string());
     chain.pop_back();
     if (!base) return own;
     return merge_nodes(*base, own);
+  }
+
+  // A NUL or a byte that is not UTF-8, at its line and column and, where the
+  // rest of the file still reads as YAML, under the key it belongs to.
+  bool refuse_bad_bytes(const std::string& text, int file) {
+    auto bad = find_bad_byte(text);
+    if (!bad) return true;
+    Pos pos{file, bad->line, bad->col};
+    std::vector<Diagnostic> ignored;
+    std::string key;
+    if (auto tree = parse_yaml(replace_bad_bytes(text), file, sources, ignored)) key = key_path_at(*tree, pos);
+    diags.push_back(sources.diagnostic(pos, key, bad->message));
+    return false;
+  }
+
+  static std::string canonical_or_as_is(const fs::path& p) {
+    std::error_code ec;  // the throwing overload fails on ENAMETOOLONG and the like
+    fs::path c = fs::weakly_canonical(p, ec);
+    return ec ? p.lexically_normal().string() : c.string();
   }
 };
 
@@ -93,23 +125,30 @@ void check_prefill_twice(const CellDraft& base, const ParsedMatrix& pm, Checker&
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+  std::string why;
+  auto text = read_scenario_bytes(path, why);
+  if (!text) {
     Diagnostic d;
     d.file = path;
-    d.message = "cannot read the scenario file";
+    d.message = "cannot read the scenario file: " + why;
     throw ScenarioError({d});
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  return *text;
 }
 
 }  // namespace
 
 Scenario load_scenario_text(const std::string& text, const std::string& path, const LoadOptions& options) {
   Loader loader;
-  loader.chain.push_back(fs::weakly_canonical(fs::path(path)).string());
+  if (text.size() > kMaxScenarioBytes) {
+    // Text from memory meets the same limit as a file, so both load the same way.
+    Diagnostic d;
+    d.file = path;
+    d.message = "cannot read the scenario file: " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                std::to_string(kMaxScenarioBytes >> 20) + " MiB";
+    throw ScenarioError({d});
+  }
+  loader.chain.push_back(Loader::canonical_or_as_is(fs::path(path)));
   auto root = loader.load(text, path);
   if (!root) throw ScenarioError(loader.diags);
 

@@ -1,14 +1,30 @@
 #include "harness/scenario/settings_parse.h"
 
 #include <algorithm>
-#include <regex>
+#include <map>
 
 #include "harness/core/outcome.h"
 #include "harness/scenario/axes.h"
+#include "harness/scenario/limits.h"
 #include "harness/scenario/model_section.h"
 
 namespace harness {
 namespace {
+
+// [a-z0-9_]+ — a plain loop: std::regex recurses per character and overflows the
+// stack on a long enough value.
+bool is_code(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Options a probe reads besides `every`; anything else is a typo that would
+// silently leave the probe at its default.
+const std::map<std::string, std::vector<std::string>>& probe_options() {
+  static const std::map<std::string, std::vector<std::string>> options = {{"cupti", {"trace_budget_mb"}}};
+  return options;
+}
 
 void parse_train(const YNode& n, Checker& check, CellDraft& base) {
   if (!check.expect_map(n, "train")) return;
@@ -80,11 +96,17 @@ void parse_probes(const YNode& n, Checker& check, CellDraft& base) {
       continue;
     }
     p = ProbeSpec{};
+    std::vector<std::string> known = {"every"};
+    if (auto it = probe_options().find(e.key); it != probe_options().end())
+      known.insert(known.end(), it->second.begin(), it->second.end());
+    check.check_keys(e.value, path, known);
     for (auto& opt : e.value.entries) {
+      const std::string opath = join_path(path, opt.key);
       if (opt.key == "every") {
-        if (auto x = check.positive_int(opt.value, path + ".every")) p.every = int(*x);
-      } else {
-        p.options[opt.key] = to_json(opt.value);  // probe-specific; each probe checks its own options
+        if (auto x = check.positive_int(opt.value, opath)) p.every = int(*x);
+      } else if (std::find(known.begin(), known.end(), opt.key) != known.end()) {
+        // Every probe option so far is a positive number (a budget, a size).
+        if (auto x = check.positive_number(opt.value, opath)) p.options[opt.key] = *x;
       }
     }
   }
@@ -146,8 +168,7 @@ std::optional<nlohmann::json> parse_expect(const YNode& node, const std::string&
                                              "skip"}))
         out["outcome"] = *o;
     } else if (e.key == "reason") {
-      static const std::regex code("[a-z0-9_]+");
-      if (e.value.is_scalar() && std::regex_match(e.value.text, code)) out["reason"] = e.value.text;
+      if (e.value.is_scalar() && is_code(e.value.text)) out["reason"] = e.value.text;
       else check.error(e.value.pos, p, "expected a reason code (lower_case_with_underscores), got " + e.value.describe());
     } else if (e.key == "step") {
       if (auto s = check.non_negative_int(e.value, p)) out["step"] = *s;
@@ -163,10 +184,12 @@ void parse_settings(const YNode& root, Checker& check, ModelLibrary& models, Cel
                     ScenarioHeader& header) {
   check.check_keys(root, "", top_level_keys());
   if (const YEntry* e = root.find_entry("name")) {
-    static const std::regex valid("[a-z0-9_]+");
     if (auto s = check.string(e->value, "name")) {
-      if (std::regex_match(*s, valid)) header.name = *s;
-      else check.error(e->value.pos, "name", "expected lower-case letters, digits and '_' only, got '" + *s + "'");
+      if (is_code(*s) && s->size() <= kMaxNameChars) header.name = *s;
+      else if (is_code(*s))
+        check.error(e->value.pos, "name", "a name of " + std::to_string(s->size()) + " characters, more than the limit of " +
+                                              std::to_string(kMaxNameChars) + " (it names directories and reports)");
+      else check.error(e->value.pos, "name", "expected lower-case letters, digits and '_' only, got " + e->value.describe());
     }
   } else {
     check.error(root.pos, "name", "missing: every scenario needs a name ([a-z0-9_]+)");

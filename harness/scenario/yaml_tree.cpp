@@ -1,12 +1,15 @@
 #include "harness/scenario/yaml_tree.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cctype>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
+
+#include "harness/scenario/checker.h"
+#include "harness/scenario/limits.h"
+#include "harness/scenario/text_check.h"
 
 namespace harness {
 
@@ -26,7 +29,7 @@ std::string YNode::describe() const {
     case Kind::null: return "nothing";
     case Kind::map: return "a mapping";
     case Kind::seq: return "a list";
-    case Kind::scalar: return "'" + text + "'";
+    case Kind::scalar: return quote(text);
   }
   return "?";
 }
@@ -45,93 +48,85 @@ int SourceSet::add(const std::string& path, const std::string& text) {
 
 Diagnostic SourceSet::diagnostic(const Pos& pos, const std::string& key_path, const std::string& message) const {
   Diagnostic d;
-  d.key_path = key_path;
-  d.message = message;
+  // Keys and messages quote what the file holds, which may be a megabyte long.
+  d.key_path = excerpt(key_path, kMaxShownKeyPathChars);
+  d.message = excerpt(message, 8 * kMaxShownLineChars);
   if (pos.file < 0 || pos.file >= static_cast<int>(files_.size())) return d;
   const SourceFile& f = files_[pos.file];
   d.file = f.path;
   d.line = pos.line;
   d.col = pos.col;
-  if (pos.line >= 1 && pos.line <= static_cast<int>(f.lines.size())) d.source_line = f.lines[pos.line - 1];
+  if (pos.line < 1 || pos.line > static_cast<int>(f.lines.size())) return d;
+  const std::string& line = f.lines[pos.line - 1];
+  if (line.size() <= kMaxShownLineChars) {
+    d.source_line = line;
+    return d;
+  }
+  // A long line is shown as a window around the column, marked "...", cut at
+  // character boundaries; source_shift keeps the caret under the column.
+  auto boundary = [&](size_t i) {
+    while (i > 0 && i < line.size() && (static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) --i;
+    return std::min(i, line.size());
+  };
+  const size_t col0 = pos.col > 0 ? static_cast<size_t>(pos.col - 1) : 0;
+  const size_t begin = boundary(col0 > kMaxShownLineChars / 2 ? col0 - kMaxShownLineChars / 2 : 0);
+  const size_t end = boundary(begin + kMaxShownLineChars);
+  d.source_line = (begin > 0 ? "..." : "") + line.substr(begin, end - begin) + (end < line.size() ? "..." : "");
+  d.source_shift = begin > 0 ? static_cast<int>(begin) - 3 : 0;
   return d;
-}
-
-namespace {
-Pos pos_of(const YAML::Mark& m, int file) { return Pos{file, m.line + 1, m.column + 1}; }
-
-YNode convert(const YAML::Node& n, int file, const SourceSet& sources, std::vector<Diagnostic>& diags) {
-  YNode out;
-  out.pos = pos_of(n.Mark(), file);
-  switch (n.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null: out.kind = YNode::Kind::null; break;
-    case YAML::NodeType::Scalar:
-      out.kind = YNode::Kind::scalar;
-      out.text = n.Scalar();
-      // yaml-cpp tags plain scalars "?" and quoted ones "!"; an explicit tag
-      // (!!str) also means "take the text as written".
-      out.quoted = n.Tag() != "?";
-      break;
-    case YAML::NodeType::Sequence:
-      out.kind = YNode::Kind::seq;
-      for (const auto& item : n) out.items.push_back(convert(item, file, sources, diags));
-      break;
-    case YAML::NodeType::Map:
-      out.kind = YNode::Kind::map;
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        YEntry e;
-        e.key_pos = pos_of(it->first.Mark(), file);
-        if (!it->first.IsScalar()) {
-          diags.push_back(sources.diagnostic(e.key_pos, "", "mapping keys must be plain names"));
-          continue;
-        }
-        e.key = it->first.Scalar();
-        if (const YEntry* first = out.find_entry(e.key)) {
-          diags.push_back(sources.diagnostic(e.key_pos, e.key,
-                                             "duplicate key (first given on line " +
-                                                 std::to_string(first->key_pos.line) + ")"));
-          continue;
-        }
-        e.value = convert(it->second, file, sources, diags);
-        // A null value has no text of its own to point at; its key does.
-        if (e.value.is_null()) e.value.pos = e.key_pos;
-        out.entries.push_back(std::move(e));
-      }
-      break;
-  }
-  return out;
-}
-}  // namespace
-
-std::optional<YNode> parse_yaml(const std::string& text, int file_index, const SourceSet& sources,
-                                std::vector<Diagnostic>& diags) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    YNode tree = convert(root, file_index, sources, diags);
-    if (tree.is_null()) tree.pos = Pos{file_index, 1, 1};
-    return tree;
-  } catch (const YAML::Exception& e) {
-    diags.push_back(sources.diagnostic(pos_of(e.mark, file_index), "", "YAML syntax error: " + e.msg));
-    return std::nullopt;
-  }
 }
 
 YNode merge_nodes(const YNode& base, const YNode& overlay) {
   if (!base.is_map() || !overlay.is_map()) return overlay;
   YNode out = base;
   out.pos = overlay.pos;
+  // Hashed: two files of many keys each would otherwise merge in quadratic time.
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < out.entries.size(); ++i) index.emplace(out.entries[i].key, i);
   for (auto& e : overlay.entries) {
-    bool merged = false;
-    for (auto& mine : out.entries) {
-      if (mine.key != e.key) continue;
-      mine.value = merge_nodes(mine.value, e.value);
-      mine.key_pos = e.key_pos;
-      merged = true;
-      break;
+    auto it = index.find(e.key);
+    if (it == index.end()) {
+      index.emplace(e.key, out.entries.size());
+      out.entries.push_back(e);
+      continue;
     }
-    if (!merged) out.entries.push_back(e);
+    YEntry& mine = out.entries[it->second];
+    mine.value = merge_nodes(mine.value, e.value);
+    mine.key_pos = e.key_pos;
   }
   return out;
+}
+
+namespace {
+bool at_or_before(const Pos& a, const Pos& b) { return a.line < b.line || (a.line == b.line && a.col <= b.col); }
+}  // namespace
+
+std::string key_path_at(const YNode& root, const Pos& pos) {
+  std::string path;
+  const YNode* node = &root;
+  // Descend into the last entry or item that starts at or before `pos`: in
+  // document order it is the one whose text contains `pos`.
+  while (node) {
+    const YNode* next = nullptr;
+    std::string step;
+    if (node->is_map()) {
+      for (auto& e : node->entries) {
+        if (!at_or_before(e.key_pos, pos)) break;
+        next = &e.value;
+        step = join_path(path, e.key);
+      }
+    } else if (node->is_seq()) {
+      for (size_t i = 0; i < node->items.size(); ++i) {
+        if (!at_or_before(node->items[i].pos, pos)) break;
+        next = &node->items[i];
+        step = path + "[" + std::to_string(i) + "]";
+      }
+    }
+    if (!next) break;
+    path = step;
+    node = next;
+  }
+  return path;
 }
 
 bool is_yaml11_bool_word(const std::string& s) {
@@ -146,10 +141,20 @@ std::optional<long long> parse_integer(const std::string& s) {
   if (i == s.size()) return std::nullopt;
   for (size_t k = i; k < s.size(); ++k)
     if (!std::isdigit(static_cast<unsigned char>(s[k]))) return std::nullopt;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), nullptr, 10);
-  if (errno == ERANGE) return std::nullopt;
+  // from_chars takes no '+'; its range error leaves nothing for a caller to misread.
+  const char* first = s.data() + (s[0] == '+' ? 1 : 0);
+  long long v = 0;
+  auto [end, ec] = std::from_chars(first, s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+bool is_integer_text(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size()) return false;
+  for (size_t k = i; k < s.size(); ++k)
+    if (!std::isdigit(static_cast<unsigned char>(s[k]))) return false;
+  return true;
 }
 
 std::optional<double> parse_number(const std::string& s) {

@@ -62,14 +62,19 @@ class SourceSet {
   std::vector<SourceFile> files_;
 };
 
-// Parses `text` (already registered as file `file_index`). A syntax error
-// becomes a diagnostic and the result is empty.
+// Parses `text` (already registered as file `file_index`; yaml_events.cpp). A
+// syntax error, an alias inside the node it names, a tree past kMaxYamlNodes or
+// kMaxYamlDepth, or a value that is not UTF-8 becomes a diagnostic and the result is empty.
 std::optional<YNode> parse_yaml(const std::string& text, int file_index, const SourceSet& sources,
                                 std::vector<Diagnostic>& diags);
 
 // `extends` semantics: mappings merge key by key (overlay wins, new keys go
 // after the base's), anything else in the overlay replaces the base.
 YNode merge_nodes(const YNode& base, const YNode& overlay);
+
+// The key path of the node whose text contains `pos` ("train.seq_len"), for
+// problems found in the bytes before the tree was read; "" at the top level.
+std::string key_path_at(const YNode& root, const Pos& pos);
 
 // Plain scalars become numbers, booleans or null where YAML 1.2's core schema
 // says so; quoted scalars stay strings. Object keys are sorted (nlohmann::json),
@@ -78,7 +83,8 @@ nlohmann::json to_json(const YNode& node);
 
 // YAML 1.2 core schema readings of a plain scalar.
 bool is_yaml11_bool_word(const std::string& s);  // on/off/yes/no/y/n in any case
-std::optional<long long> parse_integer(const std::string& s);
+std::optional<long long> parse_integer(const std::string& s);  // nothing outside long long's range
+bool is_integer_text(const std::string& s);                     // [+-]digits, of any length
 std::optional<double> parse_number(const std::string& s);  // finite only
 std::optional<bool> parse_bool(const std::string& s);       // true/false (True, TRUE)
 
