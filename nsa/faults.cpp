@@ -60,6 +60,10 @@ const std::vector<FaultInfo> kFaults = {
      "Every step's logits (with their autograd history) are kept in a process-wide list: memory grows one tensor per "
      "step.",
      "all paths"},
+    {F::huge_alloc, "huge_alloc",
+     "Step 3's forward asks for a 1 TiB buffer (a shape bug that multiplies instead of adds): out of memory, with "
+     "the size asked.",
+     "all paths"},
 };
 }  // namespace
 

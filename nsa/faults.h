@@ -32,6 +32,7 @@ enum class Fault : uint32_t {
   backward_stall,
   loss_blowup,
   tensor_leak,
+  huge_alloc,
   count_
 };
 

@@ -76,6 +76,8 @@ void plant_loss_faults(at::Tensor& logits, const Runtime& rt) {
       std::this_thread::sleep_for(std::chrono::seconds(30));
       return g;
     });
+  if (fault_on(Fault::huge_alloc) && rt.step == kFaultStep)
+    logits = logits + at::empty({int64_t(1) << 40}, logits.options().dtype(at::kByte)).sum();
   if (fault_on(Fault::tensor_leak)) {
     static std::vector<at::Tensor> kept;  // never cleared: the leak
     kept.push_back(logits);

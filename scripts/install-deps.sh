@@ -26,6 +26,10 @@ need libgtest-dev       have_cmake_pkg GTest
 need libbenchmark-dev   have_cmake_pkg benchmark
 need zlib1g-dev         test -f /usr/include/zlib.h
 # ccache is optional: used when present, never installed on its own.
+# `install-deps.sh fuzz`: also clang with libFuzzer (scripts/fuzz-scenarios.sh, CI).
+if [ "${1:-}" = fuzz ]; then
+  need clang          command -v clang++
+fi
 
 if [ ${#missing_debs[@]} -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${missing_debs[*]}"

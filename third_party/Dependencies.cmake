@@ -3,34 +3,40 @@
 # libtorch, from the Python `torch` wheel's CMake prefix.
 
 # --- libtorch ---------------------------------------------------------------
-# PyTorch's C++ docs locate libtorch through the Python package; we pin the
-# version the GPU machines carry so CI and GPU builds compile the same API.
-set(NSA_TORCH_VERSION "2.11.0" CACHE STRING "libtorch version the build is pinned to")
-if(NOT Torch_DIR)
-  find_package(Python3 COMPONENTS Interpreter REQUIRED)
-  execute_process(
-    COMMAND ${Python3_EXECUTABLE} -c "import torch,sys;sys.stdout.write(torch.utils.cmake_prefix_path+';'+torch.__version__)"
-    OUTPUT_VARIABLE _torch_info RESULT_VARIABLE _torch_rc ERROR_QUIET)
-  if(NOT _torch_rc EQUAL 0)
-    message(FATAL_ERROR "Python package 'torch' not found for ${Python3_EXECUTABLE}; run `make deps` (pip install torch==${NSA_TORCH_VERSION})")
+# NSA_TORCH=OFF builds only what does not link libtorch (the scenario loader and
+# validator, supervisor, analysis, report, trace): the sanitizer and fuzzing
+# builds, which compile in minutes and run under ASan without torch's own leaks.
+option(NSA_TORCH "Build the model and everything that links libtorch" ON)
+if(NSA_TORCH)
+  # PyTorch's C++ docs locate libtorch through the Python package; we pin the
+  # version the GPU machines carry so CI and GPU builds compile the same API.
+  set(NSA_TORCH_VERSION "2.11.0" CACHE STRING "libtorch version the build is pinned to")
+  if(NOT Torch_DIR)
+    find_package(Python3 COMPONENTS Interpreter REQUIRED)
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} -c "import torch,sys;sys.stdout.write(torch.utils.cmake_prefix_path+';'+torch.__version__)"
+      OUTPUT_VARIABLE _torch_info RESULT_VARIABLE _torch_rc ERROR_QUIET)
+    if(NOT _torch_rc EQUAL 0)
+      message(FATAL_ERROR "Python package 'torch' not found for ${Python3_EXECUTABLE}; run `make deps` (pip install torch==${NSA_TORCH_VERSION})")
+    endif()
+    list(GET _torch_info 0 _torch_prefix)
+    list(GET _torch_info 1 _torch_version)
+    string(REGEX REPLACE "\\+.*$" "" _torch_version_base "${_torch_version}")
+    if(NOT _torch_version_base VERSION_EQUAL NSA_TORCH_VERSION)
+      message(FATAL_ERROR "torch ${_torch_version} found, the build is pinned to ${NSA_TORCH_VERSION}")
+    endif()
+    list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
+    set(NSA_TORCH_VERSION_FULL "${_torch_version}" CACHE INTERNAL "")
   endif()
-  list(GET _torch_info 0 _torch_prefix)
-  list(GET _torch_info 1 _torch_version)
-  string(REGEX REPLACE "\\+.*$" "" _torch_version_base "${_torch_version}")
-  if(NOT _torch_version_base VERSION_EQUAL NSA_TORCH_VERSION)
-    message(FATAL_ERROR "torch ${_torch_version} found, the build is pinned to ${NSA_TORCH_VERSION}")
+  # Torch's config pulls in Caffe2's CUDA glue when the wheel is a CUDA build; that
+  # only needs the toolkit's headers and stub libraries, not a GPU.
+  # Torch's CUDA glue adds -gencode flags for TORCH_CUDA_ARCH_LIST, by default every
+  # architecture of the wheel down to sm_50, which nvcc 13 rejects: name ours.
+  if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
   endif()
-  list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
-  set(NSA_TORCH_VERSION_FULL "${_torch_version}" CACHE INTERNAL "")
+  find_package(Torch REQUIRED)
 endif()
-# Torch's config pulls in Caffe2's CUDA glue when the wheel is a CUDA build; that
-# only needs the toolkit's headers and stub libraries, not a GPU.
-# Torch's CUDA glue adds -gencode flags for TORCH_CUDA_ARCH_LIST, by default every
-# architecture of the wheel down to sm_50, which nvcc 13 rejects: name ours.
-if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-  set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
-endif()
-find_package(Torch REQUIRED)
 
 # --- the small libraries ----------------------------------------------------
 find_package(yaml-cpp REQUIRED)
@@ -58,7 +64,7 @@ endif()
 set(NSA_CUDA "AUTO" CACHE STRING "Build the CUDA kernels and CUPTI/NVTX probes: ON, OFF or AUTO")
 set_property(CACHE NSA_CUDA PROPERTY STRINGS ON OFF AUTO)
 set(NSA_HAVE_CUDA OFF)
-if(NOT NSA_CUDA STREQUAL "OFF")
+if(NSA_TORCH AND NOT NSA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   set(_torch_has_cuda OFF)
@@ -83,4 +89,21 @@ if(NSA_HAVE_CUDA)
   find_path(NSA_CUPTI_INCLUDE cupti.h
     HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include)
 endif()
-message(STATUS "nsa-harness: torch ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
+message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
+
+# --- sanitizers and fuzzing -------------------------------------------------
+# NSA_SANITIZE=address,undefined instruments every target (CMakePresets.json:
+# `sanitize`); NSA_FUZZ adds the libFuzzer targets and needs clang (`fuzz`).
+set(NSA_SANITIZE "" CACHE STRING "-fsanitize= list for every target, e.g. address,undefined")
+option(NSA_FUZZ "Build the libFuzzer targets (clang)" OFF)
+if(NSA_SANITIZE)
+  add_compile_options(-fsanitize=${NSA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${NSA_SANITIZE})
+endif()
+if(NSA_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "NSA_FUZZ needs clang (libFuzzer): configure with the `fuzz` preset")
+  endif()
+  # Coverage for libFuzzer in every library; only the fuzz targets link its main.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

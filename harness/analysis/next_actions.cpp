@@ -24,6 +24,7 @@ const std::map<std::string_view, std::string_view>& action_table() {
       {"slow_step_growth", "step time grows step over step: look for state that accumulates across steps (caches, autograd graphs kept alive)"},
       {"slow_step", "profile the slow step (kernel table, NVTX ranges) to find where the time goes"},
       {"cuda_illegal_address", "re-run the repro with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer; check the index/offset tensors (e.g. cu_seqlens) of the last kernel launched"},
+      {"sanitizer_report", "the sanitizer's report in stderr.log names the bad access and the stack that made it: fix that first, everything after it is undefined"},
       {"cuda_error", "re-run the repro with CUDA_LAUNCH_BLOCKING=1 to pin the failing launch"},
       {"signal", "read stderr.log and stacks.txt for the faulting frame; re-run the repro under gdb"},
       {"out_of_memory", "the cell needs more memory than the device or host had (the size asked and what was free are in the finding): run it with a smaller model, batch or sequence, or on a larger machine; memory that grows step over step points at a leak instead"},

@@ -253,16 +253,16 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     // Its own kind: the allocator's message says how much was asked and how
     // much was free; the step and phase say where.
     events.emit(ev::error, {{"kind", "out_of_memory"}, {"message", e.what_without_backtrace()}, {"step", step},
-                            {"phase", stack.text()}, {"type", "c10::OutOfMemoryError"}});
+                            {"phase", stack.text_at_throw()}, {"type", "c10::OutOfMemoryError"}});
   } catch (const std::bad_alloc& e) {
     events.emit(ev::error, {{"kind", "out_of_memory"}, {"message", std::string("std::bad_alloc: ") + e.what()},
-                            {"step", step}, {"phase", stack.text()}});
+                            {"step", step}, {"phase", stack.text_at_throw()}});
   } catch (const c10::Error& e) {
     events.emit(ev::error, {{"kind", "exception"}, {"message", e.what_without_backtrace()}, {"step", step},
-                            {"phase", stack.text()}, {"type", "c10::Error"}});
+                            {"phase", stack.text_at_throw()}, {"type", "c10::Error"}});
   } catch (const std::exception& e) {
     std::string msg = e.what();
-    events.emit(ev::error, {{"kind", error_kind(msg)}, {"message", msg}, {"step", step}, {"phase", stack.text()}});
+    events.emit(ev::error, {{"kind", error_kind(msg)}, {"message", msg}, {"step", step}, {"phase", stack.text_at_throw()}});
   }
   return 1;
 }

@@ -1,5 +1,7 @@
 #include "harness/child/phase_stack.h"
 
+#include <exception>
+
 #include <execinfo.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,12 +40,14 @@ void PhaseStack::push(std::string_view name, int layer) {
 }
 
 void PhaseStack::pop() {
+  if (std::uncaught_exceptions() > 0 && at_throw_.empty()) at_throw_ = text();
   if (!frames_.empty()) frames_.pop_back();
   publish();
 }
 
 void PhaseStack::set_step(int step) {
   step_ = step;
+  at_throw_.clear();
   publish();
 }
 
@@ -52,6 +56,8 @@ std::string PhaseStack::text() const {
   for (auto& f : frames_) s += " > " + f;
   return s;
 }
+
+std::string PhaseStack::text_at_throw() const { return at_throw_.empty() ? text() : at_throw_; }
 
 void PhaseStack::publish() {
   int next = 1 - g_active.load(std::memory_order_relaxed);

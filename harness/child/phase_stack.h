@@ -16,11 +16,16 @@ class PhaseStack {
   // Installs the handler for protocol::kStackSignal writing to `path`.
   void install_signal_handler(const std::string& path);
   std::string text() const;
+  // The stack as it stood when an exception began unwinding it (the phases'
+  // guards pop on the way out, so by the catch text() says only "step N"):
+  // where an error happened, not where it was caught. text() when none did.
+  std::string text_at_throw() const;
 
  private:
   void publish();  // copies the rendered stack into the signal-safe buffer
   std::vector<std::string> frames_;
   int step_ = 0;
+  std::string at_throw_;  // set by the first pop during unwinding, cleared by set_step
 };
 
 }  // namespace harness::child

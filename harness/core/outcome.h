@@ -35,6 +35,7 @@ inline constexpr std::string_view slow_step = "slow_step";                  // o
 // crash
 inline constexpr std::string_view cuda_illegal_address = "cuda_illegal_address";
 inline constexpr std::string_view cuda_error = "cuda_error";
+inline constexpr std::string_view sanitizer_report = "sanitizer_report";    // ASan/UBSan/LSan stopped an instrumented child
 inline constexpr std::string_view out_of_memory = "out_of_memory";          // SIGKILLed with host memory near its limit
 inline constexpr std::string_view signal = "signal";                        // killed by a signal (SIGSEGV, SIGABRT, …)
 inline constexpr std::string_view exit_nonzero = "exit_nonzero";            // exited non-zero without an error event

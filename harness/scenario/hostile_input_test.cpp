@@ -219,5 +219,22 @@ TEST_F(HostileExtends, AChainDeeperThanTheLimitIsRefused) {
   EXPECT_TRUE(has(d.front().message, "files in one extends chain")) << d.front().message;
 }
 
+// Every input the fuzzer once stopped on (and the hand-written cases above as
+// files) lives in fuzz/regressions: each is refused with a located diagnostic.
+// A file added there is tested from then on.
+TEST(HostileInput, EveryFuzzRegressionIsRefusedWithALocatedDiagnostic) {
+  size_t n = 0;
+  for (auto& entry : std::filesystem::directory_iterator(NSA_FUZZ_REGRESSIONS)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Named inside the folder, so a relative `extends` resolves next to the file.
+    auto d = refusal(text, entry.path().string());
+    ASSERT_FALSE(d.empty()) << entry.path() << " was accepted";
+    EXPECT_GT(d.front().line, 0) << entry.path() << ": " << d.front().message;
+    ++n;
+  }
+  EXPECT_GE(n, 13u);
+}
+
 }  // namespace
 }  // namespace harness

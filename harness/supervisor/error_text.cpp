@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <cstring>
 #include <regex>
 
 #include "harness/core/text.h"
@@ -22,6 +23,7 @@ struct Text {
   std::string source;
   std::string op;
   std::optional<int> step;
+  std::string phase;
 };
 
 // The line of `body` holding the (lower-case) needle, or the whole body.
@@ -44,7 +46,13 @@ const std::vector<Rule>& rules() {
       // Before the CUDA rules: "CUDA error: out of memory" is a size problem,
       // not a kernel bug, and the allocators' messages say how much was asked.
       {Outcome::error, reason::out_of_memory,
-       {"out of memory", "outofmemoryerror", "not enough memory", "bad_alloc", "cudaerrormemoryallocation"}},
+       {"out of memory", "outofmemoryerror", "not enough memory", "can't allocate memory", "cannot allocate memory",
+        "bad_alloc", "cudaerrormemoryallocation"}},
+      // A child built with a sanitizer reports its own memory error and exits 1
+      // instead of dying of the signal: still a crash, with the report as evidence.
+      {Outcome::crash, reason::sanitizer_report,
+       {"addresssanitizer:", "undefinedbehaviorsanitizer:", "leaksanitizer:", "threadsanitizer:",
+        "memorysanitizer:"}},
       {Outcome::crash, reason::cuda_illegal_address,
        {"an illegal memory access was encountered", "illegal address", "cudaerrorillegaladdress", "error 700",
         "error code 700"}},
@@ -78,6 +86,41 @@ void find_key(const json& j, const char* key, std::string& out) {
 }
 }  // namespace
 
+namespace {
+// "20.00 GiB", "512 MiB", "1099511627776 bytes" at the start of `text`.
+std::optional<double> size_at(const std::string& text) {
+  static const std::regex re(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*(bytes|B|KiB|MiB|GiB|TiB))");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return std::nullopt;
+  double v = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  const double scale = unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : unit == "GiB" ? 1073741824.0
+                       : unit == "TiB" ? 1099511627776.0 : 1.0;
+  return v * scale;
+}
+
+// The size that follows the first of `markers` found in `text` (case as written).
+std::optional<double> size_after(const std::string& text, std::initializer_list<const char*> markers) {
+  for (const char* marker : markers) {
+    size_t at = text.find(marker);
+    if (at == std::string::npos) continue;
+    // Bounded: a size is a few characters after its marker.
+    if (auto v = size_at(text.substr(at + std::strlen(marker), 40))) return v;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+OomSizes parse_oom_sizes(const std::string& message) {
+  // CPU: "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes."
+  // CUDA: "Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.25 GiB is free."
+  OomSizes s;
+  s.requested_bytes = size_after(message, {"tried to allocate", "Tried to allocate"});
+  s.total_bytes = size_after(message, {"total capacity of"});
+  s.free_bytes = size_after(message, {"of which"});
+  return s;
+}
+
 std::optional<ErrorDiagnosis> diagnose_error_text(const std::vector<json>& errors, const std::string& stderr_tail) {
   std::vector<Text> texts;
   for (const auto& e : errors) {
@@ -87,10 +130,11 @@ std::optional<ErrorDiagnosis> diagnose_error_text(const std::vector<json>& error
     if (!kind.empty()) t.body = kind + ": " + t.body;
     t.source = "error event";
     t.op = e.value("op", "");
+    t.phase = e.value("phase", "");
     if (e.contains("step") && e["step"].is_number_integer()) t.step = e["step"].get<int>();
     texts.push_back(std::move(t));
   }
-  if (!stderr_tail.empty()) texts.push_back({stderr_tail, "stderr.log", "", std::nullopt});
+  if (!stderr_tail.empty()) texts.push_back({stderr_tail, "stderr.log", "", std::nullopt, ""});
 
   for (const auto& rule : rules()) {
     for (const auto& t : texts) {
@@ -104,6 +148,7 @@ std::optional<ErrorDiagnosis> diagnose_error_text(const std::vector<json>& error
         d.message = t.source == "stderr.log" ? line_with(t.body, at) : trim(t.body);
         d.source = t.source;
         d.step = t.step;
+        d.phase = t.phase;
         d.op = t.op;
         if (d.op.empty() && rule.reason == reason::autograd_inplace) d.op = autograd_op(t.body);
         return d;
@@ -118,6 +163,7 @@ std::optional<ErrorDiagnosis> diagnose_error_text(const std::vector<json>& error
     d.source = "error event";
     d.op = texts.front().op;
     d.step = texts.front().step;
+    d.phase = texts.front().phase;
     return d;
   }
   return std::nullopt;

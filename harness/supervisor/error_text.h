@@ -21,7 +21,8 @@ struct ErrorDiagnosis {
   std::string op;           // autograd op or the error event's "op", when known
   std::string source;       // "error event" | "stderr.log"
   std::optional<int> step;  // from the error event, when it carried one
-  bool is_cuda() const { return outcome == Outcome::crash; }
+  std::string phase;        // the error event's phase stack where it was thrown ("step 3 > forward")
+  bool is_cuda() const { return reason == reason::cuda_illegal_address || reason == reason::cuda_error; }
 };
 
 // `errors`: the child's `error` events, oldest first. `stderr_tail`: the last
@@ -30,6 +31,16 @@ struct ErrorDiagnosis {
 // exception kinds, then a generic exception. nullopt when nothing matches.
 std::optional<ErrorDiagnosis> diagnose_error_text(const std::vector<nlohmann::json>& errors,
                                                   const std::string& stderr_tail);
+
+// What an allocator's out-of-memory message says, in bytes: the size asked and,
+// where the message carries them (PyTorch's CUDA caching allocator does), what
+// the device had free and in total. Fields stay empty when the text lacks them.
+struct OomSizes {
+  std::optional<double> requested_bytes;
+  std::optional<double> free_bytes;
+  std::optional<double> total_bytes;
+};
+OomSizes parse_oom_sizes(const std::string& message);
 
 // The last kernel named by flight-recorder evidence anywhere in the events
 // (a "last_kernel" field in an error, probe or finding); empty when none.

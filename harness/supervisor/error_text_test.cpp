@@ -108,5 +108,40 @@ TEST(ErrorText, LastKernelFromFlightRecorder) {
   EXPECT_EQ(last_kernel_from({}), "");
 }
 
+// Both allocators' messages, as PyTorch 2.11 words them (the CPU one captured
+// from torch.empty(1 << 40) on a 24 GiB machine; the CUDA one from its docs).
+TEST(ErrorText, OutOfMemoryOfEitherAllocatorIsItsOwnReasonWithTheSizes) {
+  const std::string cpu =
+      "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+      "allocate 1099511627776 bytes. Error code 12 (Cannot allocate memory)";
+  auto d = diagnose_error_text({error_event(cpu)}, "");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->reason, "out_of_memory");
+  auto s = parse_oom_sizes(cpu);
+  EXPECT_EQ(s.requested_bytes, 1099511627776.0);
+  EXPECT_FALSE(s.free_bytes);
+
+  const std::string cuda =
+      "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.25 GiB "
+      "is free. Of the allocated memory 70.00 GiB is allocated by PyTorch";
+  auto c = diagnose_error_text({error_event(cuda)}, "");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->reason, "out_of_memory");
+  auto cs = parse_oom_sizes(cuda);
+  EXPECT_EQ(cs.requested_bytes, 20.0 * 1073741824.0);
+  EXPECT_EQ(cs.total_bytes, 79.19 * 1073741824.0);
+  EXPECT_EQ(cs.free_bytes, 1.25 * 1073741824.0);
+}
+
+TEST(ErrorText, ASanitizerReportIsACrashNotAnException) {
+  auto d = diagnose_error_text(
+      {}, "step 2\n==19791==ERROR: AddressSanitizer: SEGV on unknown address 0x000000004d4f (pc 0x7f26a1ea8eec)\n"
+          "    #0 0x7f26a1ea8eec in nsa::select_blocks\n");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(to_string(d->outcome), "crash");
+  EXPECT_EQ(d->reason, "sanitizer_report");
+  EXPECT_NE(d->message.find("AddressSanitizer: SEGV"), std::string::npos) << d->message;
+}
+
 }  // namespace
 }  // namespace harness::supervisor

@@ -5,12 +5,20 @@
 
 #include <cerrno>
 
+#include "harness/protocol/events.h"
+#include "harness/supervisor/phase_stack.h"
+
 namespace harness::supervisor {
 namespace {
 // A child that writes megabytes without a newline is broken; past this the
 // fragment is dropped (counted malformed) so the supervisor's memory stays bounded.
 constexpr size_t kMaxLineBytes = 16u << 20;
 constexpr size_t kReadChunk = 64u << 10;
+
+bool windowed_kind(const nlohmann::json& e) {
+  const auto& kind = e["ev"].get_ref<const std::string&>();
+  return kind == protocol::ev::phase_begin || kind == protocol::ev::phase_end || kind == protocol::ev::progress;
+}
 
 bool blank(const std::string& s) {
   for (char c : s)
@@ -21,7 +29,7 @@ bool blank(const std::string& s) {
 
 EventTail::EventTail(std::string path) : path_(std::move(path)) {}
 
-size_t EventTail::poll(Clock::time_point now) {
+size_t EventTail::poll(Clock::time_point now, const OnEvent& on_event) {
   int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;  // not written yet
   size_t before = lines_;
@@ -35,7 +43,7 @@ size_t EventTail::poll(Clock::time_point now) {
     for (ssize_t i = 0; i < n; ++i) {
       if (buf[i] != '\n') continue;
       partial_.append(buf + start, static_cast<size_t>(i) - start);
-      take_line(std::move(partial_), now);
+      take_line(std::move(partial_), now, on_event);
       partial_.clear();
       start = static_cast<size_t>(i) + 1;
     }
@@ -49,7 +57,7 @@ size_t EventTail::poll(Clock::time_point now) {
   return lines_ - before;
 }
 
-void EventTail::take_line(std::string line, Clock::time_point now) {
+void EventTail::take_line(std::string line, Clock::time_point now, const OnEvent& on_event) {
   if (blank(line)) return;  // an empty line is neither an event nor an error
   ++lines_;
   last_line_ = now;
@@ -58,8 +66,37 @@ void EventTail::take_line(std::string line, Clock::time_point now) {
     ++malformed_;
     return;
   }
+  if (on_event) on_event(j, now);
+  if (windowed_kind(j)) ++windowed_;
   events_.push_back(std::move(j));
   arrivals_.push_back(now);
+  // Twice the window before compacting: each compaction then costs at most as
+  // much as the events that arrived since the last one.
+  if (windowed_ > 2 * kEventWindow) compact();
+}
+
+void EventTail::compact() {
+  std::vector<bool> keep(events_.size(), true);
+  size_t windowed_seen = 0;
+  for (size_t i = events_.size(); i-- > 0;) {
+    if (!windowed_kind(events_[i])) continue;
+    if (++windowed_seen > kEventWindow) keep[i] = false;
+  }
+  for (size_t i : open_phase_begins(events_)) keep[i] = true;
+  size_t out = 0;
+  windowed_ = 0;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    if (!keep[i]) {
+      ++windowed_out_;
+      continue;
+    }
+    if (windowed_kind(events_[i])) ++windowed_;
+    events_[out] = std::move(events_[i]);
+    arrivals_[out] = arrivals_[i];
+    ++out;
+  }
+  events_.resize(out);
+  arrivals_.resize(out);
 }
 
 }  // namespace harness::supervisor

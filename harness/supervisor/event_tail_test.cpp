@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/supervisor/phase_stack.h"
 #include "harness/supervisor/supervisor_test_util.h"
 
 namespace harness::supervisor {
@@ -79,6 +80,60 @@ TEST(EventTail, ReadsLargeAppendsAcrossChunks) {
   ASSERT_EQ(tail.events().size(), 5000u);
   EXPECT_EQ(tail.events()[4999]["done"], 4999);
   EXPECT_EQ(tail.malformed_lines(), 0u);
+}
+
+// A long run: thousands of steps, each with dozens of phase and progress
+// events. Memory holds every step event but only a window of the chatty kinds,
+// and the phases still open — judged against the whole file read back — survive.
+TEST(EventTail, ChattyKindsAreWindowedWhileStepsAndOpenPhasesAreKept) {
+  ScratchDir dir;
+  const std::string path = dir.path() + "/events.jsonl";
+  std::string text = R"({"ev":"start"})" "\n" R"({"ev":"phase_begin","name":"run"})" "\n";
+  const int steps = 400;
+  for (int s = 0; s < steps; ++s) {
+    text += R"({"ev":"step_begin","step":)" + std::to_string(s) + "}\n";
+    for (int l = 0; l < 12; ++l) {
+      const std::string at = R"("step":)" + std::to_string(s) + R"(,"layer":)" + std::to_string(l);
+      text += R"({"ev":"phase_begin","name":"nsa",)" + at + "}\n";
+      text += R"({"ev":"progress","what":"kernel",)" + at + "}\n";
+      text += R"({"ev":"phase_end","name":"nsa",)" + at + "}\n";
+    }
+    text += R"({"ev":"step_end","step":)" + std::to_string(s) + "}\n";
+  }
+  // The last step hangs inside layer 3's forward.
+  text += R"({"ev":"step_begin","step":400})" "\n" R"({"ev":"phase_begin","name":"forward","step":400})" "\n";
+  text += R"({"ev":"phase_begin","name":"nsa","step":400,"layer":3})" "\n";
+  append(path, text);
+
+  EventTail tail(path);
+  size_t handed = 0;
+  tail.poll(Clock::now(), [&](const nlohmann::json&, Clock::time_point) { ++handed; });
+
+  std::vector<nlohmann::json> all;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) all.push_back(nlohmann::json::parse(line));
+  EXPECT_EQ(handed, all.size());  // every event reached the consumer once
+
+  size_t step_events = 0, chatty = 0;
+  for (auto& e : tail.events()) {
+    const std::string kind = e["ev"];
+    step_events += kind == "step_begin" || kind == "step_end";
+    chatty += kind == "phase_begin" || kind == "phase_end" || kind == "progress";
+  }
+  EXPECT_EQ(step_events, 2u * steps + 1);
+  EXPECT_LE(chatty, 2 * kEventWindow + 1);
+  EXPECT_GT(tail.windowed_out(), 0u);
+  EXPECT_EQ(tail.windowed_out() + tail.events().size(), all.size());
+
+  auto expected = open_phases(all);
+  auto got = open_phases(tail.events());
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, expected[i].name);
+    EXPECT_EQ(got[i].layer, expected[i].layer);
+  }
+  EXPECT_EQ(got[0].name, "run");  // opened before 14,000 other events
 }
 
 }  // namespace

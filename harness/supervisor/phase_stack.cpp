@@ -13,23 +13,24 @@ std::string str(const nlohmann::json& e, const char* key) {
 }
 }  // namespace
 
-std::vector<OpenPhase> open_phases(const std::vector<nlohmann::json>& events) {
-  std::vector<OpenPhase> stack;
-  for (const auto& e : events) {
+std::vector<size_t> open_phase_begins(const std::vector<nlohmann::json>& events) {
+  struct Open {
+    size_t index;
+    std::string name;
+    std::optional<int> step, layer;
+  };
+  std::vector<Open> stack;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
     std::string kind = str(e, "ev");
     if (kind == "phase_begin") {
-      OpenPhase p;
-      p.name = str(e, "name");
-      p.step = opt_int(e, "step");
-      p.layer = opt_int(e, "layer");
-      p.t = e.value("t", 0.0);
-      stack.push_back(std::move(p));
+      stack.push_back(Open{i, str(e, "name"), opt_int(e, "step"), opt_int(e, "layer")});
     } else if (kind == "phase_end") {
       std::string name = str(e, "name");
       auto layer = opt_int(e, "layer");
-      for (size_t i = stack.size(); i-- > 0;) {
-        if (stack[i].name == name && stack[i].layer == layer) {
-          stack.resize(i);
+      for (size_t k = stack.size(); k-- > 0;) {
+        if (stack[k].name == name && stack[k].layer == layer) {
+          stack.resize(k);
           break;
         }
       }
@@ -39,7 +40,23 @@ std::vector<OpenPhase> open_phases(const std::vector<nlohmann::json>& events) {
       while (!stack.empty() && stack.back().step && step && *stack.back().step <= *step) stack.pop_back();
     }
   }
-  return stack;
+  std::vector<size_t> out;
+  for (auto& o : stack) out.push_back(o.index);
+  return out;
+}
+
+std::vector<OpenPhase> open_phases(const std::vector<nlohmann::json>& events) {
+  std::vector<OpenPhase> phases;
+  for (size_t i : open_phase_begins(events)) {
+    const auto& e = events[i];
+    OpenPhase p;
+    p.name = str(e, "name");
+    p.step = opt_int(e, "step");
+    p.layer = opt_int(e, "layer");
+    p.t = e.value("t", 0.0);
+    phases.push_back(std::move(p));
+  }
+  return phases;
 }
 
 std::string describe(const std::vector<OpenPhase>& phases, std::optional<int> step) {

@@ -20,6 +20,8 @@ struct OpenPhase {
 // recent open phase with the same name and layer (and everything opened inside
 // it that never reported its own end).
 std::vector<OpenPhase> open_phases(const std::vector<nlohmann::json>& events);
+// The same phases as indices of their phase_begin events in `events`.
+std::vector<size_t> open_phase_begins(const std::vector<nlohmann::json>& events);
 
 // "step 5 / forward / nsa (layer 3)": the location field of a hang finding.
 std::string describe(const std::vector<OpenPhase>& phases, std::optional<int> step);

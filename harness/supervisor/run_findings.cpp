@@ -6,6 +6,8 @@
 
 #include "harness/protocol/events.h"
 #include "harness/core/kernel_name.h"
+#include "harness/core/text.h"
+#include "harness/supervisor/error_text.h"
 #include "harness/supervisor/host_memory.h"
 #include "harness/supervisor/phase_stack.h"
 #include "harness/supervisor/stack_phase.h"
@@ -172,6 +174,36 @@ Finding signal_finding(const SupervisedRun& run, const std::optional<ErrorDiagno
   return f;
 }
 
+namespace {
+// An allocation that failed: how much was asked, what the device or host had,
+// and where (step and phase come with the finding).
+void describe_oom(const SupervisedRun& run, const ErrorDiagnosis& d, Finding& f) {
+  const OomSizes sizes = parse_oom_sizes(d.message);
+  const bool cuda = d.message.find("CUDA") != std::string::npos || d.message.find("cuda") != std::string::npos ||
+                    d.message.find("GPU") != std::string::npos;
+  f.title = "out of memory";
+  if (sizes.requested_bytes) {
+    f.evidence["requested_bytes"] = *sizes.requested_bytes;
+    f.title += ": asked for " + gib_text(static_cast<std::uint64_t>(*sizes.requested_bytes));
+  }
+  if (sizes.free_bytes) f.evidence["free_bytes"] = *sizes.free_bytes;
+  if (sizes.total_bytes) f.evidence["total_bytes"] = *sizes.total_bytes;
+  if (!cuda && run.memory_limit_bytes) {
+    // The host allocator's message names no capacity: the machine's (or cgroup's) limit does.
+    f.evidence["total_bytes"] = static_cast<double>(*run.memory_limit_bytes);
+    if (run.peak_rss_bytes) f.evidence["peak_rss_bytes"] = static_cast<double>(*run.peak_rss_bytes);
+  }
+  std::string of;
+  if (f.evidence.contains("free_bytes"))
+    of += gib_text(static_cast<std::uint64_t>(f.evidence["free_bytes"].get<double>())) + " free";
+  if (f.evidence.contains("total_bytes"))
+    of += (of.empty() ? "" : " of ") + gib_text(static_cast<std::uint64_t>(f.evidence["total_bytes"].get<double>())) +
+          (of.empty() ? " in all" : "");
+  if (!of.empty()) f.title += " (" + std::string(cuda ? "device: " : "host: ") + of + ")";
+  f.detail = std::string("The ") + (cuda ? "device" : "host") + " allocator refused an allocation: " + d.message;
+}
+}  // namespace
+
 Finding error_finding(const SupervisedRun& run, const ErrorDiagnosis& d, const std::string& stderr_tail) {
   Finding f;
   f.code = d.reason;
@@ -197,12 +229,28 @@ Finding error_finding(const SupervisedRun& run, const ErrorDiagnosis& d, const s
                            : "autograd: output of " + d.op + " modified by an inplace operation";
     if (!d.op.empty()) f.location = "op " + d.op;
     f.detail = "Backward found a tensor saved for gradient computation overwritten in place: " + d.message;
+  } else if (d.reason == reason::sanitizer_report) {
+    f.title = "sanitizer: " + (d.message.size() > 160 ? d.message.substr(0, 160) + "…" : d.message);
+    f.detail = "The child, built with a sanitizer, stopped on its report (the full report with its stacks is in "
+               "stderr.log): " + d.message;
+  } else if (d.reason == reason::out_of_memory) {
+    describe_oom(run, d, f);
   } else if (d.reason == reason::index_out_of_range) {
     f.title = "index out of range";
     f.detail = "An index fell outside its tensor: " + d.message;
   } else {
     f.title = "exception: " + (d.message.size() > 160 ? d.message.substr(0, 160) + "…" : d.message);
     f.detail = "The child stopped on an exception: " + d.message;
+  }
+  // Where it was thrown (the child's phase stack at the throw) beats what the
+  // events still show open: the phases' guards closed them while unwinding.
+  if (f.location.empty() && d.phase.find(" > ") != std::string::npos) {
+    // "step 3 > step > forward" → "step 3 / forward": the loop's own "step" frame repeats the step.
+    for (const auto& frame : split(d.phase, '>')) {
+      const std::string name = trim(frame);
+      if (name == "step" || name.empty()) continue;
+      f.location += (f.location.empty() ? "" : " / ") + name;
+    }
   }
   if (f.location.empty()) f.location = describe(open_phases(run.events), f.step);
   return f;

@@ -106,13 +106,11 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
 
   EventTail tail(launch.cell_dir + "/" + protocol::kEventsFile);
   StepClock steps;
-  size_t seen = 0;
   auto drain = [&](Clock::time_point now) {
-    tail.poll(now);
-    for (; seen < tail.events().size(); ++seen) {
-      steps.on_event(tail.events()[seen], tail.arrivals()[seen]);
-      if (hooks.on_event) hooks.on_event(tail.events()[seen]);
-    }
+    tail.poll(now, [&](const nlohmann::json& e, Clock::time_point arrived) {
+      steps.on_event(e, arrived);
+      if (hooks.on_event) hooks.on_event(e);
+    });
   };
   auto last_event = [&] { return tail.last_line_time().value_or(start); };
   // Sample at least four times per stall window, and once right away, so
