@@ -127,6 +127,10 @@ std::string settings_text(const AxisValues& settings) {
 
 std::string decision_sentence(const RunResult& run, const DecisionBasis& b) {
   std::string d(to_string(b.decision));
+  if (!b.missing.empty())
+    return fmt::format("Decision {}: {} in no shard ({}), so the matrix was not tested whole; run the shards that "
+                       "failed again and merge.", d, plural(b.missing.size(), "cell is", "cells are"),
+                       cell_list(b.missing));
   if (b.ran == 0)
     return fmt::format("Decision {}: no cell ran ({} skipped), so nothing was verified on this platform; "
                        "nothing failed either.", d, b.skipped);
