@@ -35,7 +35,8 @@ std::string counts_sentence(const RunResult& run, const DecisionBasis& b) {
   for (auto& [o, n] : by_outcome)
     if (o != Outcome::skip) parts.push_back(fmt::format("{} {}", n, to_string(o)));
   std::string name = run.scenario.is_object() ? run.scenario.value("name", "") : "";
-  std::string s = fmt::format("Ran {} of {}", b.ran, plural(run.cells.size(), "cell", "cells"));
+  // Cells missing from every shard count in the matrix they were not run from.
+  std::string s = fmt::format("Ran {} of {}", b.ran, plural(run.cells.size() + b.missing.size(), "cell", "cells"));
   if (!name.empty()) s += fmt::format(" of scenario `{}`", name);
   if (!parts.empty()) {
     s += ": ";
