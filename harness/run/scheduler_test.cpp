@@ -141,8 +141,9 @@ TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
   EXPECT_NE(seen[0], seen[1]);
 }
 
-// More GPU cells than GPUs: the third waits for a free GPU instead of sharing one.
-TEST(ScheduleOnGpus, CellsBeyondTheGpusWaitForOne) {
+// --gpus-per-cell 2 on four GPUs: each cell holds a whole pair, never half
+// of one or a pair another cell holds; the third cell waits for a pair.
+TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
   harness::testing::TempDir dir;
   std::vector<CellSpec> cs = cells(3);
   for (auto& c : cs) c.device = "cuda";
@@ -165,6 +166,35 @@ TEST(ScheduleOnGpus, CellsBeyondTheGpusWaitForOne) {
     ASSERT_EQ(r->gpus.size(), 2u);  // --gpus-per-cell 2: a pair, in the driver's order
     const std::string cuda = r->extra["env"]["cuda"];
     EXPECT_TRUE(cuda == "GPU-aaa,GPU-bbb" || cuda == "GPU-ccc,GPU-ddd") << cuda;
+  }
+}
+
+// A hung cell holds its own GPU until its watchdog kills it, and only that
+// one: the other cells run on the other GPU meanwhile.
+TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
+  harness::testing::TempDir dir;
+  std::vector<CellSpec> cs = cells(3);
+  for (auto& c : cs) c.device = "cuda";
+  cs[0].watchdog.stall_timeout_s = 1;  // the hang is declared after 1 s of silence
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B"), std::nullopt, notes), 1);
+  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = 3;
+  auto argv = [](const CellSpec& c, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, c.id == "cell0" ? "hang" : "pass_env", d};
+  };
+  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  ASSERT_FALSE(s.harness_failure);
+  ASSERT_TRUE(s.results[0] && s.results[1] && s.results[2]);
+  EXPECT_EQ(s.results[0]->outcome, Outcome::hang);
+  ASSERT_EQ(s.results[0]->gpus.size(), 1u);
+  EXPECT_EQ(s.results[0]->gpus[0].uuid, "GPU-aaa");
+  for (size_t i = 1; i < 3; ++i) {
+    SCOPED_TRACE(cs[i].id);
+    EXPECT_EQ(s.results[i]->outcome, Outcome::pass);
+    EXPECT_EQ(s.results[i]->extra["env"]["cuda"], "GPU-bbb");
   }
 }
 

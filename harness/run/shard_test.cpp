@@ -62,7 +62,8 @@ TEST(ShardCells, EveryCellInExactlyOneSliceInScenarioOrder) {
       return std::find(in_all.begin(), in_all.end(), a) < std::find(in_all.begin(), in_all.end(), b);
     }));
   }
-  EXPECT_EQ(seen, std::multiset<std::string>(ids(all).begin(), ids(all).end()));
+  const auto every = ids(all);
+  EXPECT_EQ(seen, std::multiset<std::string>(every.begin(), every.end()));
 }
 
 TEST(ShardCells, DependsOnTheIdsNotTheirOrder) {

@@ -39,7 +39,8 @@ dd if=/dev/urandom of="$work/munge/munge.key" bs=1024 count=1 2> /dev/null
 chmod 0400 "$work/munge/munge.key"
 chmod 0700 "$work/munge"
 munged --force --foreground --key-file="$work/munge/munge.key" --socket="$work/munge/munge.sock" \
-  --pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" --log-file="$work/munged.log" &
+  --pid-file="$work/munge/munged.pid" --seed-file="$work/munge/seed" --log-file="$work/munged.log" \
+  > "$work/munged.out" 2>&1 &
 pids="$pids $!"
 
 # Ports away from a real cluster's defaults (6817/6818).
