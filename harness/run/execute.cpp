@@ -104,7 +104,8 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   GpuPlacement placement;
   if (!o.gpus.empty()) {
     pool.emplace(o.gpus, o.gpus_per_cell);
-    placement.pool = &*pool;
+    // Groups larger than the GPUs (the CLI refuses them as bad input) leave GPUs unmanaged, as with none listed.
+    if (pool->groups() > 0) placement.pool = &*pool;
     placement.needs_gpu = [&](const CellSpec& c) { return needs_gpu(c, o.have_cuda); };
     // Every GPU cell, one after another, to its own wall cap: no honest wait is longer.
     for (auto& c : runnable)
@@ -119,7 +120,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   // Escalate and confirm: more runs of cells that finished, never after a stop.
   // They run one at a time after the schedule, when every GPU group is free: the first serves.
   auto run_attempt = [&](const supervisor::EscalationAttempt& a, const std::string& attempt_dir) {
-    const bool on_gpu = pool && pool->groups() > 0 && placement.needs_gpu(a.cell);
+    const bool on_gpu = placement.pool && placement.needs_gpu(a.cell);
     const std::vector<VisibleGpu>* group = on_gpu ? &pool->group(0) : nullptr;
     supervisor::RunOptions aro = placed_options(ro, placement, group);
     for (const auto& [k, v] : a.env) aro.env[k] = v;

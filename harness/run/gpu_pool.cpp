@@ -59,10 +59,6 @@ bool needs_gpu(const CellSpec& cell, bool have_cuda) {
   return cell.device == "cuda" || (cell.device == "auto" && have_cuda);
 }
 
-}  // namespace harness::run
-
-namespace harness::run {
-
 GpuDiscovery gpus_for_cells(const std::vector<CellSpec>& cells, bool have_cuda, int per_cell) {
   // A CUDA cell on a machine without CUDA is a skip (execute.h): it takes no GPU.
   bool wanted = false;

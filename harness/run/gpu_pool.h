@@ -79,10 +79,6 @@ struct GpuPlacement {
   double wait_deadline_s = 0.0;
 };
 
-}  // namespace harness::run
-
-namespace harness::run {
-
 // The GPUs `run` hands out. nvidia-smi is asked only when a cell that will
 // run here computes on a GPU; NSA_HARNESS_FAKE_GPUS, when set, is always read
 // and checked (it exists for tests). Throws GpuListError (bad input, exit 2)
