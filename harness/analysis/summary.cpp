@@ -35,7 +35,8 @@ std::string counts_sentence(const RunResult& run, const DecisionBasis& b) {
   for (auto& [o, n] : by_outcome)
     if (o != Outcome::skip) parts.push_back(fmt::format("{} {}", n, to_string(o)));
   std::string name = run.scenario.is_object() ? run.scenario.value("name", "") : "";
-  std::string s = fmt::format("Ran {} of {}", b.ran, plural(run.cells.size(), "cell", "cells"));
+  // Cells missing from every shard count in the matrix they were not run from.
+  std::string s = fmt::format("Ran {} of {}", b.ran, plural(run.cells.size() + b.missing.size(), "cell", "cells"));
   if (!name.empty()) s += fmt::format(" of scenario `{}`", name);
   if (!parts.empty()) {
     s += ": ";
@@ -127,6 +128,10 @@ std::string settings_text(const AxisValues& settings) {
 
 std::string decision_sentence(const RunResult& run, const DecisionBasis& b) {
   std::string d(to_string(b.decision));
+  if (!b.missing.empty())
+    return fmt::format("Decision {}: {} in no shard ({}), so the matrix was not tested whole; run the shards that "
+                       "failed again and merge.", d, plural(b.missing.size(), "cell is", "cells are"),
+                       cell_list(b.missing));
   if (b.ran == 0)
     return fmt::format("Decision {}: no cell ran ({} skipped), so nothing was verified on this platform; "
                        "nothing failed either.", d, b.skipped);

@@ -55,7 +55,8 @@ DecisionBasis explain_decision(const RunResult& run) {
     if (auto w = find_workaround(c, run.cells)) b.workarounds.push_back(*w);
     else b.no_workaround.push_back(c.id);
   }
-  if (!b.no_workaround.empty()) b.decision = Decision::no_go;
+  if (run.completion.end == RunEnd::cells_missing) b.missing = run.completion.not_run;
+  if (!b.no_workaround.empty() || !b.missing.empty()) b.decision = Decision::no_go;
   else if (!b.failing.empty() || !b.warning_codes.empty() || b.ran == 0) b.decision = Decision::conditional_go;
   else b.decision = Decision::go;
   return b;

@@ -13,6 +13,11 @@
 //                   yet nothing failed; the summary says so plainly).
 //   GO              every cell that ran passed, met its gates, and raised no warning.
 //
+// A merge of shards with cells missing from every shard (RunEnd::cells_missing)
+// is NO-GO whatever the present cells show: part of the matrix was never
+// tested, and a gate that reads only `decision` must not ship on it. The report
+// calls it no verdict and lists the missing cells.
+//
 // A workaround may flip several settings at once (prefill and precision in a
 // 2×2 where each flip alone removes one of two bugs); single-axis evidence is
 // attribution's job (attribution.h).
@@ -35,6 +40,7 @@ struct DecisionBasis {
   std::vector<std::string> no_workaround;    // failing cells without a workaround
   std::vector<Workaround> workarounds;       // one per failing cell that has one
   std::vector<std::string> warning_codes;    // distinct warning codes in cells that ran
+  std::vector<std::string> missing;          // cells missing from every shard of a merge
   int ran = 0, skipped = 0;
 };
 

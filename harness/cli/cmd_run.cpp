@@ -16,7 +16,9 @@
 #include "harness/cli/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/run/cancellation.h"
+#include "harness/run/gpu_pool.h"
 #include "harness/run/run_lock.h"
+#include "harness/run/shard.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/select.h"
 #include "harness/supervisor/watchdog.h"
@@ -60,6 +62,29 @@ int cmd_run(const RunOptions& o) {
     fmt::print(stderr, "{}: no cell matches --only '{}'\n", path, o.only);
     return kExitInvalidInput;
   }
+  // One slice of the matrix (after --only): merge needs the whole list to tell what is missing.
+  std::optional<ShardInfo> shard;
+  if (!o.shard.empty()) {
+    try {
+      const run::ShardSlice slice = run::parse_shard(o.shard);
+      shard = run::shard_info(cells, slice, sc.hash, source_revision());
+      cells = run::shard_cells(cells, slice);
+    } catch (const run::ShardError& e) {
+      fmt::print(stderr, "nsa-harness: {}\n", e.what());
+      return kExitInvalidInput;
+    }
+    if (cells.empty())
+      fmt::print(stderr, "nsa-harness: shard {} has no cells (the matrix has {}); its results.json says so for merge\n",
+                 o.shard, shard->matrix_cells.size());
+  }
+  run::GpuDiscovery gpus;
+  try {
+    gpus = run::gpus_for_cells(cells, cuda_available(), o.gpus_per_cell);
+  } catch (const run::GpuListError& e) {
+    fmt::print(stderr, "nsa-harness: {}\n", e.what());
+    return kExitInvalidInput;
+  }
+  for (auto& note : gpus.notes) fmt::print(stderr, "nsa-harness: note: {}\n", note);
   std::string dir = o.out.empty() ? "runs/" + sc.name + "-" + now_compact() : o.out;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -78,17 +103,24 @@ int cmd_run(const RunOptions& o) {
     fmt::print(stderr, "nsa-harness: harness failure: {}\n", e.what());
     return kExitHarnessFailure;
   }
-  fmt::print(stderr, "nsa-harness: {} — {} cell(s) → {}\n", sc.name, cells.size(), dir);
+  fmt::print(stderr, "nsa-harness: {} — {} cell(s){} → {}\n", sc.name, cells.size(),
+             shard ? fmt::format(" (shard {})", o.shard) : "", dir);
+  if (!gpus.gpus.empty())
+    fmt::print(stderr, "nsa-harness: GPUs ({}): {}; {} per GPU cell\n", gpus.source, run::describe_gpus(gpus.gpus),
+               o.gpus_per_cell);
 
   // Installed for the reports too: a signal while they are written lets them finish.
   run::SignalCancellation cancel(&std::cerr, supervisor::SupervisorOptions{}.kill_grace_s);
   run::ExecuteOptions eo = execute_options(dir, o.jobs, o.self_exe, path);
   eo.resume = o.resume;
+  eo.gpus = gpus.gpus;
+  eo.gpus_per_cell = o.gpus_per_cell;
   eo.escalate = o.escalate;
   eo.cancelled = cancel.predicate();
   eo.cancel_signal = cancel.signal_source();
   RunResult run = execute_here(sc, cells, eo);
   run.command_line = o.command_line;
+  run.shard = shard;
   analyze(run);
   try {
     render_all(run, dir);

@@ -17,6 +17,8 @@ struct RunOptions {
   std::string only;         // --only GLOB
   std::string device;       // --device auto|cpu|cuda (empty: the scenario's)
   int jobs = 1;
+  int gpus_per_cell = 1;    // --gpus-per-cell: GPUs each GPU cell holds
+  std::string shard;        // --shard I/N; empty: the whole matrix
   bool resume = false;
   bool escalate = true;     // --no-escalate: no re-runs of CUDA crashes
   std::string self_exe;     // path of this executable (children are spawned from it)
@@ -42,6 +44,21 @@ struct MutationSelftestOptions {
 };
 int cmd_selftest_mutations(const MutationSelftestOptions& o);
 int cmd_list(const std::string& what);
+// `merge DIR... --out DIR`: shards of one matrix into one run (harness/run/merge.h).
+int cmd_merge(const std::vector<std::string>& dirs, const std::string& out, const std::string& command_line);
+
+// `slurm SCENARIO --out DIR …`: a shard array and its merge as sbatch scripts (harness/run/slurm_job.h).
+struct SlurmOptions {
+  std::string scenario;
+  std::string out;
+  std::string partition;  // empty: the cluster's default
+  std::string time;       // empty: the partition's default
+  int gpus_per_task = 0;
+  int shards = 1;
+  bool submit = false;
+  std::string self_exe;
+};
+int cmd_slurm(const SlurmOptions& o);
 int cmd_cell(const std::string& spec_file, const std::string& out_dir);
 
 // The scenario `run` uses when none is given.

@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   c_run->add_option("--only", run.only, "only cells whose id matches this glob (';' separates several)");
   c_run->add_option("--device", run.device, "override the scenario's device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c_run->add_option("--jobs", run.jobs, "cells run side by side")->check(CLI::PositiveNumber);
+  c_run->add_option("--gpus-per-cell", run.gpus_per_cell,
+                    "GPUs each GPU cell holds (its own CUDA_VISIBLE_DEVICES); --jobs N runs N cells side by side")
+      ->check(CLI::PositiveNumber);
+  c_run->add_option("--shard", run.shard, "run only slice I of N of the matrix (I/N, from 0); `merge` joins slices");
   c_run->add_flag("--resume", run.resume, "skip cells that already have a result in --out");
   bool no_escalate = false;
   c_run->add_flag("--no-escalate", no_escalate,
@@ -57,6 +61,23 @@ int main(int argc, char** argv) {
   c_selftest->add_option("--tests-filter", selftest_tests_filter,
                          "with --mutations: nsa_model_test's --gtest_filter ('*': every test; default: the layer's tests)");
 
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  auto* c_merge = app.add_subcommand("merge", "join the run directories of `run --shard I/N` slices into one run");
+  c_merge->add_option("dirs", merge_dirs, "shard run directories")->required();
+  c_merge->add_option("--out", merge_out, "merged run directory")->required();
+
+  SlurmOptions slurm;
+  auto* c_slurm = app.add_subcommand("slurm", "write (and with --submit, submit) a Slurm job array of shards plus its merge");
+  c_slurm->add_option("scenario", slurm.scenario, "scenario file")->required();
+  c_slurm->add_option("--out", slurm.out, "run directory: shards in DIR/shard-I, the merged run in DIR")->required();
+  c_slurm->add_option("--partition", slurm.partition, "Slurm partition");
+  c_slurm->add_option("--time", slurm.time, "time limit per task (Slurm format, e.g. 01:00:00)");
+  c_slurm->add_option("--gpus-per-task", slurm.gpus_per_task, "GPUs per array task (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  c_slurm->add_option("--shards", slurm.shards, "array tasks, one slice of the matrix each")->check(CLI::PositiveNumber);
+  c_slurm->add_flag("--submit", slurm.submit, "submit with sbatch and print the job ids");
+
   std::string list_what;
   auto* c_list = app.add_subcommand("list", "list flags, faults, probes or configs");
   c_list->add_option("what", list_what, "flags | faults | probes | configs")
@@ -88,6 +109,11 @@ int main(int argc, char** argv) {
       return cmd_selftest_mutations({selftest_mutations, selftest_out, selftest_tests_filter, selftest_jobs, self});
     if (*c_selftest) return cmd_selftest(self, selftest_out, selftest_jobs);
     if (*c_list) return cmd_list(list_what);
+    if (*c_merge) return cmd_merge(merge_dirs, merge_out, run.command_line);
+    if (*c_slurm) {
+      slurm.self_exe = self;
+      return cmd_slurm(slurm);
+    }
     if (*c_cell) return cmd_cell(cell_spec, cell_out);
   } catch (const std::exception& e) {
     fmt::print(stderr, "nsa-harness: {}\n", e.what());

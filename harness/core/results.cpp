@@ -48,6 +48,7 @@ std::string_view to_string(RunEnd e) {
     case RunEnd::complete: return "complete";
     case RunEnd::cancelled: return "cancelled";
     case RunEnd::harness_failure: return "harness_failure";
+    case RunEnd::cells_missing: return "cells_missing";
   }
   return "complete";
 }
@@ -163,6 +164,7 @@ void to_json(json& j, const CellResult& c) {
            {"from_environment", c.from_environment},
            {"extra", c.extra}};
   if (!c.spec_hash.empty()) j["spec_hash"] = c.spec_hash;
+  if (!c.gpus.empty()) j["gpus"] = c.gpus;
   if (c.gates) j["gates_spec"] = *c.gates;
   if (!c.branch_shares.empty()) {
     json b = json::object();
@@ -210,6 +212,7 @@ void from_json(const json& j, CellResult& c) {
   if (j.contains("term_signal") && !j.at("term_signal").is_null()) c.term_signal = j.at("term_signal").get<int>();
   c.extra = j.value("extra", json::object());
   c.spec_hash = j.value("spec_hash", "");
+  c.gpus = j.value("gpus", std::vector<GpuDevice>{});
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
@@ -276,6 +279,8 @@ void to_json(json& j, const RunResult& r) {
   if (!k.harness_failure.empty()) j["harness_failure"] = k.harness_failure;
   j["not_run"] = k.not_run;
   j["resume"] = {{"reused", k.reused}, {"rerun_changed", k.rerun_changed}};
+  if (r.shard) j["shard"] = *r.shard;
+  if (!r.merged_from.empty()) j["merged_from"] = r.merged_from;
 }
 void from_json(const json& j, RunResult& r) {
   r.scenario = j.value("scenario", json::object());
@@ -297,6 +302,7 @@ void from_json(const json& j, RunResult& r) {
   const std::string end = j.value("run_status", "complete");
   if (end == "cancelled") r.completion.end = RunEnd::cancelled;
   else if (end == "harness_failure") r.completion.end = RunEnd::harness_failure;
+  else if (end == "cells_missing") r.completion.end = RunEnd::cells_missing;
   else if (end == "complete") r.completion.end = RunEnd::complete;
   else throw std::runtime_error("unknown run_status '" + end + "'");
   r.completion.signal = j.value("cancel_signal", "");
@@ -306,6 +312,8 @@ void from_json(const json& j, RunResult& r) {
     r.completion.reused = j.at("resume").value("reused", 0);
     r.completion.rerun_changed = j.at("resume").value("rerun_changed", std::vector<std::string>{});
   }
+  if (j.contains("shard") && j.at("shard").is_object()) r.shard = j.at("shard").get<ShardInfo>();
+  r.merged_from = j.value("merged_from", std::vector<MergeSource>{});
 }
 
 }  // namespace harness

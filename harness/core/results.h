@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/core/outcome.h"
+#include "harness/core/placement.h"
 
 namespace harness {
 
@@ -133,6 +134,9 @@ struct CellResult {
   // Hash of the cell's effective spec as it ran (harness/run/spec_hash.h):
   // --resume reuses this result only while the cell's spec still hashes the same.
   std::string spec_hash;
+  // The GPU(s) the supervisor gave the cell (its CUDA_VISIBLE_DEVICES). Empty:
+  // none managed — a CPU cell, or a machine whose GPUs the harness did not list.
+  std::vector<GpuDevice> gpus;
   nlohmann::json extra = nlohmann::json::object();  // probe tables (kernels, gates, precision audit, …)
 };
 
@@ -162,14 +166,16 @@ int exit_code_for(Decision d);  // 0 GO, 3 CONDITIONAL GO, 1 NO-GO (DESIGN §5)
 
 // How the run itself ended, apart from anything its cells showed. Only a
 // complete run carries a verdict on the scenario; the others say what was not run.
-enum class RunEnd { complete, cancelled, harness_failure };
+// cells_missing: a merge of shards in which some cells are in no shard (a
+// shard failed or never ran); those cells are listed in `not_run`.
+enum class RunEnd { complete, cancelled, harness_failure, cells_missing };
 std::string_view to_string(RunEnd e);
 
 struct RunCompletion {
   RunEnd end = RunEnd::complete;
   std::string signal;                     // "SIGINT" / "SIGTERM" when cancelled by one
   std::string harness_failure;            // one-line cause when the harness itself failed
-  std::vector<std::string> not_run;       // cells that never finished: no result, no verdict
+  std::vector<std::string> not_run;       // cells that never finished (or are missing from every shard): no verdict
   int reused = 0;                         // --resume: earlier results taken as they were
   std::vector<std::string> rerun_changed; // --resume: cells re-run because their spec changed
 };
@@ -187,6 +193,8 @@ struct RunResult {
   double wall_s = 0.0;
   std::string command_line;
   RunCompletion completion;
+  std::optional<ShardInfo> shard;          // set when this run is one slice of the matrix (run --shard)
+  std::vector<MergeSource> merged_from;    // set when this run was merged from shards
 };
 
 void to_json(nlohmann::json& j, const Finding& f);

@@ -68,6 +68,26 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   EXPECT_DOUBLE_EQ(back.cells.front().branch_shares.at("slc").max, 0.35);
 }
 
+TEST(JsonWriter, RoundTripsGpusShardAndMergeRecords) {
+  testing::TempDir dir;
+  RunResult run = testing::prefill_hang_run();
+  run.cells.front().gpus = {GpuDevice{0, "GPU-aaa", "Fake A"}, GpuDevice{1, "GPU-bbb", "Fake B"}};
+  run.shard = ShardInfo{1, 2, {"a", "b"}, "h1", "rev1"};
+  run.merged_from = {MergeSource{0, "s0", 2}};
+  run.completion.end = RunEnd::cells_missing;
+  run.completion.not_run = {"c"};
+  JsonWriter().write(run, dir.str());
+  auto j = nlohmann::json::parse(read_file(dir.str() + "/results.json"));
+  EXPECT_EQ(j.at("cells")[0].at("gpus")[1].at("uuid"), "GPU-bbb");
+  EXPECT_FALSE(j.at("cells")[1].contains("gpus"));  // none given: no key, as before
+  EXPECT_EQ(j.at("shard").at("index"), 1);
+  EXPECT_EQ(j.at("run_status"), "cells_missing");
+  RunResult back = load_results(dir.str());
+  EXPECT_EQ(nlohmann::json(back), nlohmann::json(run));
+  ASSERT_TRUE(back.shard);
+  EXPECT_EQ(back.shard->matrix_cells, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(LoadResults, NamesTheFileOnBadJson) {
   testing::TempDir dir;
   std::ofstream(dir.str() + "/results.json") << "{\"decision\": \"MAYBE\"}";

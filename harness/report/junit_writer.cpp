@@ -18,8 +18,12 @@ std::string render_junit(const RunResult& run) {
   }
   std::string suite = run.scenario.is_object() ? run.scenario.value("name", "") : "";
   if (suite.empty()) suite = "nsa-harness";
-  const std::string counts = fmt::format(R"(tests="{}" failures="{}" errors="0" skipped="{}" time="{:.3f}")",
-                                         run.cells.size(), failures, skipped, run.wall_s);
+  // Cells missing from every shard of a merge are errors of the run, not passes a CI would count as green.
+  const std::vector<std::string> missing =
+      run.completion.end == RunEnd::cells_missing ? run.completion.not_run : std::vector<std::string>{};
+  const std::string counts = fmt::format(R"(tests="{}" failures="{}" errors="{}" skipped="{}" time="{:.3f}")",
+                                         run.cells.size() + missing.size(), failures, missing.size(), skipped,
+                                         run.wall_s);
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   s += fmt::format("<testsuites name=\"nsa-harness\" {}>\n", counts);
   s += fmt::format("  <testsuite name=\"{}\" {}", xml_escape(suite), counts);
@@ -51,6 +55,10 @@ std::string render_junit(const RunResult& run) {
     }
     s += "    </testcase>\n";
   }
+  for (auto& id : missing)
+    s += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0.000\">\n      <error type=\"missing\" "
+                     "message=\"missing: in no shard that was merged\"/>\n    </testcase>\n",
+                     xml_escape(suite), xml_escape(id));
   s += "  </testsuite>\n</testsuites>\n";
   return s;
 }

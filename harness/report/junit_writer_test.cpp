@@ -45,6 +45,22 @@ TEST(Junit, OneTestcasePerCellWithFailuresAndSkips) {
   EXPECT_EQ(children(es, index_of(es, cases[2]), "skipped")[0]->attrs.at("message"), "no_cuda: no CUDA device");
 }
 
+TEST(Junit, CellsMissingFromEveryShardAreErrorsNotPasses) {
+  RunResult r = testing::fp16_nan_run();
+  r.completion.end = RunEnd::cells_missing;
+  r.completion.not_run = {"precision=bf16"};
+  auto es = testing::parse_xml(render_junit(r));
+  EXPECT_EQ(es[0].attrs.at("tests"), "4");
+  EXPECT_EQ(es[0].attrs.at("errors"), "1");
+  auto suite = children(es, 0, "testsuite")[0];
+  auto cases = children(es, index_of(es, suite), "testcase");
+  ASSERT_EQ(cases.size(), 4u);
+  EXPECT_EQ(cases[3]->attrs.at("name"), "precision=bf16");
+  auto errors = children(es, index_of(es, cases[3]), "error");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0]->attrs.at("type"), "missing");
+}
+
 TEST(Junit, MarkupInIdsAndMessagesIsEscaped) {
   RunResult r;
   r.scenario = {{"name", "a<b"}};

@@ -52,6 +52,16 @@ std::string header(const RunResult& r) {
   if (std::string file = field_text(r.scenario, "file"); file != "n/a") s += " (" + file + ")";
   s += "  \n";
   if (!r.command_line.empty()) s += "**Command**: " + code(r.command_line) + "  \n";
+  if (r.shard)
+    s += fmt::format("**Shard**: {} of {} (slice {}/{}: {} of the matrix's {} cells)  \n", r.shard->index + 1,
+                     r.shard->count, r.shard->index, r.shard->count, r.cells.size() + r.completion.not_run.size(),
+                     r.shard->matrix_cells.size());
+  if (!r.merged_from.empty()) {
+    s += fmt::format("**Merged from**: {} shard(s):", r.merged_from.size());
+    for (size_t i = 0; i < r.merged_from.size(); ++i)
+      s += fmt::format("{} {} ({} cells)", i ? "," : "", code(r.merged_from[i].dir), r.merged_from[i].cells);
+    s += "  \n";
+  }
   if (run_is_complete(r))
     s += fmt::format("**Decision**: **{}** {}\n", to_string(r.decision), decision_icon(r.decision));
   else
@@ -60,19 +70,38 @@ std::string header(const RunResult& r) {
   return s;
 }
 
+// "0 `GPU-aaa` (Fake A)" per GPU the cell was given; "—" for none.
+std::string gpu_cell(const CellResult& c) {
+  if (c.gpus.empty()) return "—";
+  std::string s;
+  for (auto& g : c.gpus)
+    s += fmt::format("{}{} {} ({})", s.empty() ? "" : "; ", g.index, code(g.uuid), table_cell(g.name));
+  return s;
+}
+
 std::string matrix(const RunResult& r) {
-  bool expectations = false;
-  for (auto& c : r.cells) expectations |= c.expect.has_value();
+  bool expectations = false, gpus = false;
+  for (auto& c : r.cells) expectations |= c.expect.has_value(), gpus |= !c.gpus.empty();
+  // The GPU column only where the harness placed cells on GPUs: a CPU run's table stays as it was.
   std::string s = "| Cell | Outcome | Reason | Steps | Last loss | tok/s | Step ms (median) |";
-  s += expectations ? " Expected |\n|---|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|---|\n";
+  std::string rule = "|---|---|---|---|---|---|---|";
+  if (gpus) s += " GPU |", rule += "---|";
+  if (expectations) s += " Expected |", rule += "---|";
+  s += "\n" + rule + "\n";
   for (auto& c : r.cells) {
     s += fmt::format("| {} | {} | {} | {}/{} | {} | {} | {} |", table_cell(code(c.id)), outcome_cell(c.outcome),
                      c.reason ? table_cell(*c.reason) : "—", c.steps_completed, c.steps_planned,
                      number_text(c.metrics.last_loss, 4), number_text(c.metrics.tok_s, 1),
                      number_text(c.metrics.step_ms_median, 1));
+    if (gpus) s += " " + gpu_cell(c) + " |";
     if (expectations) s += !c.expect ? " — |" : c.expect_met.value_or(false) ? " ✅ met |" : " ❌ not met |";
     s += "\n";
   }
+  // Missing from every shard: a row that can never read as a pass.
+  if (r.completion.end == RunEnd::cells_missing)
+    for (auto& id : r.completion.not_run)
+      s += fmt::format("| {} | ❔ missing | in no shard | — | — | — | — |{}{}\n", table_cell(code(id)),
+                       gpus ? " — |" : "", expectations ? " — |" : "");
   return s;
 }
 
@@ -225,7 +254,8 @@ std::string render_markdown(const RunResult& r) {
   auto section = [&](const char* title, const std::string& body) { s += fmt::format("\n## {}\n\n{}", title, body); };
   section("Executive Summary", (r.summary.empty() ? "No summary recorded." : r.summary) + "\n");
   section("Comparison Matrix", matrix(r));
-  if (auto nr = not_run_section(r); !nr.empty()) section("Not Run", nr);
+  if (auto nr = not_run_section(r); !nr.empty())
+    section(r.completion.end == RunEnd::cells_missing ? "Missing" : "Not Run", nr);
   if (auto st = settings_section(r); !st.empty()) section("Settings", st);
   section("What Decides the Outcome", attribution_section(r));
   section("Findings", render_findings_section(r));

@@ -56,6 +56,21 @@ TEST(MarkdownReport, PipesInValuesDoNotBreakTheTable) {
   EXPECT_NE(render_markdown(r).find("| `data=bytes:a\\|b` | ❌ fail | parity |"), std::string::npos);
 }
 
+TEST(MarkdownReport, CellsOnGpusGetAGpuColumn) {
+  RunResult r;
+  CellResult a, b;
+  a.id = "on_gpu";
+  a.gpus = {GpuDevice{1, "GPU-bbb", "Fake B"}};
+  b.id = "on_cpu";
+  r.cells = {a, b};
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| Step ms (median) | GPU |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `on_gpu` | ✅ pass | — | 0/0 | n/a | n/a | n/a | 1 `GPU-bbb` (Fake B) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `on_cpu` | ✅ pass | — | 0/0 | n/a | n/a | n/a | — |\n"), std::string::npos) << md;
+  r.cells = {b};  // no cell on a GPU: the table as it always was
+  EXPECT_EQ(render_markdown(r).find("| GPU |"), std::string::npos);
+}
+
 TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
   RunResult r;
   auto cell = [](const std::string& probes, double step_ms, double probe_ms) {

@@ -9,6 +9,7 @@
 #include "harness/run/cancellation.h"
 #include "harness/run/confirm_timing.h"
 #include "harness/run/flight_notes.h"
+#include "harness/run/gpu_pool.h"
 #include "harness/run/resume_plan.h"
 #include "harness/run/scheduler.h"
 #include "harness/supervisor/crash_escalation.h"
@@ -98,14 +99,30 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   };
   CellDir cell_dir = [&](const std::string& id) { return o.run_dir + "/cells/" + supervisor::cell_dir_name(id); };
 
+  // Place on GPUs: no two running cells share one.
+  std::optional<GpuPool> pool;
+  GpuPlacement placement;
+  if (!o.gpus.empty()) {
+    pool.emplace(o.gpus, o.gpus_per_cell);
+    // Groups larger than the GPUs (the CLI refuses them as bad input) leave GPUs unmanaged, as with none listed.
+    if (pool->groups() > 0) placement.pool = &*pool;
+    placement.needs_gpu = [&](const CellSpec& c) { return needs_gpu(c, o.have_cuda); };
+    // Every GPU cell, one after another, to its own wall cap: no honest wait is longer.
+    for (auto& c : runnable)
+      if (placement.needs_gpu(c)) placement.wait_deadline_s += supervisor::derived_max_wall_s(c);
+  }
+
   // Schedule and supervise.
-  Schedule s = schedule_cells(runnable, plan, argv, ro);
+  Schedule s = schedule_cells(runnable, plan, argv, ro, placement);
   for (auto& r : s.results)
     if (r) attach_flight_recorder(*r, cell_dir(r->id), o.run_dir);
 
   // Escalate and confirm: more runs of cells that finished, never after a stop.
+  // They run one at a time after the schedule, when every GPU group is free: the first serves.
   auto run_attempt = [&](const supervisor::EscalationAttempt& a, const std::string& attempt_dir) {
-    supervisor::RunOptions aro = ro;
+    const bool on_gpu = placement.pool && placement.needs_gpu(a.cell);
+    const std::vector<VisibleGpu>* group = on_gpu ? &pool->group(0) : nullptr;
+    supervisor::RunOptions aro = placed_options(ro, placement, group);
     for (const auto& [k, v] : a.env) aro.env[k] = v;
     for (const auto& k : a.drop_env) aro.env.erase(k);
     auto wrapped = [&](const CellSpec& c, const std::string& d) {
@@ -114,6 +131,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
       return v;
     };
     CellResult r = supervisor::run_cell_in_dir(a.cell, wrapped, aro, attempt_dir);
+    if (group) r.gpus = devices_of(*group);
     attach_flight_recorder(r, attempt_dir, o.run_dir);
     return r;
   };

@@ -13,6 +13,7 @@
 
 #include "harness/core/cell_spec.h"
 #include "harness/core/results.h"
+#include "harness/run/gpu_inventory.h"
 #include "harness/scenario/scenario.h"
 
 namespace harness::run {
@@ -23,6 +24,11 @@ struct ExecuteOptions {
   bool resume = false;
   bool escalate = true;    // re-run CUDA crashes where they can say more (crash_escalation.h)
   bool have_cuda = false;  // cells that need CUDA become skips without a process when false
+  // The GPUs cells may be given (gpu_inventory.h), `gpus_per_cell` to a GPU
+  // cell (gpu_pool.h). Empty: GPUs are not managed; children inherit
+  // CUDA_VISIBLE_DEVICES as it is.
+  std::vector<VisibleGpu> gpus;
+  int gpus_per_cell = 1;
   std::string self_exe;    // children are `self_exe cell --spec … --out …`
   std::string scenario_path;
   std::map<std::string, std::string> env;  // extra environment for every child

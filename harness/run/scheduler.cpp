@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "harness/core/atomic_file.h"
 #include "harness/protocol/events.h"
 #include "harness/run/spec_hash.h"
@@ -18,8 +20,17 @@
 namespace harness::run {
 namespace fs = std::filesystem;
 
+supervisor::RunOptions placed_options(const supervisor::RunOptions& options, const GpuPlacement& gpus,
+                                      const std::vector<VisibleGpu>* group) {
+  supervisor::RunOptions o = options;
+  // A CPU cell holds no GPU, so it must not touch one another cell holds.
+  if (gpus.pool) o.env["CUDA_VISIBLE_DEVICES"] = group ? cuda_visible_devices(*group) : "";
+  return o;
+}
+
 Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& plan,
-                        const supervisor::ArgvBuilder& argv, const supervisor::RunOptions& options) {
+                        const supervisor::ArgvBuilder& argv, const supervisor::RunOptions& options,
+                        const GpuPlacement& gpus) {
   Schedule out;
   out.results.resize(cells.size());
   const bool tty = options.progress_is_tty.value_or(options.progress == &std::cerr && isatty(fileno(stderr)));
@@ -54,14 +65,28 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
       if (out.results[i] || ro.cancelled()) continue;
       const CellSpec& cell = cells[i];
       const std::string dir = (fs::path(options.run_dir) / "cells" / supervisor::cell_dir_name(cell.id)).string();
+      std::optional<GpuLease> lease;  // held until the child's group is reaped
+      if (gpus.pool && gpus.needs_gpu && gpus.needs_gpu(cell)) {
+        auto group = gpus.pool->acquire(ro.cancelled, gpus.wait_deadline_s);
+        if (!group && ro.cancelled()) continue;  // stopped while waiting: not started, not run
+        if (!group) {
+          fail(cell.id, fmt::format("no GPU group came free for cell '{}' within {:.0f} s, longer than every "
+                                    "running cell's own wall-time cap", cell.id, gpus.wait_deadline_s));
+          continue;
+        }
+        lease.emplace(*gpus.pool, *group);
+      }
+      const std::vector<VisibleGpu>* group = lease ? &gpus.pool->group(lease->group()) : nullptr;
       progress.started(cell.id);
-      supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, ro, dir, slot);
+      supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, placed_options(ro, gpus, group), dir, slot);
+      lease.reset();
       if (sr.killed_by == supervisor::KillReason::cancelled) {
         progress.stopped(cell.id, harness_failed ? "the run stopped on a harness failure" : "cancelled");
         continue;
       }
       CellResult r = supervisor::classify(cell, sr);
       r.spec_hash = cell_spec_hash(cell);
+      if (group) r.gpus = devices_of(*group);
       if (auto cause = harness_cause(sr, r)) {
         fail(cell.id, *cause);
         progress.stopped(cell.id, "harness failure");

@@ -13,6 +13,7 @@
 
 #include "harness/core/cell_spec.h"
 #include "harness/core/results.h"
+#include "harness/run/gpu_pool.h"
 #include "harness/run/harness_failure.h"
 #include "harness/run/resume_plan.h"
 #include "harness/supervisor/runner.h"
@@ -27,8 +28,16 @@ struct Schedule {
 
 // `options.cancelled` / `cancel_signal` carry the user's cancellation; the
 // scheduler adds its own stop on a harness failure. `options.resume` is not
-// read: `plan` decided that.
+// read: `plan` decided that. With a GPU pool, each GPU cell waits for a group
+// of its own (gpu_pool.h), runs with CUDA_VISIBLE_DEVICES set to it and
+// records it in CellResult::gpus; a CPU cell is shown no GPU.
 Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& plan,
-                        const supervisor::ArgvBuilder& argv, const supervisor::RunOptions& options);
+                        const supervisor::ArgvBuilder& argv, const supervisor::RunOptions& options,
+                        const GpuPlacement& gpus = {});
+
+// `options` for one cell under `gpus`: CUDA_VISIBLE_DEVICES set to `group`
+// (a GPU cell) or to nothing (a CPU cell); unchanged without a pool.
+supervisor::RunOptions placed_options(const supervisor::RunOptions& options, const GpuPlacement& gpus,
+                                      const std::vector<VisibleGpu>* group);
 
 }  // namespace harness::run

@@ -91,3 +91,115 @@ TEST(Schedule, ReusedResultsStandWithoutAProcess) {
 
 }  // namespace
 }  // namespace harness::run
+
+namespace harness::run {
+namespace {
+
+// Two fake GPUs, two GPU cells and a CPU cell, three jobs: the test child
+// waits at a barrier until all three run at once, so each GPU cell's
+// CUDA_VISIBLE_DEVICES is what it held while the other one ran.
+TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
+  harness::testing::TempDir dir;
+  const auto barrier = dir.path() / "barrier";
+  std::filesystem::create_directories(barrier);
+  std::vector<CellSpec> cs = cells(3);
+  cs[0].device = "cuda";
+  cs[1].device = "cuda";
+  cs[2].device = "cpu";
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:Fake A,1:GPU-bbb:Fake B"), std::nullopt, notes), 1);
+  GpuPlacement placement;
+  placement.pool = &pool;
+  placement.needs_gpu = [](const CellSpec& c) { return needs_gpu(c, true); };
+  placement.wait_deadline_s = 120;
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = 3;
+  o.env = {{"SUPERVISOR_TEST_BARRIER", barrier.string()}, {"SUPERVISOR_TEST_BARRIER_N", "3"}};
+  auto argv = [](const CellSpec&, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "barrier_env", d};
+  };
+  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  ASSERT_FALSE(s.harness_failure) << s.harness_failure->cause;
+  std::vector<std::string> seen;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    SCOPED_TRACE(cs[i].id);
+    ASSERT_TRUE(s.results[i]);
+    const CellResult& r = *s.results[i];
+    EXPECT_EQ(r.outcome, Outcome::pass) << (r.findings.empty() ? "" : r.findings[0].title);
+    const std::string cuda = r.extra["env"]["cuda"];
+    if (cs[i].device == "cpu") {
+      EXPECT_EQ(cuda, "");  // set, and empty: no GPU at all
+      EXPECT_TRUE(r.gpus.empty());
+      continue;
+    }
+    ASSERT_EQ(r.gpus.size(), 1u);
+    EXPECT_EQ(cuda, r.gpus[0].uuid);  // the child saw exactly what the result records
+    seen.push_back(cuda);
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0], seen[1]);
+}
+
+// --gpus-per-cell 2 on four GPUs: each cell holds a whole pair, never half
+// of one or a pair another cell holds; the third cell waits for a pair.
+TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
+  harness::testing::TempDir dir;
+  std::vector<CellSpec> cs = cells(3);
+  for (auto& c : cs) c.device = "cuda";
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C,3:GPU-ddd:D"), std::nullopt,
+                                 notes), 2);
+  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = 3;
+  auto argv = [](const CellSpec&, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "pass_env", d};
+  };
+  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  ASSERT_FALSE(s.harness_failure);
+  for (auto& r : s.results) {
+    ASSERT_TRUE(r);
+    SCOPED_TRACE(r->id);
+    EXPECT_EQ(r->outcome, Outcome::pass);
+    ASSERT_EQ(r->gpus.size(), 2u);  // --gpus-per-cell 2: a pair, in the driver's order
+    const std::string cuda = r->extra["env"]["cuda"];
+    EXPECT_TRUE(cuda == "GPU-aaa,GPU-bbb" || cuda == "GPU-ccc,GPU-ddd") << cuda;
+  }
+}
+
+// A hung cell holds its own GPU until its watchdog kills it, and only that
+// one: the other cells run on the other GPU meanwhile.
+TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
+  harness::testing::TempDir dir;
+  std::vector<CellSpec> cs = cells(3);
+  for (auto& c : cs) c.device = "cuda";
+  cs[0].watchdog.stall_timeout_s = 1;  // the hang is declared after 1 s of silence
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B"), std::nullopt, notes), 1);
+  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = 3;
+  auto argv = [](const CellSpec& c, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, c.id == "cell0" ? "hang" : "pass_env", d};
+  };
+  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  ASSERT_FALSE(s.harness_failure);
+  ASSERT_TRUE(s.results[0] && s.results[1] && s.results[2]);
+  EXPECT_EQ(s.results[0]->outcome, Outcome::hang);
+  ASSERT_EQ(s.results[0]->gpus.size(), 1u);
+  // Workers start together, so which GPU the hung cell got is a race; that the
+  // others never got it while it hung is not.
+  const std::string hung_on = s.results[0]->gpus[0].uuid;
+  const std::string other = hung_on == "GPU-aaa" ? "GPU-bbb" : "GPU-aaa";
+  for (size_t i = 1; i < 3; ++i) {
+    SCOPED_TRACE(cs[i].id);
+    EXPECT_EQ(s.results[i]->outcome, Outcome::pass);
+    EXPECT_EQ(s.results[i]->extra["env"]["cuda"], other);
+  }
+}
+
+}  // namespace
+}  // namespace harness::run

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -81,6 +82,27 @@ int main(int argc, char** argv) {
     const char* v = std::getenv("SUPERVISOR_TEST_VALUE");
     const char* cuda = std::getenv("CUDA_VISIBLE_DEVICES");
     w.emit("probe", {{"name", "env"}, {"data", {{"value", v ? v : ""}, {"cuda", cuda ? cuda : "(unset)"}}}});
+    steps(w, 0, 2);
+    w.emit("done", {{"steps_completed", 2}});
+    return 0;
+  }
+  if (mode == "barrier_env") {
+    // Records CUDA_VISIBLE_DEVICES, then waits (20 s at most, under the 30 s stall deadline) until
+    // SUPERVISOR_TEST_BARRIER_N children have reached the barrier directory:
+    // passing proves that many ran at the same time, each with what it recorded.
+    const char* cuda = std::getenv("CUDA_VISIBLE_DEVICES");
+    w.emit("probe", {{"name", "env"}, {"data", {{"cuda", cuda ? cuda : "(unset)"}}}});
+    const std::string barrier = std::getenv("SUPERVISOR_TEST_BARRIER") ? std::getenv("SUPERVISOR_TEST_BARRIER") : dir;
+    const int n = std::atoi(std::getenv("SUPERVISOR_TEST_BARRIER_N") ? std::getenv("SUPERVISOR_TEST_BARRIER_N") : "1");
+    std::ofstream(barrier + "/" + std::to_string(getpid())) << (cuda ? cuda : "") << "\n";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (true) {
+      int arrived = 0;
+      for (auto& e : std::filesystem::directory_iterator(barrier)) arrived += e.is_regular_file() ? 1 : 0;
+      if (arrived >= n) break;
+      if (std::chrono::steady_clock::now() > deadline) return 5;  // not concurrent: no done event, a crash
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     steps(w, 0, 2);
     w.emit("done", {{"steps_completed", 2}});
     return 0;

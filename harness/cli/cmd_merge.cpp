@@ -1,0 +1,67 @@
+// `nsa-harness merge DIR... --out DIR`: the shards of one matrix joined into
+// one run directory, analysed and reported as if it had run in one piece
+// (harness/run/merge.h). Shards of different matrices: exit 2. Cells in no
+// shard: listed as missing, decision NO-GO, exit 4 (the run is incomplete
+// because a shard failed, not because the model did).
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "harness/analysis/analyze.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/platform.h"
+#include "harness/report/render_all.h"
+#include "harness/run/merge.h"
+#include "harness/run/run_lock.h"
+
+namespace harness::cli {
+
+int cmd_merge(const std::vector<std::string>& dirs, const std::string& out, const std::string& command_line) {
+  std::vector<run::ShardRun> shards;
+  RunResult merged;
+  try {
+    run::check_merge_output(dirs, out);
+    shards = run::read_shards(dirs);
+    merged = run::merge_shards(shards);
+  } catch (const run::MergeRefused& e) {
+    fmt::print(stderr, "nsa-harness: merge: {}\n", e.what());
+    return kExitInvalidInput;
+  }
+  for (const auto& s : shards)
+    if (!s.result) fmt::print(stderr, "nsa-harness: merge: {} has no results.json (the shard did not finish)\n", s.dir);
+
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    fmt::print(stderr, "nsa-harness: harness failure: cannot create {}: {}\n", out, ec.message());
+    return kExitHarnessFailure;
+  }
+  std::optional<run::RunLock> lock;
+  try {
+    lock.emplace(run::RunLock::acquire(out, now_iso8601()));
+  } catch (const run::LockBusy& e) {
+    fmt::print(stderr, "nsa-harness: {}; not merging into it\n", e.what());
+    return kExitInvalidInput;
+  }
+  merged.command_line = command_line;
+  analyze(merged);
+  // Any exception from here on (a full disk, permissions) is the harness's: main maps it to exit 4.
+  run::copy_merged_cells(merged, shards, out);
+  render_all(merged, out);
+
+  const RunCompletion& k = merged.completion;
+  if (k.end == RunEnd::cells_missing) {
+    fmt::print(stderr, "nsa-harness: merge: {} cell(s) in no shard:", k.not_run.size());
+    for (const auto& id : k.not_run) fmt::print(stderr, " {}", id);
+    fmt::print(stderr, "\n");
+    fmt::print("decision: none ({} of {} cell(s) missing from every shard; results.json reads NO-GO)\n"
+               "report: {}/report.md\n",
+               k.not_run.size(), k.not_run.size() + merged.cells.size(), out);
+    return kExitHarnessFailure;
+  }
+  fmt::print("decision: {}\nreport: {}/report.md\n", to_string(merged.decision), out);
+  return exit_code_for(merged.decision);
+}
+
+}  // namespace harness::cli

@@ -1,0 +1,74 @@
+// Handing GPU groups to cells: whole groups, never shared, waits bounded.
+#include "harness/run/gpu_pool.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace harness::run {
+namespace {
+
+std::vector<VisibleGpu> gpus(int n) {
+  std::vector<VisibleGpu> out;
+  for (int i = 0; i < n; ++i) out.push_back(VisibleGpu{GpuDevice{i, "GPU-" + std::to_string(i), "Fake"}, std::to_string(i)});
+  return out;
+}
+
+TEST(GpuPool, ConsecutiveGroupsAndTheLeftoverUnused) {
+  GpuPool pool(gpus(5), 2);
+  ASSERT_EQ(pool.groups(), 2u);
+  EXPECT_EQ(cuda_visible_devices(pool.group(0)), "0,1");
+  EXPECT_EQ(cuda_visible_devices(pool.group(1)), "2,3");
+  ASSERT_EQ(pool.unused().size(), 1u);
+  EXPECT_EQ(pool.unused()[0].token, "4");
+}
+
+TEST(GpuPool, AHeldGroupIsNotHandedOutAgainUntilReleased) {
+  GpuPool pool(gpus(2), 1);
+  auto a = pool.acquire(nullptr, 1);
+  auto b = pool.acquire(nullptr, 1);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);
+  // Full: the third waits, and is served once the first is released.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pool.release(*a);
+  });
+  auto c = pool.acquire(nullptr, 30);
+  releaser.join();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c, *a);
+}
+
+TEST(GpuPool, WaitsEndAtTheDeadlineOrTheStop) {
+  GpuPool pool(gpus(1), 1);
+  auto held = pool.acquire(nullptr, 1);
+  ASSERT_TRUE(held);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(pool.acquire(nullptr, 0.2));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+  EXPECT_FALSE(pool.acquire([] { return true; }, 60));  // returns at once, long before 60 s
+  EXPECT_FALSE(GpuPool(gpus(1), 2).acquire(nullptr, 60));  // no group at all: nothing to wait for
+}
+
+TEST(GpuPool, LeaseReleasesOnScopeExit) {
+  GpuPool pool(gpus(1), 1);
+  {
+    GpuLease lease(pool, *pool.acquire(nullptr, 1));
+    EXPECT_FALSE(pool.acquire(nullptr, 0));
+  }
+  EXPECT_TRUE(pool.acquire(nullptr, 0));
+}
+
+TEST(NeedsGpu, AutoFollowsCudaAvailability) {
+  CellSpec c;
+  c.device = "auto";
+  EXPECT_TRUE(needs_gpu(c, true));
+  EXPECT_FALSE(needs_gpu(c, false));
+  c.device = "cpu";
+  EXPECT_FALSE(needs_gpu(c, true));
+}
+
+}  // namespace
+}  // namespace harness::run
