@@ -77,13 +77,14 @@ int ModelConfig::gate_hidden_resolved() const {
 
 long long ModelConfig::parameter_count() const {
   long long D = d_model, H = n_heads, G = n_kv_groups, dk = d_k, dv = d_v;
+  long long F = ffn_hidden_resolved();
+  long long mlp = 3 * D * F;
+  if (attention == "dense") return 2LL * vocab * D + n_layers * (D * H * dk + D * G * (dk + dv) + H * dv * D + mlp + 2 * D) + D;
   long long l = nsa.cmp_block;
   long long attn = D * H * dk + 3 * (D * G * dk + D * G * dv) + H * dv * D;
   long long phi = nsa.phi == "mlp" ? (l * dk + dk) * dk + dk + (l * dv + dv) * dv + dv + l * dk + l * dv : 0;
   long long Dg = gate_hidden_resolved();
   long long gate = D * Dg + Dg + Dg * 3 * H + 3 * H;
-  long long F = ffn_hidden_resolved();
-  long long mlp = 3 * D * F;
   long long layer = attn + phi + gate + mlp + 2 * D;
   return 2LL * vocab * D + n_layers * layer + D;
 }
@@ -122,6 +123,8 @@ std::vector<ConfigIssue> validate(const ModelConfig& c) {
     out.push_back({"nsa.sel_count", "must be ≥ 3: it counts the initial block and the two local blocks, which are always selected"});
   if (c.nsa.phi != "mlp" && c.nsa.phi != "mean")
     out.push_back({"nsa.phi", "must be 'mlp' or 'mean', got '" + c.nsa.phi + "'"});
+  if (c.attention != "nsa" && c.attention != "dense")
+    out.push_back({"attention", "must be 'nsa' or 'dense', got '" + c.attention + "'"});
   if (c.rope_base <= 1.0) out.push_back({"rope_base", "must be > 1"});
   if (!(c.norm_eps > 0)) out.push_back({"norm_eps", "must be > 0"});
   return out;
@@ -147,6 +150,9 @@ ModelConfig model_config_from_yaml(const YAML::Node& node, std::vector<ConfigIss
       {"d_v", int_field(c.d_v)},               {"ffn_hidden", int_field(c.ffn_hidden)},
       {"gate_hidden", int_field(c.gate_hidden)}, {"rope_base", dbl_field(c.rope_base)},
       {"norm_eps", dbl_field(c.norm_eps)},     {"max_seq_len", int_field(c.max_seq_len)},
+      {"attention", [&](const YAML::Node& n, const std::string& k) {
+         if (n.IsScalar()) c.attention = n.Scalar(); else issues.push_back(issue_at(n, k, "expected 'nsa' or 'dense'"));
+       }},
   };
   std::map<std::string, Setter> nsa_keys = {
       {"cmp_block", int_field(c.nsa.cmp_block)}, {"cmp_stride", int_field(c.nsa.cmp_stride)},
@@ -256,6 +262,7 @@ std::string to_yaml(const ModelConfig& c) {
   e << YAML::Key << "rope_base" << YAML::Value << c.rope_base;
   e << YAML::Key << "norm_eps" << YAML::Value << c.norm_eps;
   e << YAML::Key << "max_seq_len" << YAML::Value << c.max_seq_len;
+  e << YAML::Key << "attention" << YAML::Value << c.attention;
   e << YAML::Key << "nsa" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "cmp_block" << YAML::Value << c.nsa.cmp_block;
   e << YAML::Key << "cmp_stride" << YAML::Value << c.nsa.cmp_stride;

@@ -34,6 +34,9 @@ struct ModelConfig {
   double rope_base = 10000.0;
   double norm_eps = 1e-5;
   int max_seq_len = 256;  // the longest sequence the config is meant for (validation of train.seq_len)
+  // "nsa": the sparse layer under test; "dense": causal SDPA with the same head
+  // shapes (nsa/dense_attention.h), the yardstick NSA's speed is measured against.
+  std::string attention = "nsa";
   NsaParams nsa;
 
   int heads_per_group() const { return n_heads / n_kv_groups; }

@@ -25,14 +25,15 @@ Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg))
     BlockWeights b;
     b.norm1 = ones(D);
     b.norm2 = ones(D);
-    b.attn = init_nsa_weights(cfg_, o);
+    if (is_dense()) b.dense = init_dense_weights(cfg_, o);
+    else b.attn = init_nsa_weights(cfg_, o);
     b.w_gate = normal({D, F}, 0.02);
     b.w_up = normal({D, F}, 0.02);
     // Residual-path outputs scaled down by depth (GPT-2 style) so deep stacks start stable.
     b.w_down = normal({F, D}, 0.02 / std::sqrt(2.0 * cfg_.n_layers));
     std::string p = "layers." + std::to_string(l) + ".";
     params_.emplace_back(p + "norm1", b.norm1);
-    for (auto& [n, t] : b.attn.named()) params_.emplace_back(p + "attn." + n, t);
+    for (auto& [n, t] : is_dense() ? b.dense.named() : b.attn.named()) params_.emplace_back(p + "attn." + n, t);
     params_.emplace_back(p + "norm2", b.norm2);
     params_.emplace_back(p + "mlp.w_gate", b.w_gate);
     params_.emplace_back(p + "mlp.w_up", b.w_up);
@@ -45,6 +46,11 @@ Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg))
   params_.emplace_back("head", head_);
 }
 
+const NsaWeights& Model::attention_weights(int layer) const {
+  TORCH_CHECK(!is_dense(), "attention_weights: layer ", layer, " is dense attention, not NSA");
+  return blocks_.at(layer).attn;
+}
+
 at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, const Runtime& rt) {
   auto x = embed_.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
   for (int l = 0; l < cfg_.n_layers; ++l) {
@@ -52,8 +58,8 @@ at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, cons
     auto& b = blocks_[l];
     {
       Phase attn(rt, "attention", l);
-      auto a = nsa_attention(b.attn, rms_norm(x, b.norm1, cfg_.norm_eps), cfg_, rt, l);
-      x = x + a;
+      auto h = rms_norm(x, b.norm1, cfg_.norm_eps);
+      x = x + (is_dense() ? dense_attention(b.dense, h, cfg_) : nsa_attention(b.attn, h, cfg_, rt, l));
     }
     auto h = rms_norm(x, b.norm2, cfg_.norm_eps);
     auto m = at::matmul(at::silu(at::matmul(h, b.w_gate.to(compute))) * at::matmul(h, b.w_up.to(compute)),

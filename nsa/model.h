@@ -7,13 +7,15 @@
 #include <utility>
 #include <vector>
 
+#include "nsa/dense_attention.h"
 #include "nsa/nsa_layer.h"
 
 namespace nsa {
 
 struct BlockWeights {
   at::Tensor norm1, norm2;  // [D]
-  NsaWeights attn;
+  NsaWeights attn;     // attention "nsa"
+  DenseWeights dense;  // attention "dense" (the other one stays undefined)
   at::Tensor w_gate, w_up, w_down;  // SwiGLU: [D,F], [D,F], [F,D]
 };
 
@@ -30,7 +32,9 @@ class Model {
   // Every parameter with a stable name ("layers.0.attn.wk.slc", "embed", …).
   const std::vector<std::pair<std::string, at::Tensor>>& parameters() const { return params_; }
   const ModelConfig& config() const { return cfg_; }
-  const NsaWeights& attention_weights(int layer) const { return blocks_.at(layer).attn; }
+  // The NSA layer's weights; only for attention "nsa" (throws for a dense model).
+  const NsaWeights& attention_weights(int layer) const;
+  bool is_dense() const { return cfg_.attention == "dense"; }
 
  private:
   ModelConfig cfg_;

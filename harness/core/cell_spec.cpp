@@ -20,6 +20,7 @@ json model_to_json(const nsa::ModelConfig& m) {
               {"rope_base", m.rope_base},
               {"norm_eps", m.norm_eps},
               {"max_seq_len", m.max_seq_len},
+              {"attention", m.attention},
               {"nsa",
                {{"cmp_block", m.nsa.cmp_block},
                 {"cmp_stride", m.nsa.cmp_stride},
@@ -44,6 +45,7 @@ nsa::ModelConfig model_from_json(const json& j) {
   m.rope_base = j.value("rope_base", m.rope_base);
   m.norm_eps = j.value("norm_eps", m.norm_eps);
   m.max_seq_len = j.value("max_seq_len", m.max_seq_len);
+  m.attention = j.value("attention", m.attention);
   if (j.contains("nsa")) {
     const json& n = j.at("nsa");
     m.nsa.cmp_block = n.value("cmp_block", m.nsa.cmp_block);

@@ -24,13 +24,13 @@ const std::vector<ProbeInfo>& probe_registry() {
       {"syncs", "device→host synchronisations per step, as the model reports them", make_syncs_probe},
       {"precision", "dtypes, master weights, AdamW eps representable, loss-scale history", make_precision_probe},
       {"finite", "loss, activations, gradients, optimizer state; first non-finite; range or logic", make_finite_probe},
-      {"invariants", "selected blocks in range, causal, unique, counted, forced blocks present", make_invariants_probe},
+      {"invariants", "selected blocks in range, causal, unique, counted, forced blocks present", make_invariants_probe, true},
       {"causality", "outputs at positions ≤ t unchanged when tokens after t change; cuts at the ends, window edge, block boundaries",
        make_causality_probe},
       {"parity", "each path the cell can route to against an independent float64 oracle, per branch and position",
-       make_parity_probe},
-      {"routing", "which implementation ran per branch vs what the scenario asked for", make_routing_probe},
-      {"gates", "per layer branch shares, spread over tokens, saturation, constant gates, fc2 norm", make_gates_probe},
+       make_parity_probe, true},
+      {"routing", "which implementation ran per branch vs what the scenario asked for", make_routing_probe, true},
+      {"gates", "per layer branch shares, spread over tokens, saturation, constant gates, fc2 norm", make_gates_probe, true},
       {"grad_coverage", "parameters that never receive a non-zero gradient", make_grad_coverage_probe},
       {"learning", "the loss falls on the synthetic task", make_learning_probe},
   };
@@ -43,6 +43,8 @@ std::vector<std::unique_ptr<Probe>> make_probes(const CellSpec& spec) {
     ProbeSpec ps;
     if (auto it = spec.probes.find(info.name); it != spec.probes.end()) ps = it->second;
     if (!ps.enabled) continue;
+    // A dense-attention cell (the yardstick) has no selection, branches or gates to check.
+    if (info.reads_nsa_layer && spec.model.attention == "dense") continue;
     if (auto p = info.make(ps)) out.push_back(std::move(p));
   }
   return out;

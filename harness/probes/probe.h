@@ -78,6 +78,7 @@ struct ProbeInfo {
   std::string name;
   std::string doc;
   std::function<std::unique_ptr<Probe>(const ProbeSpec&)> make;
+  bool reads_nsa_layer = false;  // checks the sparse layer itself: not run on a dense-attention model
 };
 const std::vector<ProbeInfo>& probe_registry();
 

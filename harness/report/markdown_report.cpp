@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "harness/analysis/judgement.h"
+#include "harness/analysis/dense_baseline.h"
 #include "harness/analysis/observation_cost.h"
 #include "harness/core/atomic_file.h"
 #include "harness/report/markdown_completion.h"
@@ -164,6 +165,20 @@ std::string gates_section(const RunResult& r) {
   return s;
 }
 
+// Only for matrices with the attention axis (nsa / dense); otherwise left out.
+std::string dense_section(const RunResult& r) {
+  const auto pairs = dense_comparisons(r.cells);
+  if (pairs.empty()) return "";
+  std::string s =
+      "NSA's training throughput against dense causal attention (SDPA) with the same shapes, in this run, on this "
+      "machine: median tok/s over the warm steps of each cell of a pair that differs only in `attention`.\n\n"
+      "| NSA cell | NSA tok/s | Dense tok/s | NSA ÷ dense | Noise (±1σ) |\n|---|---|---|---|---|\n";
+  for (const auto& d : pairs)
+    s += fmt::format("| {} | {:.0f} | {:.0f} | {:.2f}× | {} |\n", table_cell(code(d.nsa_cell)), d.nsa_tok_s,
+                     d.dense_tok_s, d.ratio, d.noise > 0 ? fmt::format("±{:.1f} %", d.noise * 100) : std::string("n/a"));
+  return s;
+}
+
 constexpr size_t kProbeCostRows = 6;
 
 // Only for matrices with the probes axis; otherwise the section is left out.
@@ -261,6 +276,7 @@ std::string render_markdown(const RunResult& r) {
   section("Findings", render_findings_section(r));
   section("Acceptance Gates", gates_section(r));
   if (auto obs = observation_section(r); !obs.empty()) section("Observation Cost", obs);
+  if (auto dense = dense_section(r); !dense.empty()) section("Against Dense Attention", dense);
   section("Reproduce", repro_section(r));
   section("Charts", charts_section(r));
   section("Artifacts", artifacts_section(r));

@@ -103,5 +103,23 @@ TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
   EXPECT_EQ(render_markdown(r).find("Observation Cost"), std::string::npos);
 }
 
+TEST(MarkdownReport, AttentionAxisPairsGetNsaOverDenseInOneTable) {
+  RunResult r;
+  auto cell = [](const std::string& attention, double tok_s) {
+    CellResult c;
+    c.axes = {{"attention", attention}};
+    c.id = "attention=" + attention;
+    c.outcome = Outcome::pass;
+    c.metrics.tok_s = tok_s;
+    return c;
+  };
+  r.cells = {cell("nsa", 50000.0), cell("dense", 200000.0)};
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("\n## Against Dense Attention\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `attention=nsa` | 50000 | 200000 | 0.25× | n/a |"), std::string::npos) << md;
+  r.cells.pop_back();  // without the dense cell the section is left out
+  EXPECT_EQ(render_markdown(r).find("Against Dense Attention"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace harness

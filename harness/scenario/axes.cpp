@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "harness/core/text.h"
+#include "harness/scenario/limits.h"
 #include "nsa/faults.h"
 #include "nsa/flags.h"
 
@@ -12,7 +13,7 @@ namespace {
 
 // Axes that are not flags, in the order the format doc lists them.
 const std::vector<std::string> kSettingAxes = {"prefill", "precision", "seq_len", "batch", "steps",  "lr",
-                                                "master_weights", "data", "model", "phi", "device", "fault",
+                                                "master_weights", "data", "model", "phi", "attention", "device", "fault",
                                                 "probes"};
 
 std::vector<std::string> fault_names() {
@@ -121,12 +122,21 @@ std::optional<std::string> check_data(const YNode& value, const std::string& pat
     check.error(value.pos, path, "expected 'synthetic' or 'bytes:<file>', got " + value.describe());
     return std::nullopt;
   }
+  // Past PATH_MAX the filesystem calls below fail (or throw) instead of answering.
+  const size_t chars = value.text.size() - prefix.size();
+  if (chars > kMaxExtendsPathChars) {
+    check.error(value.pos, path, "data file path of " + std::to_string(chars) + " characters (at most " +
+                                     std::to_string(kMaxExtendsPathChars) + ")");
+    return std::nullopt;
+  }
   fs::path file = value.text.substr(prefix.size());
   // Relative to the YAML file that names it, so a scenario runs from any directory.
   if (file.is_relative() && value.pos.file >= 0)
     file = fs::path(check.sources().file(value.pos.file).path).parent_path() / file;
-  file = fs::absolute(file).lexically_normal();
-  if (!fs::is_regular_file(file)) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(file, ec);
+  file = (ec ? file : absolute).lexically_normal();
+  if (!fs::is_regular_file(file, ec)) {
     check.error(value.pos, path, "data file not found: " + file.string());
     return std::nullopt;
   }
@@ -163,6 +173,7 @@ std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& 
     return AxisValue{*name, *name};
   }
   if (axis == "phi") return same(check.one_of(value, path, {"mlp", "mean"}));
+  if (axis == "attention") return same(check.one_of(value, path, {"nsa", "dense"}));
   if (axis == "device") return same(check.one_of(value, path, {"cpu", "cuda", "auto"}));
   if (axis == "fault") return same(check_fault(value, path, check, /*allow_none=*/true));
   if (axis == "probes") return same(check_probes_value(value, path, check));
@@ -200,6 +211,9 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
     cell.origins["model"] = origin;
   } else if (axis == "phi") {
     s.model.nsa.phi = setting;
+  } else if (axis == "attention") {
+    s.model.attention = setting;
+    cell.origins["model.attention"] = origin;
   } else if (axis == "device") {
     s.device = setting;
     cell.origins["device"] = origin;
