@@ -35,7 +35,8 @@ bad=0
 for f in harness/scenario/fuzz/regressions/*.yaml "$tmp"/*.yaml; do
   /usr/bin/time -f '%e %M' -o "$tmp/time" timeout 20 "$bin" validate "$f" > "$tmp/out" 2>&1
   rc=$?
-  read -r secs kib < "$tmp/time" 2>/dev/null || { secs=?; kib=0; }
+  # GNU time writes "Command exited with non-zero status N" before its own line.
+  read -r secs kib < <(tail -n 1 "$tmp/time") || { secs=?; kib=0; }
   msg=$(grep -v '^\s*$' "$tmp/out" | head -1 | sed "s#$tmp/##; s#|#\\\\|#g" | cut -c1-110)
   printf '| %s | %s | %s | %s | %s |\n' "$(basename "$f")" "$rc" "$secs" "$((kib / 1024))" "$msg"
   [ "$rc" = 2 ] || bad=1
