@@ -92,9 +92,11 @@ endif()
 message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
 
 # --- distributed backends (world_size > 1 cells) -----------------------------
-# libtorch ships c10d's Gloo and NCCL process groups compiled in, but its
-# headers for them are behind USE_C10D_GLOO / USE_C10D_NCCL and include
-# gloo's and NCCL's own headers, which the wheel does not carry. Gloo's come
+# libtorch ships c10d's Gloo and NCCL process groups compiled in (its CMake
+# config defines USE_C10D_GLOO / USE_C10D_NCCL / USE_DISTRIBUTED for every
+# target that links it), but their headers include gloo's and NCCL's own
+# headers, which the wheel does not carry. Only nsa/dist/process_group.cpp
+# includes them, under NSA_WITH_GLOO / NSA_WITH_NCCL. Gloo's come
 # from the system (Debian: libgloo-dev; headers only: the symbols are
 # libtorch's), NCCL's from the nvidia-nccl wheel torch depends on. A build
 # without one compiles, and its world_size > 1 cells on that device are skipped.

@@ -66,13 +66,16 @@ void DataParallel::after_update(int step, Model& model) {
 
 std::pair<double, double> parameter_checksum(Model& model) {
   at::NoGradGuard ng;
-  double sum = 0.0, sq = 0.0;
+  // Summed on the device, one host sync for the pair.
+  std::vector<at::Tensor> sums, squares;
   for (auto& [name, p] : model.parameters()) {
     at::Tensor d = p.detach().to(at::kDouble);
-    sum += d.sum().item<double>();
-    sq += d.pow(2).sum().item<double>();
+    sums.push_back(d.sum());
+    squares.push_back(d.pow(2).sum());
   }
-  return {sum, sq};
+  if (sums.empty()) return {0.0, 0.0};
+  at::Tensor both = at::stack({at::stack(sums).sum(), at::stack(squares).sum()}).cpu();
+  return {both[0].item<double>(), both[1].item<double>()};
 }
 
 }  // namespace nsa::dist
