@@ -89,6 +89,12 @@ double DistRank::after_step(int step, nsa::Model& model) {
   return comm_->take_wait_ms();
 }
 
-void DistRank::finish() { comm_->store_barrier("nsa/done"); }
+void DistRank::finish() {
+  // A phase of its own, so a rank that waits here for a peer that never
+  // comes reads as "in the final barrier", not as stuck somewhere in training.
+  events_.emit(protocol::ev::phase_begin, {{"name", "final_barrier"}, {"step", step_.load()}});
+  comm_->store_barrier("nsa/done");
+  events_.emit(protocol::ev::phase_end, {{"name", "final_barrier"}, {"step", step_.load()}});
+}
 
 }  // namespace harness::child

@@ -28,7 +28,7 @@ void from_json(const json& j, CollectiveRef& c) {
 
 static void to_json(json& j, const RankFacts& r) {
   j = json{{"rank", r.rank}, {"outcome", r.outcome}, {"steps_completed", r.steps_completed},
-           {"last_completed_seq", r.last_completed_seq}};
+           {"last_completed_seq", r.last_completed_seq}, {"phase", r.phase}};
   put(j, "step_ms_median", r.step_ms_median);
   put(j, "compute_ms_median", r.compute_ms_median);
   put(j, "comm_ms_median", r.comm_ms_median);
@@ -40,6 +40,7 @@ static void from_json(const json& j, RankFacts& r) {
   r.outcome = j.value("outcome", "");
   r.steps_completed = j.value("steps_completed", 0);
   r.last_completed_seq = j.value("last_completed_seq", int64_t{0});
+  r.phase = j.value("phase", "");
   get(j, "step_ms_median", r.step_ms_median);
   get(j, "compute_ms_median", r.compute_ms_median);
   get(j, "comm_ms_median", r.comm_ms_median);

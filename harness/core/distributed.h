@@ -30,6 +30,7 @@ struct RankFacts {
   std::optional<double> comm_ms_median;    // blocked in collectives
   int64_t last_completed_seq = 0;
   std::optional<CollectiveRef> pending;    // the collective it was blocked in when it ended
+  std::string phase;                       // the innermost phase open when it ended ("" none)
   std::optional<double> last_heartbeat_s;  // child clock; unset: never beat
 };
 

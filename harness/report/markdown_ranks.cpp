@@ -25,7 +25,7 @@ std::string cell_block(const CellResult& c, const DistributedFacts& d) {
     s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.rank, r.outcome, r.steps_completed,
                      ms(r.step_ms_median), ms(r.compute_ms_median), ms(r.comm_ms_median),
                      r.last_completed_seq > 0 ? fmt::format("#{}", r.last_completed_seq) : "—",
-                     r.pending ? coll(*r.pending) : "—");
+                     r.pending ? coll(*r.pending) : r.phase.empty() ? "—" : fmt::format("phase {}", r.phase));
   s += "\n";
   if (d.stall) {
     const auto& st = *d.stall;

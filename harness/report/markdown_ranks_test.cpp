@@ -25,6 +25,7 @@ CellResult hung_cell() {
   r1.outcome = "stopped";
   r1.steps_completed = 6;
   r1.compute_ms_median = 42.0;
+  r1.phase = "final_barrier";
   d.ranks = {r0, r1};
   CollectiveStall st;
   st.kind = "mismatch";
@@ -47,6 +48,7 @@ TEST(MarkdownRanks, NamesStuckDivergingAndStragglingRanks) {
   const std::string md = render_ranks_section(run);
   EXPECT_NE(md.find("| 0 | hang | 5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("allreduce #37 (step 6, bucket 0)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| phase final_barrier |"), std::string::npos) << md;
   EXPECT_NE(md.find("rank 1 skipped allreduce #34 (step 3, bucket 0)"), std::string::npos) << md;
   EXPECT_NE(md.find("rank(s) 0 wait in allreduce #37"), std::string::npos) << md;
   EXPECT_NE(md.find("rank(s) 1 differ from rank(s) 0 from step 3"), std::string::npos) << md;

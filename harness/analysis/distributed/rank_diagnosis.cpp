@@ -32,6 +32,7 @@ RankFacts facts_of(const RankStream& r) {
     else if (!f.pending && c.state != "failed") f.pending = c.ref;
   }
   f.last_heartbeat_s = r.last_heartbeat_s;
+  f.phase = r.last_phase;
   return f;
 }
 

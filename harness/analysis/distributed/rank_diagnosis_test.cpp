@@ -119,6 +119,8 @@ TEST(RankDiagnosis, RankThatNeverArrivesIsNamedWithTheRanksWaitingForIt) {
   EXPECT_EQ(d.facts.stall->waiting_ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(d.findings.at(0).code, "collective_stall");
   EXPECT_EQ(d.facts.ranks[0].pending->seq, 5);
+  EXPECT_EQ(d.facts.ranks[2].phase, "backward");
+  EXPECT_FALSE(d.facts.ranks[2].pending);
 }
 
 TEST(RankDiagnosis, DivergingChecksumNamesRankAndFirstStep) {
