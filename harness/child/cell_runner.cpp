@@ -108,7 +108,11 @@ void snapshot_parameters(nsa::Model& model, std::vector<at::Tensor>& into) {
 at::Device resolve_device(const std::string& wanted, int local_rank) {
   const bool have_cuda = at::hasCUDA();
   if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
-  return (wanted == "cuda" || (wanted == "auto" && have_cuda)) ? at::Device(at::kCUDA, local_rank) : at::Device(at::kCPU);
+  const bool cuda = wanted == "cuda" || (wanted == "auto" && have_cuda);
+  if (cuda && local_rank >= static_cast<int>(at::getNumGPUs()))
+    throw std::runtime_error("rank " + std::to_string(local_rank) + " has no GPU of its own: the cell sees " +
+                             std::to_string(at::getNumGPUs()) + " (give each cell world_size GPUs: run --gpus-per-cell)");
+  return cuda ? at::Device(at::kCUDA, local_rank) : at::Device(at::kCPU);
 }
 
 // Every wait of a rank (store, collectives) ends by this deadline; the
