@@ -29,7 +29,7 @@ struct RankFacts {
   std::optional<double> compute_ms_median; // step_ms − comm_ms: its own work, without waiting for others
   std::optional<double> comm_ms_median;    // blocked in collectives
   int64_t last_completed_seq = 0;
-  std::optional<CollectiveRef> pending;    // the collective it was blocked in when it ended
+  std::optional<CollectiveRef> pending;    // the collective it was blocked in when it ended (never completed)
   std::string phase;                       // the innermost phase open when it ended ("" none)
   std::optional<double> last_heartbeat_s;  // child clock; unset: never beat
 };

@@ -22,7 +22,9 @@ bool issued(const RankStream& r, const Key& k) {
   return false;
 }
 
-bool finished(const CollectiveEntry& c) { return c.state == "completed" || c.state == "failed"; }
+// A collective that failed never completed: it failed because the rank waited
+// in it until a peer died or the timeout struck, so it is where the rank waited.
+bool finished(const CollectiveEntry& c) { return c.state == "completed"; }
 
 // The oldest collective each rank still waits in (logged, never completed).
 std::map<int, CollectiveRef> pending_by_rank(const std::vector<RankStream>& ranks) {

@@ -29,7 +29,7 @@ RankFacts facts_of(const RankStream& r) {
   }
   for (auto& c : r.collectives) {
     if (c.state == "completed") f.last_completed_seq = c.ref.seq;
-    else if (!f.pending && c.state != "failed") f.pending = c.ref;
+    else if (!f.pending) f.pending = c.ref;  // started, or failed while waiting
   }
   f.last_heartbeat_s = r.last_heartbeat_s;
   f.phase = r.last_phase;

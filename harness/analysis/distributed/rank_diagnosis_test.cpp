@@ -123,6 +123,22 @@ TEST(RankDiagnosis, RankThatNeverArrivesIsNamedWithTheRanksWaitingForIt) {
   EXPECT_FALSE(d.facts.ranks[2].pending);
 }
 
+TEST(RankDiagnosis, ACollectiveThatFailedWhenThePeerDiedIsWhereTheRankWaited) {
+  // Rank 1 died before seq 3; rank 0's all-reduce then failed (connection closed).
+  Stream r0(0), r1(1);
+  r0.coll(1, 0, 3, "broadcast").step(1).coll(2, 1).end(1, 100, 10).step(2).coll(3, 2, 2);
+  r0.add({{"ev", "collective"}, {"rank", 0}, {"seq", 3}, {"op", "allreduce"}, {"step", 2}, {"bucket", 0},
+          {"state", "failed"}});
+  r1.coll(1, 0, 3, "broadcast").step(1).coll(2, 1).end(1, 100, 10).step(2);
+  auto d = diagnose_ranks({r0.read(), r1.read()});
+  ASSERT_TRUE(d.facts.stall);
+  EXPECT_EQ(d.facts.stall->kind, "not_reached");
+  EXPECT_EQ(d.facts.stall->rank, 1);
+  EXPECT_EQ(d.facts.stall->waiting_ranks, std::vector<int>{0});
+  ASSERT_TRUE(d.facts.ranks[0].pending);
+  EXPECT_EQ(d.facts.ranks[0].pending->seq, 3);
+}
+
 TEST(RankDiagnosis, DivergingChecksumNamesRankAndFirstStep) {
   Stream r0(0), r1(1), r2(2);
   for (int k = 1; k <= 5; ++k) {
