@@ -68,7 +68,8 @@ TEST(RankGroup, OneDeadRankTakesTheOthersDownAtOnce) {
     EXPECT_TRUE(r.group_empty);
     EXPECT_TRUE(process_gone(r.pid)) << r.pid;
   }
-  EXPECT_TRUE(std::filesystem::exists(dir + "/rank0/events.jsonl"));
+  // Rank 0 may be stopped before it writes a line: its directory and spec exist either way.
+  EXPECT_TRUE(std::filesystem::exists(dir + "/rank0/cell.json"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/rank1/events.jsonl"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/cell.json"));
 
