@@ -64,6 +64,16 @@ const std::vector<FaultInfo> kFaults = {
      "Step 3's forward asks for a 1 TiB buffer (a shape bug that multiplies instead of adds): out of memory, with "
      "the size asked.",
      "all paths"},
+    {F::rank_skips_allreduce, "rank_skips_allreduce",
+     "The last rank leaves step 3's gradient all-reduce out: its collectives pair with the others' one step late "
+     "and the others wait forever in the last one (a collective mismatch, then a hang).",
+     "world_size > 1"},
+    {F::rank_param_drift, "rank_param_drift",
+     "The last rank nudges one parameter after step 3's update: the ranks silently hold different models.",
+     "world_size > 1"},
+    {F::slow_rank, "slow_rank",
+     "The last rank sleeps 400 ms before every gradient all-reduce: a straggler the others wait for.",
+     "world_size > 1"},
 };
 }  // namespace
 

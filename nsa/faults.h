@@ -33,6 +33,9 @@ enum class Fault : uint32_t {
   loss_blowup,
   tensor_leak,
   huge_alloc,
+  rank_skips_allreduce,
+  rank_param_drift,
+  slow_rank,
   count_
 };
 

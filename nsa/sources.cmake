@@ -8,6 +8,8 @@ target_compile_options(nsa PUBLIC ${TORCH_CXX_FLAGS})
 target_precompile_headers(nsa PRIVATE <ATen/ATen.h>)
 set_target_properties(nsa PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
+add_subdirectory(dist)
+
 if(NSA_HAVE_CUDA AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/CMakeLists.txt)
   add_subdirectory(cuda)
 endif()

@@ -55,13 +55,17 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
     (scaler_.enabled() ? loss * scaler_.scale() : loss).backward();
     torch::autograd::AnomalyMode::set_enabled(false);
   }
+  std::vector<at::Tensor> grads;
+  for (auto& [name, p] : model_.parameters())
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (sync_) {
+    Phase phase(rt, "allreduce");
+    sync_->reduce(step, grads, loss);
+  }
   Phase phase(rt, "optimizer");
   // One host sync per step for the loss and the gradient norm: the optimizer needs both.
   if (rt.observer) rt.observer->sync_point("loss and grad norm");
   st.loss = loss.item<double>();
-  std::vector<at::Tensor> grads;
-  for (auto& [name, p] : model_.parameters())
-    if (p.grad().defined()) grads.push_back(p.grad());
   at::Tensor sq;
   {
     at::NoGradGuard ng;
@@ -82,6 +86,7 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
     if (factor != 1.0 && !grads.empty()) at::_foreach_mul_(grads, factor);
   }
   opt_->step(st.lr);
+  if (sync_) sync_->after_update(step, model_);
   return st;
 }
 

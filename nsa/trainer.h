@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nsa/model.h"
 #include "nsa/optim.h"
@@ -34,6 +35,17 @@ struct StepStats {
   bool skipped = false;    // fp16 overflow: optimizer step skipped
 };
 
+// Data parallelism's hook into a step (nsa/dist/data_parallel.h): after
+// backward, before the gradient norm, clipping and the optimizer, `reduce`
+// averages the gradients and the loss across ranks; `after_update` runs after
+// the optimizer. With none set a step is single-process, as before.
+class GradSync {
+ public:
+  virtual ~GradSync() = default;
+  virtual void reduce(int step, std::vector<at::Tensor>& grads, at::Tensor& loss) = 0;
+  virtual void after_update(int /*step*/, Model& /*model*/) {}
+};
+
 class Trainer {
  public:
   Trainer(Model& model, TrainConfig cfg);
@@ -46,12 +58,14 @@ class Trainer {
   const AdamW& optimizer() const { return *opt_; }
   const LossScaler& scaler() const { return scaler_; }
   Model& model() { return model_; }
+  void set_grad_sync(GradSync* sync) { sync_ = sync; }
 
  private:
   Model& model_;
   TrainConfig cfg_;
   std::unique_ptr<AdamW> opt_;
   LossScaler scaler_;
+  GradSync* sync_ = nullptr;
 };
 
 // The parameter dtype a TrainConfig implies (fp32 with master weights).

@@ -25,6 +25,8 @@ need libfmt-dev         have_cmake_pkg fmt
 need libgtest-dev       have_cmake_pkg GTest
 need libbenchmark-dev   have_cmake_pkg benchmark
 need zlib1g-dev         test -f /usr/include/zlib.h
+# gloo's headers only (libtorch carries the code): world_size > 1 cells on the CPU.
+need libgloo-dev        test -f /usr/include/gloo/algorithm.h
 # ccache is optional: used when present, never installed on its own.
 # `install-deps.sh fuzz`: also clang with libFuzzer (scripts/fuzz-scenarios.sh, CI).
 if [ "${1:-}" = fuzz ]; then

@@ -91,6 +91,34 @@ if(NSA_HAVE_CUDA)
 endif()
 message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
 
+# --- distributed backends (world_size > 1 cells) -----------------------------
+# libtorch ships c10d's Gloo and NCCL process groups compiled in (its CMake
+# config defines USE_C10D_GLOO / USE_C10D_NCCL / USE_DISTRIBUTED for every
+# target that links it), but their headers include gloo's and NCCL's own
+# headers, which the wheel does not carry. Only nsa/dist/process_group.cpp
+# includes them, under NSA_WITH_GLOO / NSA_WITH_NCCL. Gloo's come
+# from the system (Debian: libgloo-dev; headers only: the symbols are
+# libtorch's), NCCL's from the nvidia-nccl wheel torch depends on. A build
+# without one compiles, and its world_size > 1 cells on that device are skipped.
+set(NSA_HAVE_GLOO OFF)
+set(NSA_HAVE_NCCL OFF)
+if(NSA_TORCH)
+  find_path(NSA_GLOO_INCLUDE gloo/algorithm.h)
+  if(NSA_GLOO_INCLUDE)
+    set(NSA_HAVE_GLOO ON)
+  endif()
+  if(NSA_HAVE_CUDA)
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} -c "import nvidia.nccl,os,sys;sys.stdout.write(os.path.join(list(nvidia.nccl.__path__)[0],'include'))"
+      OUTPUT_VARIABLE _nccl_hint ERROR_QUIET)
+    find_path(NSA_NCCL_INCLUDE nccl.h HINTS ${_nccl_hint} ${CUDAToolkit_INCLUDE_DIRS})
+    if(NSA_NCCL_INCLUDE)
+      set(NSA_HAVE_NCCL ON)
+    endif()
+  endif()
+endif()
+message(STATUS "nsa-harness: distributed backends gloo ${NSA_HAVE_GLOO}, nccl ${NSA_HAVE_NCCL}")
+
 # --- sanitizers and fuzzing -------------------------------------------------
 # NSA_SANITIZE=address,undefined instruments every target (CMakePresets.json:
 # `sanitize`); NSA_FUZZ adds the libFuzzer targets and needs clang (`fuzz`).

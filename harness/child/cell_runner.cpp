@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 
+#include "harness/child/dist_rank.h"
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
 #include "nsa/faults.h"
@@ -101,11 +103,22 @@ void snapshot_parameters(nsa::Model& model, std::vector<at::Tensor>& into) {
   at::_foreach_copy_(into, params);
 }
 
-at::Device resolve_device(const std::string& wanted) {
+// `local_rank`: a world_size > 1 cell's rank takes the GPU of its own index
+// among the ones the supervisor gave the cell.
+at::Device resolve_device(const std::string& wanted, int local_rank) {
   const bool have_cuda = at::hasCUDA();
   if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
-  return (wanted == "cuda" || (wanted == "auto" && have_cuda)) ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  const bool cuda = wanted == "cuda" || (wanted == "auto" && have_cuda);
+  if (cuda && local_rank >= static_cast<int>(at::getNumGPUs()))
+    throw std::runtime_error("rank " + std::to_string(local_rank) + " has no GPU of its own: the cell sees " +
+                             std::to_string(at::getNumGPUs()) + " (give each cell world_size GPUs: run --gpus-per-cell)");
+  return cuda ? at::Device(at::kCUDA, local_rank) : at::Device(at::kCPU);
 }
+
+// Every wait of a rank (store, collectives) ends by this deadline; the
+// supervisor's stall deadline is shorter, so a hang is diagnosed (stacks,
+// flight records) before a rank gives up on its own.
+double dist_timeout_s(const CellSpec& spec) { return spec.watchdog.stall_timeout_s + spec.watchdog.step_timeout_s; }
 
 void sync_device(const at::Device& d) {
   if (d.is_cuda()) at::accelerator::synchronizeDevice(d.index());
@@ -141,7 +154,15 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::enable_faults(spec.faults);
     nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
     nsa::enable_mutations_csv(rt.flags.get_string("NSA_MUTATION"));
-    const at::Device device = resolve_device(spec.device);
+    const int world_size = std::max(1, spec.train.world_size);
+    std::optional<RankEnv> rank_env;
+    if (world_size > 1) {
+      rank_env = rank_env_from_environment(world_size);
+      if (spec.train.batch % world_size != 0)
+        throw std::runtime_error("batch " + std::to_string(spec.train.batch) + " does not split over world_size " +
+                                 std::to_string(world_size) + " ranks");
+    }
+    const at::Device device = resolve_device(spec.device, rank_env ? rank_env->local_rank : 0);
     // One intra-op thread per CPU cell unless OMP_NUM_THREADS says otherwise
     // (recorded in the platform table either way). These models' ops are too
     // small to gain from a thread pool, and a pool spinning at every barrier
@@ -165,17 +186,26 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::Model model(spec.model, at::TensorOptions().dtype(nsa::param_dtype_for(tc)).device(device));
     nsa::Trainer trainer(model, tc);
     nsa::DataSource data(spec.train.data, spec.train.seed);
+    std::unique_ptr<DistRank> dist;
+    if (rank_env) {
+      dist = std::make_unique<DistRank>(*rank_env, device.is_cuda() ? "nccl" : "gloo", dist_timeout_s(spec), events);
+      dist->data_parallel().broadcast_parameters(model);
+      trainer.set_grad_sync(&dist->data_parallel());
+    }
     auto probes = make_probes(spec);
     rt.observer = &observer;
     observer.set_probes(&probes);
 
     events.emit(ev::start, {{"pid", ::getpid()}, {"cell", spec.id}, {"steps", spec.train.steps},
                             {"device", device.str()}, {"platform", platform_json(device)},
-                            {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()}});
+                            {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()},
+                            {"rank", rank_env ? rank_env->rank : 0}, {"world_size", world_size}});
     ProbeContext ctx{spec, model, trainer, rt, events, tap, device, out_dir};
     for (auto& p : probes) p->on_start(ctx);
 
-    const int64_t tokens = int64_t(spec.train.batch) * spec.train.seq_len;
+    // Each rank trains on its slice of the global batch (tokens counted per rank).
+    const auto rows = dist ? dist->data_parallel().slice(spec.train.batch) : std::pair<int64_t, int64_t>{0, spec.train.batch};
+    const int64_t tokens = (rows.second - rows.first) * spec.train.seq_len;
     std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
     std::vector<at::Tensor> snapshot;                   // the parameters before a step, when a probe asks
     for (step = 1; step <= spec.train.steps; ++step) {
@@ -194,7 +224,10 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       observer.set_step(step);
       observer.set_capture(capture);
       events.emit(ev::step_begin, {{"step", step}});
-      auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).to(device);
+      if (dist) dist->set_step(step);
+      // Every rank draws the whole global batch (the same data stream as one
+      // process) and keeps its rows.
+      auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).slice(0, rows.first, rows.second).to(device);
       sync_device(device);
       double probe_ms = 0;
       if (keep_params) {
@@ -220,6 +253,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       e["loss"] = std::isfinite(st.loss) ? nlohmann::json(st.loss) : nlohmann::json(std::isnan(st.loss) ? "nan" : "inf");
       e["grad_norm"] = std::isfinite(st.grad_norm) ? nlohmann::json(st.grad_norm) : nlohmann::json("non-finite");
       if (spec.observe_alternate) e["observed"] = observed;
+      if (dist) {
+        // comm_ms: blocked in collectives, i.e. waiting for the slowest rank;
+        // step_ms − comm_ms is this rank's own work (what finds a straggler).
+        e["rank"] = rank_env->rank;
+        e["comm_ms"] = dist->after_step(step, model);
+      }
       events.emit(ev::step_end, std::move(e));
       ctx.step = step;
       ctx.batch = batch;
@@ -247,6 +286,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     emit_probe_costs(events, costs);
     observer.set_step(spec.train.steps);
     for (auto& p : probes) p->on_run_end(ctx);
+    if (dist) dist->finish();
     events.emit(ev::done, {{"steps_completed", spec.train.steps}});
     return 0;
   } catch (const c10::OutOfMemoryError& e) {

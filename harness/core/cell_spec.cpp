@@ -86,7 +86,8 @@ void to_json(json& j, const CellSpec& c) {
              {"precision", c.train.precision},
              {"master_weights", c.train.master_weights},
              {"data", c.train.data},
-             {"seed", c.train.seed}}},
+             {"seed", c.train.seed},
+             {"world_size", c.train.world_size}}},
            {"flags", c.flags},
            {"faults", c.faults},
            {"from_environment", c.from_environment},
@@ -122,6 +123,7 @@ void from_json(const json& j, CellSpec& c) {
   c.train.master_weights = t.value("master_weights", c.train.master_weights);
   c.train.data = t.value("data", c.train.data);
   c.train.seed = t.value("seed", c.train.seed);
+  c.train.world_size = t.value("world_size", c.train.world_size);
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});

@@ -26,6 +26,9 @@ struct TrainSpec {
   bool master_weights = true;      // false: pure 16-bit params and optimizer state (as the seeds trained)
   std::string data = "synthetic";  // synthetic | bytes:<file>
   unsigned long long seed = 1234;
+  // Ranks of a data-parallel run (one child process each); `batch` is the
+  // global batch, split evenly over them.
+  int world_size = 1;
 };
 
 // Which probes run and how often (every N steps; 0 = off). Names are the probe registry's.

@@ -64,6 +64,11 @@ inline constexpr std::string_view memory_growth = "memory_growth";
 inline constexpr std::string_view host_syncs = "host_syncs";
 inline constexpr std::string_view flag_no_effect = "flag_no_effect";
 inline constexpr std::string_view fallback = "fallback";
+// distributed (world_size > 1), from the ranks' flight records side by side
+inline constexpr std::string_view collective_mismatch = "collective_mismatch";  // hang: a rank left a collective out
+inline constexpr std::string_view collective_stall = "collective_stall";        // hang: a rank never reached one
+inline constexpr std::string_view rank_desync = "rank_desync";                  // fail: parameters differ across ranks
+inline constexpr std::string_view straggler = "straggler";                      // warning: one rank's work is slower
 // skip
 inline constexpr std::string_view no_cuda = "no_cuda";
 }  // namespace reason

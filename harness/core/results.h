@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/core/distributed.h"
 #include "harness/core/outcome.h"
 #include "harness/core/placement.h"
 
@@ -137,6 +138,8 @@ struct CellResult {
   // The GPU(s) the supervisor gave the cell (its CUDA_VISIBLE_DEVICES). Empty:
   // none managed — a CPU cell, or a machine whose GPUs the harness did not list.
   std::vector<GpuDevice> gpus;
+  // world_size > 1: the ranks side by side (who is stuck, diverging, straggling).
+  std::optional<DistributedFacts> distributed;
   nlohmann::json extra = nlohmann::json::object();  // probe tables (kernels, gates, precision audit, …)
 };
 

@@ -18,6 +18,11 @@
 //   finding      {finding:{...}}               a diagnosis the child made from what it saw (results.h Finding)
 //   error        {kind, message, op?, step?}   an exception the child caught before exiting
 //   done         {steps_completed}
+// A rank of a world_size > 1 cell (harness/child/dist_rank.h) adds {rank, world_size} to start, {rank,
+// comm_ms} to step_end, and writes its flight records:
+//   collective   {rank, seq, op, step, bucket, numel, bytes, state, wait_ms?}   state: scheduled|started|completed|failed
+//   heartbeat    {rank, step, last_seq, pending_seq?, pending_op?, pending_step?}   alive, not progress
+//   checksum     {rank, step, sum, sq}                                          its parameters after the step
 //
 // Stacks: on kStackSignal the child writes its current phase stack (and native
 // backtrace) to <cell dir>/stacks.txt using only async-signal-safe calls.
@@ -51,6 +56,9 @@ inline constexpr std::string_view probe = "probe";
 inline constexpr std::string_view finding = "finding";
 inline constexpr std::string_view error = "error";
 inline constexpr std::string_view done = "done";
+inline constexpr std::string_view collective = "collective";
+inline constexpr std::string_view heartbeat = "heartbeat";
+inline constexpr std::string_view checksum = "checksum";
 }  // namespace ev
 
 // The child's exit status when it cannot write its events (the harness's own

@@ -11,6 +11,7 @@
 #include "harness/core/atomic_file.h"
 #include "harness/report/markdown_completion.h"
 #include "harness/report/markdown_findings.h"
+#include "harness/report/markdown_ranks.h"
 #include "harness/report/report_writer.h"
 #include "harness/report/text_format.h"
 
@@ -274,6 +275,7 @@ std::string render_markdown(const RunResult& r) {
   if (auto st = settings_section(r); !st.empty()) section("Settings", st);
   section("What Decides the Outcome", attribution_section(r));
   section("Findings", render_findings_section(r));
+  if (auto ranks = render_ranks_section(r); !ranks.empty()) section("Ranks", ranks);
   section("Acceptance Gates", gates_section(r));
   if (auto obs = observation_section(r); !obs.empty()) section("Observation Cost", obs);
   if (auto dense = dense_section(r); !dense.empty()) section("Against Dense Attention", dense);

@@ -14,7 +14,7 @@ namespace {
 // Axes that are not flags, in the order the format doc lists them.
 const std::vector<std::string> kSettingAxes = {"prefill", "precision", "seq_len", "batch", "steps",  "lr",
                                                 "master_weights", "data", "model", "phi", "attention", "device", "fault",
-                                                "probes"};
+                                                "probes", "world_size"};
 
 std::vector<std::string> fault_names() {
   std::vector<std::string> names;
@@ -148,6 +148,7 @@ std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& 
   if (axis == "prefill") return same(check.one_of(value, path, {"sequential", "batched"}));
   if (axis == "precision") return same(check.one_of(value, path, {"fp32", "bf16", "fp16"}));
   if (axis == "seq_len" || axis == "batch" || axis == "steps") return integer_value(check.positive_int(value, path));
+  if (axis == "world_size") return integer_value(check.positive_int(value, path, kMaxWorldSize));
   if (axis == "lr") {
     if (!check.positive_number(value, path)) return std::nullopt;
     return AxisValue{value.text, value.text};
@@ -197,6 +198,8 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
     s.train.batch = std::stoi(setting);
   } else if (axis == "steps") {
     s.train.steps = std::stoi(setting);
+  } else if (axis == "world_size") {
+    s.train.world_size = std::stoi(setting);
   } else if (axis == "lr") {
     s.train.lr = *parse_number(setting);
   } else if (axis == "master_weights") {

@@ -44,6 +44,10 @@ inline constexpr size_t kMaxMatrixProduct = 4096;
 // this many cells cannot be meant.
 inline constexpr size_t kMaxMatrixEntries = 1024;
 
+// Ranks of a world_size cell: each is a process on this machine with its own
+// model copy, and the ranks' event streams are read side by side.
+inline constexpr long long kMaxWorldSize = 64;
+
 // Characters of a scenario's name: it becomes a directory name and a report
 // title, and NAME_MAX is 255.
 inline constexpr size_t kMaxNameChars = 128;

@@ -10,6 +10,7 @@
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify_steps.h"
 #include "harness/supervisor/error_text.h"
+#include "harness/supervisor/rank_group.h"
 #include "harness/supervisor/run_findings.h"
 
 namespace harness::supervisor {
@@ -149,15 +150,22 @@ bool expectation_met(const json& expect, Outcome outcome, const std::optional<st
       }
       return !expect.contains("location") && !expect.contains("step");
     }
-    // A passing cell has no deciding reason; an expected warning must be among its findings.
-    for (const auto& f : findings)
-      if (expect.at("reason") == f.code) return true;
+    // A passing cell has no deciding reason; an expected warning must be among
+    // its findings (where and when it says, if the expectation says).
+    for (const auto& f : findings) {
+      if (expect.at("reason") != f.code) continue;
+      if (expect.contains("location") && f.location.find(expect.at("location").get<std::string>()) == std::string::npos)
+        continue;
+      if (expect.contains("step") && (!f.step || *f.step != expect.at("step").get<int>())) continue;
+      return true;
+    }
     return false;
   }
   return true;
 }
 
 CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
+  if (!run.ranks.empty()) return classify_ranks(spec, run);
   CellResult r;
   r.id = spec.id;
   r.axes = spec.axes;

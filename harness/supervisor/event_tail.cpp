@@ -60,13 +60,20 @@ size_t EventTail::poll(Clock::time_point now, const OnEvent& on_event) {
 void EventTail::take_line(std::string line, Clock::time_point now, const OnEvent& on_event) {
   if (blank(line)) return;  // an empty line is neither an event nor an error
   ++lines_;
-  last_line_ = now;
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("ev") || !j["ev"].is_string()) {
+    last_line_ = now;
     ++malformed_;
     return;
   }
+  // A heartbeat says the process lives, not that it progresses: a rank
+  // blocked forever in a collective still beats, and must still read as stalled.
+  const auto& kind = j["ev"].get_ref<const std::string&>();
+  if (kind != protocol::ev::heartbeat) last_line_ = now;
   if (on_event) on_event(j, now);
+  // A rank's flight records stay on disk only: the distributed analysis reads
+  // them from the file, and a long run has thousands.
+  if (kind == protocol::ev::heartbeat || kind == protocol::ev::collective || kind == protocol::ev::checksum) return;
   if (windowed_kind(j)) ++windowed_;
   events_.push_back(std::move(j));
   arrivals_.push_back(now);

@@ -13,6 +13,7 @@
 
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify.h"
+#include "harness/supervisor/rank_group.h"
 #include "harness/supervisor/run_progress.h"
 
 namespace harness::supervisor {
@@ -52,6 +53,12 @@ CellResult cancelled_result(const CellSpec& cell) {
 
 SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
                              const std::string& dir, int slot) {
+  if (cell.train.world_size > 1) return supervise_rank_group(cell, argv, opt, dir, slot);
+  return supervise_process(cell, argv, opt, dir, slot);
+}
+
+SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& opt,
+                                const std::string& dir, int slot) {
   SupervisedRun run;
   run.cell_dir = dir;
   run.artifacts_relative_to = opt.run_dir;

@@ -53,8 +53,14 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
 // run_cell_in_dir without the classification: the run as the watchdog saw it.
 // A failure to prepare the directory (cell.json) or to start the child is in
 // `launch_error`, which callers can tell apart from anything the child did.
+// A world_size > 1 cell runs one child per rank (rank_group.h), in dir/rank<r>/.
 SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
                              const std::string& dir, int slot = 0);
+
+// One child process for `cell` in `dir`, whatever its world_size (a rank of a
+// group is one such process, its RANK etc. in options.env).
+SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
+                                const std::string& dir, int slot = 0);
 
 // A readable, file-name-safe directory name for a cell id. Characters outside
 // [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very

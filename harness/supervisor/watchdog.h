@@ -77,6 +77,13 @@ struct SupervisedRun {
   double deadline_stretch = 1.0;                   // step deadlines × this (CPU cells: load / CPUs, ≥ 1)
   std::optional<std::uint64_t> peak_rss_bytes;      // the child's peak resident memory, as last sampled
   std::optional<std::uint64_t> memory_limit_bytes;  // what the machine (or cgroup) allows
+
+  // A world_size > 1 cell (rank_group.h): one run per rank, in rank order; the
+  // fields above are then the deciding rank's (the first to end on its own
+  // with a failure, else rank 0). A rank killed because another one failed
+  // is `stopped_with_group`, not cancelled by the user.
+  std::vector<SupervisedRun> ranks;
+  bool stopped_with_group = false;
 };
 
 // Spawns `launch`, watches it until it exits or a deadline fires, reaps its

@@ -1,0 +1,23 @@
+#pragma once
+// The distributed diagnosis of one world_size > 1 cell: the ranks' streams in,
+// typed facts (core/distributed.h) and findings out. Findings:
+//   collective_mismatch / collective_stall (blocking) — from collective_match.h
+//   rank_desync (blocking)                            — parameter checksums differ
+//   straggler (warning)                               — one rank's work is slower
+#include <vector>
+
+#include "harness/analysis/distributed/rank_stream.h"
+#include "harness/core/results.h"
+
+namespace harness::analysis::dist {
+
+struct RankDiagnosis {
+  DistributedFacts facts;          // ranks[] carry the streams' facts; outcome/steps are the caller's
+  std::vector<Finding> findings;   // most decisive first
+};
+
+RankDiagnosis diagnose_ranks(const std::vector<RankStream>& ranks);
+
+std::string describe(const CollectiveRef& c);  // "allreduce #12 (step 3, bucket 0)"
+
+}  // namespace harness::analysis::dist
