@@ -52,6 +52,7 @@ const std::map<std::string_view, std::string_view>& action_table() {
       {"flag_no_effect", "the flag did not take effect: fix its plumbing or stop relying on it"},
       {"fallback", "a fast path fell back to a slower one: read the routing table for why"},
       {"no_cuda", "run the skipped cells on a machine with a GPU"},
+      {"no_backend", "build with the process group the cell needs (Gloo: Debian's libgloo-dev; NCCL: torch's nvidia-nccl headers) and run the skipped cells again"},
   };
   return kActions;
 }

@@ -71,6 +71,7 @@ inline constexpr std::string_view rank_desync = "rank_desync";                  
 inline constexpr std::string_view straggler = "straggler";                      // warning: one rank's work is slower
 // skip
 inline constexpr std::string_view no_cuda = "no_cuda";
+inline constexpr std::string_view no_backend = "no_backend";  // world_size > 1 without this build's Gloo/NCCL
 }  // namespace reason
 
 }  // namespace harness

@@ -18,24 +18,42 @@
 namespace harness::run {
 namespace {
 
-CellResult skipped(const CellSpec& c, const std::string& why) {
+// A cell that cannot run here: its expectation is not judged (neither met nor
+// missed) unless it expected exactly that skip.
+CellResult skipped(const CellSpec& c, std::string_view code, const std::string& why) {
   CellResult r;
   r.id = c.id;
   r.axes = c.axes;
   r.outcome = Outcome::skip;
-  r.reason = std::string(reason::no_cuda);
+  r.reason = std::string(code);
   r.steps_planned = c.train.steps;
   Finding f;
-  f.code = std::string(reason::no_cuda);
+  f.code = std::string(code);
   f.severity = Severity::info;
   f.title = "skipped: " + why;
   f.detail = why;
   r.findings.push_back(f);
   if (c.expect) {
     r.expect = c.expect;
-    r.expect_met = c.expect->value("outcome", "") == "skip";
+    if (c.expect->value("outcome", "") == "skip") r.expect_met = true;
   }
   return r;
+}
+
+// The process groups this build has (third_party/Dependencies.cmake): a
+// world_size > 1 cell needs Gloo on the CPU and NCCL on a GPU.
+#ifndef NSA_HARNESS_HAVE_GLOO
+#define NSA_HARNESS_HAVE_GLOO 0
+#endif
+#ifndef NSA_HARNESS_HAVE_NCCL
+#define NSA_HARNESS_HAVE_NCCL 0
+#endif
+std::optional<std::string> missing_backend(const CellSpec& c, bool have_cuda) {
+  if (c.train.world_size <= 1) return std::nullopt;
+  const bool on_gpu = c.device == "cuda" || (c.device == "auto" && have_cuda);
+  if (on_gpu ? NSA_HARNESS_HAVE_NCCL : NSA_HARNESS_HAVE_GLOO) return std::nullopt;
+  return std::string("world_size ") + std::to_string(c.train.world_size) + " needs the " +
+         (on_gpu ? "NCCL" : "Gloo") + " process group, which this build does not have";
 }
 
 // CUDA crashes re-run with more instruments; escalate_crashes wants the
@@ -74,7 +92,9 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   std::vector<CellResult> skips;
   for (auto& c : cells) {
     if (c.device == "cuda" && !o.have_cuda)
-      skips.push_back(skipped(c, "the cell needs a CUDA device and none is available here"));
+      skips.push_back(skipped(c, reason::no_cuda, "the cell needs a CUDA device and none is available here"));
+    else if (auto why = missing_backend(c, o.have_cuda))
+      skips.push_back(skipped(c, reason::no_backend, *why));
     else
       runnable.push_back(c);
   }
