@@ -61,4 +61,24 @@ std::optional<Severity> severity_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+// The `decides` column of reason_table.h: an outcome's name, or `warning`.
+constexpr std::optional<Outcome> hang = Outcome::hang, step_timeout = Outcome::step_timeout,
+                                 slow_step = Outcome::slow_step, crash = Outcome::crash, error = Outcome::error,
+                                 fail = Outcome::fail, skip = Outcome::skip, warning = std::nullopt;
+}  // namespace
+
+const std::vector<ReasonInfo>& reason_table() {
+#define HARNESS_REASON_ROW(code, decides, meaning, advice) ReasonInfo{#code, decides, meaning, advice},
+  static const std::vector<ReasonInfo> kReasons{HARNESS_REASONS(HARNESS_REASON_ROW)};
+#undef HARNESS_REASON_ROW
+  return kReasons;
+}
+
+const ReasonInfo* find_reason(std::string_view code) {
+  for (const ReasonInfo& r : reason_table())
+    if (r.code == code) return &r;
+  return nullptr;
+}
+
 }  // namespace harness

@@ -32,6 +32,21 @@ void put_opt(json& j, const char* key, const std::optional<T>& v) {
 void get_opt(const json& j, const char* key, std::optional<double>& v) {
   if (j.contains(key) && !j.at(key).is_null()) v = number_from(j.at(key)); else v.reset();
 }
+template <class T>
+void read_opt(const json& j, const char* key, std::optional<T>& v) {
+  if (j.contains(key) && !j.at(key).is_null()) v = j.at(key).get<T>(); else v.reset();
+}
+// A typed field, or (results.json written before it was one) the same record
+// under `extra`, moved out of it so a re-written file carries it once.
+template <class T>
+T typed_or_extra(const json& j, json& extra, const char* key, T fallback) {
+  if (j.contains(key)) return j.at(key).get<T>();
+  auto it = extra.find(key);
+  if (it == extra.end()) return fallback;
+  T v = it->template get<T>();
+  extra.erase(it);
+  return v;
+}
 }  // namespace
 
 std::string_view to_string(Decision d) {
@@ -166,19 +181,14 @@ void to_json(json& j, const CellResult& c) {
   if (!c.spec_hash.empty()) j["spec_hash"] = c.spec_hash;
   if (!c.gpus.empty()) j["gpus"] = c.gpus;
   if (c.gates) j["gates_spec"] = *c.gates;
-  if (!c.branch_shares.empty()) {
-    json b = json::object();
-    for (auto& [k, v] : c.branch_shares)
-      b[k] = {{"min", v.min}, {"max", v.max}, {"min_layer", v.min_layer}, {"max_layer", v.max_layer}};
-    j["branch_shares"] = b;
-  }
-  if (c.step_noise) j["step_noise"] = {{"median_ms", c.step_noise->median_ms}, {"mad_ms", c.step_noise->mad_ms}, {"steps", c.step_noise->steps}};
-  if (c.load) j["load"] = {{"start", c.load->start}, {"end", c.load->end}, {"cpus", c.load->cpus}};
-  if (c.confirmation) {
-    auto& k = *c.confirmation;
-    j["confirmation"] = {{"first_reason", k.first_reason}, {"first_title", k.first_title},
-                         {"rerun_reason", k.rerun_reason}, {"repeated", k.repeated}, {"rerun_dir", k.rerun_dir}};
-  }
+  if (!c.branch_shares.empty()) j["branch_shares"] = c.branch_shares;
+  if (c.step_noise) j["step_noise"] = *c.step_noise;
+  if (c.load) j["load"] = *c.load;
+  if (c.confirmation) j["confirmation"] = *c.confirmation;
+  if (!c.probe_costs.empty()) j["probe_costs"] = c.probe_costs;
+  if (!c.escalation.empty()) j["escalation"] = c.escalation;
+  if (c.flight_recorder) j["flight_recorder"] = *c.flight_recorder;
+  if (c.malformed_event_lines > 0) j["malformed_event_lines"] = c.malformed_event_lines;
   if (c.expect) {
     j["expect"] = *c.expect;
     j["expect_met"] = c.expect_met ? json(*c.expect_met) : json(nullptr);
@@ -219,23 +229,16 @@ void from_json(const json& j, CellResult& c) {
   if (j.contains("gates_spec") && j.at("gates_spec").is_object()) c.gates = j.at("gates_spec").get<GateSpec>();
   else if (c.extra.contains("gates_spec") && c.extra.at("gates_spec").is_object())  // results.json before the field
     c.gates = c.extra.at("gates_spec").get<GateSpec>();
-  c.branch_shares.clear();
-  const json shares = j.value("branch_shares", json::object());  // named: items() must not outlive its json
-  for (auto& [k, v] : shares.items())
-    c.branch_shares[k] = BranchShare{v.value("min", 0.0), v.value("max", 0.0), v.value("min_layer", -1), v.value("max_layer", -1)};
-  if (j.contains("step_noise")) {
-    auto& n = j.at("step_noise");
-    c.step_noise = StepNoise{n.value("median_ms", 0.0), n.value("mad_ms", 0.0), n.value("steps", 0)};
-  }
-  if (j.contains("load")) {
-    auto& l = j.at("load");
-    c.load = MachineLoad{l.value("start", 0.0), l.value("end", 0.0), l.value("cpus", 0)};
-  }
-  if (j.contains("confirmation")) {
-    auto& k = j.at("confirmation");
-    c.confirmation = Confirmation{k.value("first_reason", ""), k.value("first_title", ""), k.value("rerun_reason", ""),
-                                  k.value("repeated", false), k.value("rerun_dir", "")};
-  }
+  c.branch_shares = j.value("branch_shares", std::map<std::string, BranchShare>{});
+  read_opt(j, "step_noise", c.step_noise);
+  read_opt(j, "load", c.load);
+  read_opt(j, "confirmation", c.confirmation);
+  // Records that results.json kept under `extra` before they had fields.
+  c.probe_costs = typed_or_extra(j, c.extra, "probe_costs", std::vector<ProbeCost>{});
+  c.escalation = typed_or_extra(j, c.extra, "escalation", std::vector<EscalationRecord>{});
+  if (j.contains("flight_recorder") || c.extra.contains("flight_recorder"))
+    c.flight_recorder = typed_or_extra(j, c.extra, "flight_recorder", FlightRecord{});
+  c.malformed_event_lines = typed_or_extra(j, c.extra, "malformed_event_lines", 0);
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect");
   if (j.contains("expect_met") && !j.at("expect_met").is_null()) c.expect_met = j.at("expect_met").get<bool>();
 }

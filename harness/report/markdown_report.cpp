@@ -194,10 +194,9 @@ std::string observation_section(const RunResult& r) {
   for (const auto& c : costs) {
     for (const auto& cell : r.cells) {
       if (cell.id != c.cell_id) continue;
-      auto it = cell.extra.find("probe_costs");
-      if (it == cell.extra.end() || !it->is_array() || it->empty()) continue;
+      if (cell.probe_costs.empty()) continue;
       s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
-      s += render_table(*it, kProbeCostRows);
+      s += render_table(nlohmann::json(cell.probe_costs), kProbeCostRows);
     }
   }
   return s;
