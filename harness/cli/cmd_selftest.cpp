@@ -6,13 +6,17 @@
 
 #include "harness/analysis/analyze.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/platform.h"
-#include "harness/cli/run_support.h"
+#include "harness/run/platform.h"
+#include "harness/run/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
 #include "harness/scenario/scenario.h"
 
 namespace harness::cli {
+using run::load_scenario_to_run;
+using run::now_compact;
+using run::execute_options;
+using run::execute_here;
 
 int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) {
   std::string path = "scenarios/fault_catalogue.yaml";

@@ -19,9 +19,9 @@
 
 #include "harness/analysis/analyze.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/gtest_failures.h"
-#include "harness/cli/platform.h"
-#include "harness/cli/run_support.h"
+#include "harness/analysis/gtest_failures.h"
+#include "harness/run/platform.h"
+#include "harness/run/run_support.h"
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
@@ -30,6 +30,11 @@
 #include "nsa/mutations.h"
 
 namespace harness::cli {
+using run::load_scenario_to_run;
+using run::now_compact;
+using run::now_iso8601;
+using run::execute_options;
+using run::execute_here;
 namespace {
 namespace fs = std::filesystem;
 

@@ -9,25 +9,16 @@ namespace {
 // Each struct's fields listed once; writing and reading walk the same list.
 template <class T, class Visit>
 void visit_train(T& t, Visit&& visit) {
-  visit("steps", t.steps);
-  visit("batch", t.batch);
-  visit("seq_len", t.seq_len);
-  visit("lr", t.lr);
-  visit("warmup_steps", t.warmup_steps);
-  visit("weight_decay", t.weight_decay);
-  visit("grad_clip", t.grad_clip);
-  visit("precision", t.precision);
-  visit("master_weights", t.master_weights);
-  visit("data", t.data);
+  visit("steps", t.steps); visit("batch", t.batch); visit("seq_len", t.seq_len); visit("lr", t.lr);
+  visit("warmup_steps", t.warmup_steps); visit("weight_decay", t.weight_decay); visit("grad_clip", t.grad_clip);
+  visit("precision", t.precision); visit("master_weights", t.master_weights); visit("data", t.data);
   visit("seed", t.seed);
 }
 
 template <class T, class Visit>
 void visit_watchdog(T& w, Visit&& visit) {
-  visit("first_step_timeout_s", w.first_step_timeout_s);
-  visit("stall_timeout_s", w.stall_timeout_s);
-  visit("step_timeout_s", w.step_timeout_s);
-  visit("slow_step_factor", w.slow_step_factor);
+  visit("first_step_timeout_s", w.first_step_timeout_s); visit("stall_timeout_s", w.stall_timeout_s);
+  visit("step_timeout_s", w.step_timeout_s); visit("slow_step_factor", w.slow_step_factor);
 }
 
 auto write_to(json& to) {

@@ -1,5 +1,7 @@
 #include "harness/core/results.h"
 
+#include "harness/core/enum_names.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -49,24 +51,16 @@ T typed_or_extra(const json& j, json& extra, const char* key, T fallback) {
 }
 }  // namespace
 
-std::string_view to_string(Decision d) {
-  switch (d) {
-    case Decision::go: return "GO";
-    case Decision::conditional_go: return "CONDITIONAL GO";
-    case Decision::no_go: return "NO-GO";
-  }
-  return "NO-GO";
-}
+namespace {
+constexpr EnumName<Decision> kDecisions[] = {
+    {Decision::go, "GO"}, {Decision::conditional_go, "CONDITIONAL GO"}, {Decision::no_go, "NO-GO"}};
+constexpr EnumName<RunEnd> kRunEnds[] = {{RunEnd::complete, "complete"}, {RunEnd::cancelled, "cancelled"},
+                                         {RunEnd::harness_failure, "harness_failure"},
+                                         {RunEnd::cells_missing, "cells_missing"}};
+}  // namespace
 
-std::string_view to_string(RunEnd e) {
-  switch (e) {
-    case RunEnd::complete: return "complete";
-    case RunEnd::cancelled: return "cancelled";
-    case RunEnd::harness_failure: return "harness_failure";
-    case RunEnd::cells_missing: return "cells_missing";
-  }
-  return "complete";
-}
+std::string_view to_string(Decision d) { return name_in(kDecisions, d, "NO-GO"); }
+std::string_view to_string(RunEnd e) { return name_in(kRunEnds, e, "complete"); }
 
 int exit_code_for(Decision d) {
   switch (d) {
@@ -303,11 +297,9 @@ void from_json(const json& j, RunResult& r) {
   r.command_line = j.value("command_line", "");
   // results.json written before these fields describes a complete run.
   const std::string end = j.value("run_status", "complete");
-  if (end == "cancelled") r.completion.end = RunEnd::cancelled;
-  else if (end == "harness_failure") r.completion.end = RunEnd::harness_failure;
-  else if (end == "cells_missing") r.completion.end = RunEnd::cells_missing;
-  else if (end == "complete") r.completion.end = RunEnd::complete;
-  else throw std::runtime_error("unknown run_status '" + end + "'");
+  auto run_end = value_in(kRunEnds, end);
+  if (!run_end) throw std::runtime_error("unknown run_status '" + end + "'");
+  r.completion.end = *run_end;
   r.completion.signal = j.value("cancel_signal", "");
   r.completion.harness_failure = j.value("harness_failure", "");
   r.completion.not_run = j.value("not_run", std::vector<std::string>{});

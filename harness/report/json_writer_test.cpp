@@ -6,7 +6,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 #include "harness/report/report_writer.h"
 #include "harness/testing/temp_dir.h"
 

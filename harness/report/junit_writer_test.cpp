@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 #include "harness/report/xml_check.h"
 
 namespace harness {

@@ -8,6 +8,7 @@
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/observation_cost.h"
 #include "harness/core/atomic_file.h"
+#include "harness/core/enum_names.h"
 #include "harness/report/markdown_completion.h"
 #include "harness/report/markdown_findings.h"
 #include "harness/report/report_writer.h"
@@ -17,14 +18,9 @@ namespace harness {
 
 namespace {
 
-std::string decision_icon(Decision d) {
-  switch (d) {
-    case Decision::go: return "✅";
-    case Decision::conditional_go: return "⚠️";
-    case Decision::no_go: return "❌";
-  }
-  return "";
-}
+constexpr EnumName<Decision> kDecisionIcons[] = {
+    {Decision::go, "✅"}, {Decision::conditional_go, "⚠️"}, {Decision::no_go, "❌"}};
+std::string decision_icon(Decision d) { return std::string(name_in(kDecisionIcons, d, "")); }
 
 std::string outcome_cell(Outcome o) {
   if (o == Outcome::pass) return "✅ pass";

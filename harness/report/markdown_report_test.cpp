@@ -4,7 +4,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/golden.h"
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 
 namespace harness {
 namespace {

@@ -1,5 +1,7 @@
 #include "harness/trace/trace_event.h"
 
+#include "harness/core/enum_names.h"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -140,39 +142,21 @@ std::string demangle(const std::string& name) {
   return status == 0 && out ? std::string(out.get()) : name;
 }
 
-std::string_view to_string(EventKind k) {
-  switch (k) {
-    case EventKind::kernel: return "kernel";
-    case EventKind::memcpy: return "memcpy";
-    case EventKind::memset: return "memset";
-    case EventKind::api: return "api";
-    case EventKind::marker: return "marker";
-    case EventKind::range: return "range";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<EventKind> kEventKinds[] = {
+    {EventKind::kernel, "kernel"}, {EventKind::memcpy, "memcpy"}, {EventKind::memset, "memset"},
+    {EventKind::api, "api"},       {EventKind::marker, "marker"}, {EventKind::range, "range"}};
+constexpr EnumName<CopyKind> kCopyKinds[] = {
+    {CopyKind::unknown, "unknown"}, {CopyKind::htod, "HtoD"}, {CopyKind::dtoh, "DtoH"},
+    {CopyKind::dtod, "DtoD"},       {CopyKind::htoh, "HtoH"}, {CopyKind::peer, "PtoP"}};
+constexpr EnumName<RangeSource> kRangeSources[] = {
+    {RangeSource::none, "none"}, {RangeSource::cupti_marker, "cupti_marker"},
+    {RangeSource::host_recorder, "host_recorder"}, {RangeSource::gpu_projection, "gpu_projection"}};
+}  // namespace
 
-std::string_view to_string(CopyKind k) {
-  switch (k) {
-    case CopyKind::unknown: return "unknown";
-    case CopyKind::htod: return "HtoD";
-    case CopyKind::dtoh: return "DtoH";
-    case CopyKind::dtod: return "DtoD";
-    case CopyKind::htoh: return "HtoH";
-    case CopyKind::peer: return "PtoP";
-  }
-  return "?";
-}
-
-std::string_view to_string(RangeSource s) {
-  switch (s) {
-    case RangeSource::none: return "none";
-    case RangeSource::cupti_marker: return "cupti_marker";
-    case RangeSource::host_recorder: return "host_recorder";
-    case RangeSource::gpu_projection: return "gpu_projection";
-  }
-  return "?";
-}
+std::string_view to_string(EventKind k) { return name_in(kEventKinds, k); }
+std::string_view to_string(CopyKind k) { return name_in(kCopyKinds, k); }
+std::string_view to_string(RangeSource s) { return name_in(kRangeSources, s); }
 
 const TraceCounters::Field TraceCounters::kFields[8] = {
     {"records_dropped_by_cupti", &TraceCounters::records_dropped_by_cupti},
