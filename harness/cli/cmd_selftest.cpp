@@ -50,4 +50,14 @@ int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) 
   return missed == 0 ? 0 : 1;
 }
 
+#ifndef NSA_MUTATION_TEST_FILTER
+#define NSA_MUTATION_TEST_FILTER "*"
+#endif
+
+int cmd_selftest_mutations(MutationSelftestOptions o) {
+  o.scenario_path = default_scenario_path();
+  o.default_tests_filter = NSA_MUTATION_TEST_FILTER;
+  return run::selftest_mutations(o);
+}
+
 }  // namespace harness::cli

@@ -10,17 +10,38 @@
 
 namespace harness::trace {
 
-TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::uint32_t stream,
-                                   std::uint32_t correlation, std::uint64_t start,
-                                   std::uint64_t end, Dim3 grid, Dim3 block) {
+namespace {
+// What every device-side record carries: where it ran and when.
+TraceEvent device_event(EventKind kind, std::string name, std::uint32_t device, std::uint32_t stream,
+                        std::uint32_t correlation, std::uint64_t start, std::uint64_t end) {
   TraceEvent e;
-  e.kind = EventKind::kernel;
+  e.kind = kind;
   e.name = std::move(name);
   e.device = device;
   e.stream = stream;
   e.correlation_id = correlation;
   e.start_ns = start;
   e.end_ns = end;
+  return e;
+}
+
+// What every host-side record carries: the thread and its interval.
+TraceEvent host_event(EventKind kind, std::string name, std::uint32_t thread, std::uint64_t start,
+                      std::uint64_t end) {
+  TraceEvent e;
+  e.kind = kind;
+  e.name = std::move(name);
+  e.thread = thread;
+  e.start_ns = start;
+  e.end_ns = end;
+  return e;
+}
+}  // namespace
+
+TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::uint32_t stream,
+                                   std::uint32_t correlation, std::uint64_t start,
+                                   std::uint64_t end, Dim3 grid, Dim3 block) {
+  TraceEvent e = device_event(EventKind::kernel, std::move(name), device, stream, correlation, start, end);
   e.grid = grid;
   e.block = block;
   return e;
@@ -29,16 +50,10 @@ TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::
 TraceEvent TraceEvent::make_memcpy(CopyKind kind, std::uint64_t bytes, std::uint32_t device,
                                    std::uint32_t stream, std::uint32_t correlation,
                                    std::uint64_t start, std::uint64_t end, bool async) {
-  TraceEvent e;
-  e.kind = EventKind::memcpy;
-  e.name = "Memcpy " + std::string(to_string(kind));
+  TraceEvent e = device_event(EventKind::memcpy, "Memcpy " + std::string(to_string(kind)), device, stream,
+                              correlation, start, end);
   e.copy_kind = kind;
   e.bytes = bytes;
-  e.device = device;
-  e.stream = stream;
-  e.correlation_id = correlation;
-  e.start_ns = start;
-  e.end_ns = end;
   e.async = async;
   switch (kind) {  // the usual memory kinds; the CUPTI converter overwrites them
     case CopyKind::dtoh: e.src_kind = MemoryKind::device; e.dst_kind = MemoryKind::pageable; break;
@@ -52,53 +67,32 @@ TraceEvent TraceEvent::make_memcpy(CopyKind kind, std::uint64_t bytes, std::uint
 TraceEvent TraceEvent::make_memset(std::uint64_t bytes, std::uint32_t device, std::uint32_t stream,
                                    std::uint32_t correlation, std::uint64_t start,
                                    std::uint64_t end) {
-  TraceEvent e;
-  e.kind = EventKind::memset;
-  e.name = "Memset";
+  TraceEvent e = device_event(EventKind::memset, "Memset", device, stream, correlation, start, end);
   e.bytes = bytes;
-  e.device = device;
-  e.stream = stream;
-  e.correlation_id = correlation;
-  e.start_ns = start;
-  e.end_ns = end;
   return e;
 }
 
 TraceEvent TraceEvent::make_api(std::string name, std::uint32_t correlation, std::uint32_t thread,
                                 std::uint64_t start, std::uint64_t end, ApiDomain domain) {
-  TraceEvent e;
-  e.kind = EventKind::api;
-  e.name = std::move(name);
+  TraceEvent e = host_event(EventKind::api, std::move(name), thread, start, end);
   e.correlation_id = correlation;
-  e.thread = thread;
-  e.start_ns = start;
-  e.end_ns = end;
   e.api_domain = domain;
   return e;
 }
 
 TraceEvent TraceEvent::make_marker(MarkerPhase phase, std::uint64_t id, std::string name,
                                    std::string domain, std::uint32_t thread, std::uint64_t at) {
-  TraceEvent e;
-  e.kind = EventKind::marker;
+  TraceEvent e = host_event(EventKind::marker, std::move(name), thread, at, at);
   e.marker_phase = phase;
   e.marker_id = id;
-  e.name = std::move(name);
   e.domain = std::move(domain);
-  e.thread = thread;
-  e.start_ns = e.end_ns = at;
   e.range_source = RangeSource::cupti_marker;
   return e;
 }
 
 TraceEvent TraceEvent::make_range(std::string name, std::uint32_t thread, std::uint64_t start,
                                   std::uint64_t end, RangeSource source, std::string domain) {
-  TraceEvent e;
-  e.kind = EventKind::range;
-  e.name = std::move(name);
-  e.thread = thread;
-  e.start_ns = start;
-  e.end_ns = end;
+  TraceEvent e = host_event(EventKind::range, std::move(name), thread, start, end);
   e.range_source = source;
   e.domain = std::move(domain);
   return e;
