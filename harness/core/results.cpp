@@ -104,24 +104,19 @@ void from_json(const json& j, StepRecord& s) {
   else s.observed.reset();
 }
 
+// The metrics' fields, listed once for writing and reading.
+template <class M, class Visit>
+void visit_metrics(M& m, Visit&& visit) {
+  visit("tok_s", m.tok_s); visit("step_ms_median", m.step_ms_median); visit("step_ms_max", m.step_ms_max);
+  visit("probe_ms_median", m.probe_ms_median); visit("peak_mem_bytes", m.peak_mem_bytes);
+  visit("first_loss", m.first_loss); visit("last_loss", m.last_loss);
+}
 void to_json(json& j, const CellMetrics& m) {
   j = json::object();
-  put_opt(j, "tok_s", m.tok_s);
-  put_opt(j, "step_ms_median", m.step_ms_median);
-  put_opt(j, "step_ms_max", m.step_ms_max);
-  put_opt(j, "probe_ms_median", m.probe_ms_median);
-  put_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
-  put_opt(j, "first_loss", m.first_loss);
-  put_opt(j, "last_loss", m.last_loss);
+  visit_metrics(m, [&j](const char* key, const std::optional<double>& v) { put_opt(j, key, v); });
 }
 void from_json(const json& j, CellMetrics& m) {
-  get_opt(j, "tok_s", m.tok_s);
-  get_opt(j, "step_ms_median", m.step_ms_median);
-  get_opt(j, "step_ms_max", m.step_ms_max);
-  get_opt(j, "probe_ms_median", m.probe_ms_median);
-  get_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
-  get_opt(j, "first_loss", m.first_loss);
-  get_opt(j, "last_loss", m.last_loss);
+  visit_metrics(m, [&j](const char* key, std::optional<double>& v) { get_opt(j, key, v); });
 }
 
 namespace {
