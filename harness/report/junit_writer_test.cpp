@@ -68,10 +68,7 @@ TEST(Junit, MarkupInIdsAndMessagesIsEscaped) {
   c.id = "data=bytes:\"x&y\"<z>";
   c.outcome = Outcome::error;
   c.reason = "exception";
-  Finding f;
-  f.code = "exception";
-  f.severity = Severity::blocking;
-  f.title = "what(): <bad> & \x01worse";
+  Finding f = testing::finding("exception", Severity::blocking, "what(): <bad> & \x01worse");
   f.detail = "</failure>";
   c.findings = {f};
   r.cells = {c};
