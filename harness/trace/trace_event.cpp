@@ -11,29 +11,31 @@
 namespace harness::trace {
 
 namespace {
-// What every device-side record carries: where it ran and when.
-TraceEvent device_event(EventKind kind, std::string name, std::uint32_t device, std::uint32_t stream,
-                        std::uint32_t correlation, std::uint64_t start, std::uint64_t end) {
+// What every record carries: its kind, name and interval.
+TraceEvent event(EventKind kind, std::string name, std::uint64_t start, std::uint64_t end) {
   TraceEvent e;
   e.kind = kind;
   e.name = std::move(name);
-  e.device = device;
-  e.stream = stream;
-  e.correlation_id = correlation;
   e.start_ns = start;
   e.end_ns = end;
   return e;
 }
 
-// What every host-side record carries: the thread and its interval.
+// A device-side record: where it ran, and the API call that launched it.
+TraceEvent device_event(EventKind kind, std::string name, std::uint32_t device, std::uint32_t stream,
+                        std::uint32_t correlation, std::uint64_t start, std::uint64_t end) {
+  TraceEvent e = event(kind, std::move(name), start, end);
+  e.device = device;
+  e.stream = stream;
+  e.correlation_id = correlation;
+  return e;
+}
+
+// A host-side record: the thread it happened on.
 TraceEvent host_event(EventKind kind, std::string name, std::uint32_t thread, std::uint64_t start,
                       std::uint64_t end) {
-  TraceEvent e;
-  e.kind = kind;
-  e.name = std::move(name);
+  TraceEvent e = event(kind, std::move(name), start, end);
   e.thread = thread;
-  e.start_ns = start;
-  e.end_ns = end;
   return e;
 }
 }  // namespace
