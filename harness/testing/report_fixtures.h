@@ -103,11 +103,8 @@ inline RunResult fp16_nan_run() {
   r.platform = {{"gpu", "NVIDIA H100 80GB HBM3"}, {"date", "2026-11-23T08:00:00Z"}};
   r.decision = Decision::no_go;
 
-  CellResult fp32;
-  fp32.axes = {{"seq_len", "128"}, {"precision", "fp32"}};
-  fp32.id = "seq_len=128,precision=fp32";
-  fp32.outcome = Outcome::pass;
-  fp32.steps_completed = fp32.steps_planned = 8;
+  // make_cell: the id from the axes, 8 steps planned (all completed by a pass).
+  CellResult fp32 = make_cell({{"seq_len", "128"}, {"precision", "fp32"}}, Outcome::pass);
   fp32.metrics.last_loss = 2.5;
   fp32.metrics.tok_s = 300.0;
   fp32.metrics.step_ms_median = 10.0;
@@ -115,13 +112,9 @@ inline RunResult fp16_nan_run() {
   fp32.expect = nlohmann::json{{"outcome", "pass"}};
   fp32.expect_met = true;
 
-  CellResult fp16;
-  fp16.axes = {{"seq_len", "512"}, {"precision", "fp16"}};
-  fp16.id = "seq_len=512,precision=fp16";
-  fp16.outcome = Outcome::fail;
+  CellResult fp16 = make_cell({{"seq_len", "512"}, {"precision", "fp16"}}, Outcome::fail);
   fp16.reason = "non_finite";
   fp16.steps_completed = 2;
-  fp16.steps_planned = 8;
   fp16.metrics.last_loss = std::nan("");
   Finding nf = finding("non_finite", Severity::blocking, "non-finite loss at step 2", 2, "layer 1 / slc / softmax");
   nf.evidence = {{"first_non_finite", {{"step", 2}, {"layer", 1}, {"branch", "slc"}, {"op", "softmax"}, {"value", "nan"}}},
@@ -131,12 +124,8 @@ inline RunResult fp16_nan_run() {
   fp16.expect = nlohmann::json{{"outcome", "fail"}, {"reason", "non_finite"}};
   fp16.expect_met = true;
 
-  CellResult bf16;
-  bf16.axes = {{"seq_len", "512"}, {"precision", "bf16"}};
-  bf16.id = "seq_len=512,precision=bf16";
-  bf16.outcome = Outcome::skip;
+  CellResult bf16 = make_cell({{"seq_len", "512"}, {"precision", "bf16"}}, Outcome::skip);
   bf16.reason = "no_cuda";
-  bf16.steps_planned = 8;
   bf16.findings = {finding("no_cuda", Severity::info, "no CUDA device")};
 
   r.cells = {fp32, fp16, bf16};
