@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #ifndef NSA_DEFAULT_CONFIGS_DIR
 #define NSA_DEFAULT_CONFIGS_DIR "scenarios/configs"
@@ -138,30 +139,25 @@ ModelConfig model_config_from_yaml(const YAML::Node& node, std::vector<ConfigIss
     return c;
   }
   using Setter = std::function<void(const YAML::Node&, const std::string&)>;
-  auto int_field = [&](int& f) -> Setter { return [&](const YAML::Node& n, const std::string& k) { read_int(n, k, f, issues); }; };
-  auto dbl_field = [&](double& f) -> Setter { return [&](const YAML::Node& n, const std::string& k) { read_double(n, k, f, issues); }; };
-  std::map<std::string, Setter> top = {
-      {"name", [&](const YAML::Node& n, const std::string& k) {
-         if (n.IsScalar()) c.name = n.Scalar(); else issues.push_back(issue_at(n, k, "expected a string"));
-       }},
-      {"vocab", int_field(c.vocab)},           {"d_model", int_field(c.d_model)},
-      {"n_layers", int_field(c.n_layers)},     {"n_heads", int_field(c.n_heads)},
-      {"n_kv_groups", int_field(c.n_kv_groups)}, {"d_k", int_field(c.d_k)},
-      {"d_v", int_field(c.d_v)},               {"ffn_hidden", int_field(c.ffn_hidden)},
-      {"gate_hidden", int_field(c.gate_hidden)}, {"rope_base", dbl_field(c.rope_base)},
-      {"norm_eps", dbl_field(c.norm_eps)},     {"max_seq_len", int_field(c.max_seq_len)},
-      {"attention", [&](const YAML::Node& n, const std::string& k) {
-         if (n.IsScalar()) c.attention = n.Scalar(); else issues.push_back(issue_at(n, k, "expected 'nsa' or 'dense'"));
-       }},
+  // One reader per field type; the keys come from the field lists (config.h).
+  auto setters = [&](std::map<std::string, Setter>& out, const char* expected_string) {
+    return [&out, &issues, expected_string](const char* key, auto& field) {
+      using T = std::decay_t<decltype(field)>;
+      auto* f = &field;
+      out[key] = [f, &issues, expected_string](const YAML::Node& n, const std::string& k) {
+        if constexpr (std::is_same_v<T, int>) {
+          read_int(n, k, *f, issues);
+        } else if constexpr (std::is_same_v<T, double>) {
+          read_double(n, k, *f, issues);
+        } else {
+          if (n.IsScalar()) *f = n.Scalar(); else issues.push_back(issue_at(n, k, expected_string));
+        }
+      };
+    };
   };
-  std::map<std::string, Setter> nsa_keys = {
-      {"cmp_block", int_field(c.nsa.cmp_block)}, {"cmp_stride", int_field(c.nsa.cmp_stride)},
-      {"sel_block", int_field(c.nsa.sel_block)}, {"sel_count", int_field(c.nsa.sel_count)},
-      {"window", int_field(c.nsa.window)},
-      {"phi", [&](const YAML::Node& n, const std::string& k) {
-         if (n.IsScalar()) c.nsa.phi = n.Scalar(); else issues.push_back(issue_at(n, k, "expected 'mlp' or 'mean'"));
-       }},
-  };
+  std::map<std::string, Setter> top, nsa_keys;
+  visit_model_fields(c, setters(top, "expected a string"));
+  visit_nsa_params(c.nsa, setters(nsa_keys, "expected 'mlp' or 'mean'"));
   auto keys_of = [](const std::map<std::string, Setter>& m) {
     std::vector<std::string> v;
     for (auto& [k, _] : m) v.push_back(k);
@@ -248,28 +244,11 @@ ModelConfig load_model_config(const std::string& name, const std::string& config
 
 std::string to_yaml(const ModelConfig& c) {
   YAML::Emitter e;
+  auto emit = [&e](const char* key, const auto& field) { e << YAML::Key << key << YAML::Value << field; };
   e << YAML::BeginMap;
-  e << YAML::Key << "name" << YAML::Value << c.name;
-  e << YAML::Key << "vocab" << YAML::Value << c.vocab;
-  e << YAML::Key << "d_model" << YAML::Value << c.d_model;
-  e << YAML::Key << "n_layers" << YAML::Value << c.n_layers;
-  e << YAML::Key << "n_heads" << YAML::Value << c.n_heads;
-  e << YAML::Key << "n_kv_groups" << YAML::Value << c.n_kv_groups;
-  e << YAML::Key << "d_k" << YAML::Value << c.d_k;
-  e << YAML::Key << "d_v" << YAML::Value << c.d_v;
-  e << YAML::Key << "ffn_hidden" << YAML::Value << c.ffn_hidden;
-  e << YAML::Key << "gate_hidden" << YAML::Value << c.gate_hidden;
-  e << YAML::Key << "rope_base" << YAML::Value << c.rope_base;
-  e << YAML::Key << "norm_eps" << YAML::Value << c.norm_eps;
-  e << YAML::Key << "max_seq_len" << YAML::Value << c.max_seq_len;
-  e << YAML::Key << "attention" << YAML::Value << c.attention;
+  visit_model_fields(c, emit);
   e << YAML::Key << "nsa" << YAML::Value << YAML::BeginMap;
-  e << YAML::Key << "cmp_block" << YAML::Value << c.nsa.cmp_block;
-  e << YAML::Key << "cmp_stride" << YAML::Value << c.nsa.cmp_stride;
-  e << YAML::Key << "sel_block" << YAML::Value << c.nsa.sel_block;
-  e << YAML::Key << "sel_count" << YAML::Value << c.nsa.sel_count;
-  e << YAML::Key << "window" << YAML::Value << c.nsa.window;
-  e << YAML::Key << "phi" << YAML::Value << c.nsa.phi;
+  visit_nsa_params(c.nsa, emit);
   e << YAML::EndMap << YAML::EndMap;
   return e.c_str();
 }

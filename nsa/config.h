@@ -45,6 +45,38 @@ struct ModelConfig {
   long long parameter_count() const;
 };
 
+// Every field of a config with its key, in one place: the YAML reader and
+// writer here and the JSON (de)serializer of a cell spec walk these lists, so a
+// new field is one line in each. `C` is the struct or its const; `visit(key,
+// field)` is called for each field in the order the files are written.
+template <class C, class Visit>
+void visit_nsa_params(C& p, Visit&& visit) {
+  visit("cmp_block", p.cmp_block);
+  visit("cmp_stride", p.cmp_stride);
+  visit("sel_block", p.sel_block);
+  visit("sel_count", p.sel_count);
+  visit("window", p.window);
+  visit("phi", p.phi);
+}
+// The top-level fields; `nsa` (visit_nsa_params) is their sub-mapping.
+template <class C, class Visit>
+void visit_model_fields(C& c, Visit&& visit) {
+  visit("name", c.name);
+  visit("vocab", c.vocab);
+  visit("d_model", c.d_model);
+  visit("n_layers", c.n_layers);
+  visit("n_heads", c.n_heads);
+  visit("n_kv_groups", c.n_kv_groups);
+  visit("d_k", c.d_k);
+  visit("d_v", c.d_v);
+  visit("ffn_hidden", c.ffn_hidden);
+  visit("gate_hidden", c.gate_hidden);
+  visit("rope_base", c.rope_base);
+  visit("norm_eps", c.norm_eps);
+  visit("max_seq_len", c.max_seq_len);
+  visit("attention", c.attention);
+}
+
 // One problem found in a config: `key` is the dotted path inside the config
 // ("nsa.cmp_stride"), line/col are 1-based positions in the YAML source when known.
 struct ConfigIssue {

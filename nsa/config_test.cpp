@@ -33,58 +33,52 @@ TEST(ModelConfig, TinyMatchesTheDesign) {
   EXPECT_EQ(c.nsa.window, 32);
 }
 
-TEST(ModelConfig, HeadsNotDivisibleByGroups) {
+// Every issue a config text raises, whole: "line:col: key: message". Semantic
+// issues point at the mapping (1:1 here), reading issues at the offending node.
+std::vector<std::string> issues_of(const std::string& text) {
   std::vector<ConfigIssue> issues;
-  parse("n_heads: 6\nn_kv_groups: 4\n", issues);
-  ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].key, "n_heads");
-  EXPECT_EQ(issues[0].message, "n_heads (6) must be divisible by n_kv_groups (4)");
+  parse(text, issues);
+  std::vector<std::string> out;
+  for (auto& i : issues)
+    out.push_back(std::to_string(i.line) + ":" + std::to_string(i.col) + ": " + i.key + ": " + i.message);
+  return out;
+}
+using Lines = std::vector<std::string>;
+
+TEST(ModelConfig, HeadsNotDivisibleByGroups) {
+  EXPECT_EQ(issues_of("n_heads: 6\nn_kv_groups: 4\n"),
+            Lines{"1:1: n_heads: n_heads (6) must be divisible by n_kv_groups (4)"});
 }
 
 TEST(ModelConfig, BlockSizesMustBeMultiplesOfTheStride) {
-  std::vector<ConfigIssue> issues;
-  parse("nsa: {cmp_block: 30, cmp_stride: 16, sel_block: 40}\n", issues);
-  ASSERT_EQ(issues.size(), 2u);
-  EXPECT_EQ(issues[0].key, "nsa.cmp_block");
-  EXPECT_EQ(issues[0].message, "compression block l (30) must be a multiple of the stride d (16)");
-  EXPECT_EQ(issues[1].key, "nsa.sel_block");
-  EXPECT_EQ(issues[1].message, "selection block l' (40) must be a multiple of the stride d (16)");
+  EXPECT_EQ(issues_of("nsa: {cmp_block: 30, cmp_stride: 16, sel_block: 40}\n"),
+            (Lines{"1:1: nsa.cmp_block: compression block l (30) must be a multiple of the stride d (16)",
+                   "1:1: nsa.sel_block: selection block l' (40) must be a multiple of the stride d (16)"}));
 }
 
 TEST(ModelConfig, SizesMustBePositive) {
-  std::vector<ConfigIssue> issues;
-  parse("d_model: 0\nnsa: {window: -1}\n", issues);
-  ASSERT_EQ(issues.size(), 2u);
-  EXPECT_EQ(issues[0].key, "d_model");
-  EXPECT_EQ(issues[0].message, "must be > 0, got 0");
-  EXPECT_EQ(issues[1].key, "nsa.window");
+  EXPECT_EQ(issues_of("d_model: 0\nnsa: {window: -1}\n"),
+            (Lines{"1:1: d_model: must be > 0, got 0", "1:1: nsa.window: must be > 0, got -1"}));
 }
 
 TEST(ModelConfig, UnknownKeySuggestsTheCloseOne) {
-  std::vector<ConfigIssue> issues;
-  parse("d_modle: 64\n", issues);
-  ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].key, "d_modle");
-  EXPECT_EQ(issues[0].message, "unknown key (did you mean 'd_model'?)");
-  EXPECT_EQ(issues[0].line, 1);
-  EXPECT_EQ(issues[0].col, 1);
+  EXPECT_EQ(issues_of("d_modle: 64\n"), Lines{"1:1: d_modle: unknown key (did you mean 'd_model'?)"});
 }
 
 TEST(ModelConfig, WrongTypeNamesTheKeyAndPosition) {
-  std::vector<ConfigIssue> issues;
-  parse("n_layers: 2\nd_k: sixteen\n", issues);
-  ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].key, "d_k");
-  EXPECT_EQ(issues[0].message, "expected an integer, got 'sixteen'");
-  EXPECT_EQ(issues[0].line, 2);
-  EXPECT_EQ(issues[0].col, 6);
+  EXPECT_EQ(issues_of("n_layers: 2\nd_k: sixteen\n"), Lines{"2:6: d_k: expected an integer, got 'sixteen'"});
+}
+
+// The string fields keep their own wording for a value that is not a scalar.
+TEST(ModelConfig, StringFieldsRefuseAMapping) {
+  EXPECT_EQ(issues_of("name: {a: 1}\nnsa: {phi: [mlp]}\n"),
+            (Lines{"1:7: name: expected a string", "2:12: nsa.phi: expected 'mlp' or 'mean'"}));
 }
 
 TEST(ModelConfig, SelectionCountMustCoverForcedBlocks) {
-  std::vector<ConfigIssue> issues;
-  parse("nsa: {sel_count: 2}\n", issues);
-  ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].key, "nsa.sel_count");
+  EXPECT_EQ(issues_of("nsa: {sel_count: 2}\n"),
+            Lines{"1:1: nsa.sel_count: must be ≥ 3: it counts the initial block and the two local blocks, which are "
+                  "always selected"});
 }
 
 TEST(ModelConfig, UnknownNamedConfigListsTheKnownOnes) {
@@ -104,6 +98,10 @@ TEST(ModelConfig, YamlRoundTrip) {
   ModelConfig back = parse(to_yaml(c), issues);
   EXPECT_TRUE(issues.empty());
   EXPECT_EQ(back.d_model, c.d_model);
+  EXPECT_EQ(back.n_kv_groups, c.n_kv_groups);
+  EXPECT_EQ(back.rope_base, c.rope_base);
+  EXPECT_EQ(back.max_seq_len, c.max_seq_len);
+  EXPECT_EQ(back.nsa.cmp_stride, c.nsa.cmp_stride);
   EXPECT_EQ(back.nsa.window, c.nsa.window);
   EXPECT_EQ(back.nsa.phi, c.nsa.phi);
 }

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/analysis/test_support.h"
+#include "harness/testing/results.h"
 
 namespace harness {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/analysis/judgement.h"
-#include "harness/analysis/test_support.h"
+#include "harness/testing/results.h"
 #include "harness/analysis/verdict.h"
 
 namespace harness {
@@ -102,10 +102,7 @@ namespace {
 
 TEST(GatesTyped, BranchShareOutsideTheLimitFailsTheGateWithTheBranchAndLayerNamed) {
   auto c = testing::make_cell({{"prefill", "batched"}}, Outcome::pass);
-  GateSpec g;
-  g.require_finite = false;
-  g.min_branch_share = 0.1;
-  c.gates = g;
+  c.gates = testing::gates_from({{"min_branch_share", 0.1}});
   c.branch_shares["cmp"] = BranchShare{0.30, 0.40, 0, 1};
   c.branch_shares["slc"] = BranchShare{0.02, 0.35, 1, 0};
   c.branch_shares["win"] = BranchShare{0.30, 0.50, 0, 1};
@@ -122,10 +119,7 @@ TEST(GatesTyped, BranchShareOutsideTheLimitFailsTheGateWithTheBranchAndLayerName
 
 TEST(GatesTyped, StepTimeGateJudgesTheMedianBeyondItsNoiseNotOneSlowStep) {
   auto c = testing::make_cell({}, Outcome::pass);
-  GateSpec g;
-  g.require_finite = false;
-  g.max_step_ms = 800;
-  c.gates = g;
+  c.gates = testing::gates_from({{"max_step_ms", 800}});
   c.metrics.step_ms_max = 1044;
   c.step_noise = StepNoise{700, 40, 7};  // one slow step does not move the median
   auto checks = check_gates(c);
@@ -143,10 +137,7 @@ namespace {
 
 TEST(GatesTyped, ATimingGateMissedOnABusyMachineIsNotJudgedAndWarns) {
   auto c = testing::make_cell({}, Outcome::pass);
-  GateSpec g;
-  g.require_finite = false;
-  g.max_step_ms = 700;
-  c.gates = g;
+  c.gates = testing::gates_from({{"max_step_ms", 700}});
   c.step_noise = StepNoise{2700, 100, 5};
   c.load = MachineLoad{7.9, 8.2, 2};  // six busy loops beside the run on two cores
   auto checks = check_gates(c);

@@ -1,9 +1,11 @@
 #include "harness/analysis/next_actions.h"
 
+#include <set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/analysis/test_support.h"
+#include "harness/testing/results.h"
 
 namespace harness {
 namespace {
@@ -52,6 +54,23 @@ TEST(NextActions, EveryReasonCodeHasItsOwnAction) {
   for (const char* code : {"stall", "step_timeout", "slow_host_syncs", "cuda_illegal_address", "autograd_inplace",
                            "non_finite", "parity", "causality", "dead_params", "gates_constant", "no_cuda"})
     EXPECT_NE(action_for(code), action_for("no_such_code")) << code;
+}
+
+// One table holds every code: each row has its meaning and advice, codes are
+// unique, and the named constants are the table's own strings.
+TEST(ReasonTable, EveryRowIsCompleteAndUnique) {
+  std::set<std::string_view> seen;
+  for (const ReasonInfo& r : reason_table()) {
+    SCOPED_TRACE(std::string(r.code));
+    EXPECT_TRUE(seen.insert(r.code).second);
+    EXPECT_FALSE(r.meaning.empty());
+    EXPECT_EQ(action_for(r.code), r.advice);
+    EXPECT_NE(r.decides, Outcome::pass);  // a pass has no reason
+  }
+  EXPECT_EQ(find_reason(reason::stall)->decides, Outcome::hang);
+  EXPECT_EQ(find_reason(reason::gates_constant)->decides, std::nullopt);  // a warning
+  EXPECT_EQ(find_reason(reason::no_cuda)->decides, Outcome::skip);
+  EXPECT_EQ(find_reason("no_such_code"), nullptr);
 }
 
 }  // namespace

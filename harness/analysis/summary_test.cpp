@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness/analysis/test_support.h"
+#include "harness/testing/results.h"
 
 namespace harness {
 namespace {

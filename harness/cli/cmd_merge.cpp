@@ -10,12 +10,13 @@
 
 #include "harness/analysis/analyze.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/platform.h"
+#include "harness/run/platform.h"
 #include "harness/report/render_all.h"
 #include "harness/run/merge.h"
 #include "harness/run/run_lock.h"
 
 namespace harness::cli {
+using run::now_iso8601;
 
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& out, const std::string& command_line) {
   std::vector<run::ShardRun> shards;

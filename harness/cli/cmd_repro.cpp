@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/minimize.h"
+#include "harness/run/minimize.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/text.h"
 #include "harness/report/render_all.h"
@@ -14,6 +14,8 @@
 #include "harness/supervisor/runner.h"
 
 namespace harness::cli {
+using run::minimize_cell;
+using run::MinimizeResult;
 
 CellSpec load_cell_spec(const std::string& run_dir, const std::string& id) {
   namespace fs = std::filesystem;

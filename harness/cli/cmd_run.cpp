@@ -12,8 +12,8 @@
 
 #include "harness/analysis/analyze.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/platform.h"
-#include "harness/cli/run_support.h"
+#include "harness/run/platform.h"
+#include "harness/run/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/run/cancellation.h"
 #include "harness/run/gpu_pool.h"
@@ -24,6 +24,13 @@
 #include "harness/supervisor/watchdog.h"
 
 namespace harness::cli {
+using run::load_scenario_to_run;
+using run::source_revision;
+using run::cuda_available;
+using run::now_compact;
+using run::now_iso8601;
+using run::execute_options;
+using run::execute_here;
 namespace {
 
 // What the run printed last: the decision, or why there is none.

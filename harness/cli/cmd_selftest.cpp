@@ -6,13 +6,17 @@
 
 #include "harness/analysis/analyze.h"
 #include "harness/cli/commands.h"
-#include "harness/cli/platform.h"
-#include "harness/cli/run_support.h"
+#include "harness/run/platform.h"
+#include "harness/run/run_support.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
 #include "harness/scenario/scenario.h"
 
 namespace harness::cli {
+using run::load_scenario_to_run;
+using run::now_compact;
+using run::execute_options;
+using run::execute_here;
 
 int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) {
   std::string path = "scenarios/fault_catalogue.yaml";
@@ -44,6 +48,16 @@ int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs) 
   }
   fmt::print("{} passed, {} failed\nreport: {}/report.md\n", met, missed, dir);
   return missed == 0 ? 0 : 1;
+}
+
+#ifndef NSA_MUTATION_TEST_FILTER
+#define NSA_MUTATION_TEST_FILTER "*"
+#endif
+
+int cmd_selftest_mutations(MutationSelftestOptions o) {
+  o.scenario_path = default_scenario_path();
+  o.default_tests_filter = NSA_MUTATION_TEST_FILTER;
+  return run::selftest_mutations(o);
 }
 
 }  // namespace harness::cli

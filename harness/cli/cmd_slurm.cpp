@@ -8,11 +8,12 @@
 #include <filesystem>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/run_support.h"
+#include "harness/run/run_support.h"
 #include "harness/core/atomic_file.h"
 #include "harness/run/slurm_job.h"
 
 namespace harness::cli {
+using run::load_scenario_to_run;
 namespace {
 // sbatch answers at once when the controller is up; a hung controller must not hang us.
 constexpr double kSbatchDeadlineS = 60.0;

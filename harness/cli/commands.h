@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/run/mutation_selftest.h"
+
 namespace harness::cli {
 
 inline constexpr int kExitInvalidInput = 2;
@@ -35,14 +37,8 @@ int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs);
 
 // `selftest --mutations[=a,b]`: every mutation (nsa/mutations.h) against the
 // model's unit tests and the default scenario; exit 0 only when each is caught by both.
-struct MutationSelftestOptions {
-  std::string names;     // "all" or a comma-separated subset
-  std::string out;       // run directory; empty → runs/selftest-mutations-<timestamp>
-  std::string tests_filter;  // nsa_model_test's --gtest_filter; empty → the layer's tests (as CTest runs them)
-  int jobs = 1;          // test binaries, and cells, side by side
-  std::string self_exe;
-};
-int cmd_selftest_mutations(const MutationSelftestOptions& o);
+using MutationSelftestOptions = run::MutationSelftestOptions;
+int cmd_selftest_mutations(MutationSelftestOptions o);
 int cmd_list(const std::string& what);
 // `merge DIR... --out DIR`: shards of one matrix into one run (harness/run/merge.h).
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& out, const std::string& command_line);

@@ -6,61 +6,43 @@ namespace harness {
 using nlohmann::json;
 
 namespace {
+// Each struct's fields listed once; writing and reading walk the same list.
+template <class T, class Visit>
+void visit_train(T& t, Visit&& visit) {
+  visit("steps", t.steps); visit("batch", t.batch); visit("seq_len", t.seq_len); visit("lr", t.lr);
+  visit("warmup_steps", t.warmup_steps); visit("weight_decay", t.weight_decay); visit("grad_clip", t.grad_clip);
+  visit("precision", t.precision); visit("master_weights", t.master_weights); visit("data", t.data);
+  visit("seed", t.seed); visit("world_size", t.world_size);
+}
+
+template <class T, class Visit>
+void visit_watchdog(T& w, Visit&& visit) {
+  visit("first_step_timeout_s", w.first_step_timeout_s); visit("stall_timeout_s", w.stall_timeout_s);
+  visit("step_timeout_s", w.step_timeout_s); visit("slow_step_factor", w.slow_step_factor);
+}
+
+auto write_to(json& to) {
+  return [&to](const char* key, const auto& field) { to[key] = field; };
+}
+// Fields absent from the JSON keep their defaults.
+auto read_from(const json& from) {
+  return [&from](const char* key, auto& field) { field = from.value(key, field); };
+}
+
+// The model's fields come from its one field list (nsa/config.h).
 json model_to_json(const nsa::ModelConfig& m) {
-  return json{{"name", m.name},
-              {"vocab", m.vocab},
-              {"d_model", m.d_model},
-              {"n_layers", m.n_layers},
-              {"n_heads", m.n_heads},
-              {"n_kv_groups", m.n_kv_groups},
-              {"d_k", m.d_k},
-              {"d_v", m.d_v},
-              {"ffn_hidden", m.ffn_hidden},
-              {"gate_hidden", m.gate_hidden},
-              {"rope_base", m.rope_base},
-              {"norm_eps", m.norm_eps},
-              {"max_seq_len", m.max_seq_len},
-              {"attention", m.attention},
-              {"nsa",
-               {{"cmp_block", m.nsa.cmp_block},
-                {"cmp_stride", m.nsa.cmp_stride},
-                {"sel_block", m.nsa.sel_block},
-                {"sel_count", m.nsa.sel_count},
-                {"window", m.nsa.window},
-                {"phi", m.nsa.phi}}}};
+  json j = json::object(), n = json::object();
+  nsa::visit_model_fields(m, write_to(j));
+  nsa::visit_nsa_params(m.nsa, write_to(n));
+  j["nsa"] = n;
+  return j;
 }
 
 nsa::ModelConfig model_from_json(const json& j) {
   nsa::ModelConfig m;
-  m.name = j.value("name", m.name);
-  m.vocab = j.value("vocab", m.vocab);
-  m.d_model = j.value("d_model", m.d_model);
-  m.n_layers = j.value("n_layers", m.n_layers);
-  m.n_heads = j.value("n_heads", m.n_heads);
-  m.n_kv_groups = j.value("n_kv_groups", m.n_kv_groups);
-  m.d_k = j.value("d_k", m.d_k);
-  m.d_v = j.value("d_v", m.d_v);
-  m.ffn_hidden = j.value("ffn_hidden", m.ffn_hidden);
-  m.gate_hidden = j.value("gate_hidden", m.gate_hidden);
-  m.rope_base = j.value("rope_base", m.rope_base);
-  m.norm_eps = j.value("norm_eps", m.norm_eps);
-  m.max_seq_len = j.value("max_seq_len", m.max_seq_len);
-  m.attention = j.value("attention", m.attention);
-  if (j.contains("nsa")) {
-    const json& n = j.at("nsa");
-    m.nsa.cmp_block = n.value("cmp_block", m.nsa.cmp_block);
-    m.nsa.cmp_stride = n.value("cmp_stride", m.nsa.cmp_stride);
-    m.nsa.sel_block = n.value("sel_block", m.nsa.sel_block);
-    m.nsa.sel_count = n.value("sel_count", m.nsa.sel_count);
-    m.nsa.window = n.value("window", m.nsa.window);
-    m.nsa.phi = n.value("phi", m.nsa.phi);
-  }
+  nsa::visit_model_fields(m, read_from(j));
+  if (j.contains("nsa")) nsa::visit_nsa_params(m.nsa, read_from(j.at("nsa")));
   return m;
-}
-
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-void get_opt(const json& j, const char* k, std::optional<double>& v) {
-  if (j.contains(k) && !j.at(k).is_null()) v = j.at(k).get<double>(); else v.reset();
 }
 }  // namespace
 
@@ -75,32 +57,16 @@ void to_json(json& j, const CellSpec& c) {
            {"scenario_file", c.scenario_file},
            {"model_name", c.model_name},
            {"model", model_to_json(c.model)},
-           {"train",
-            {{"steps", c.train.steps},
-             {"batch", c.train.batch},
-             {"seq_len", c.train.seq_len},
-             {"lr", c.train.lr},
-             {"warmup_steps", c.train.warmup_steps},
-             {"weight_decay", c.train.weight_decay},
-             {"grad_clip", c.train.grad_clip},
-             {"precision", c.train.precision},
-             {"master_weights", c.train.master_weights},
-             {"data", c.train.data},
-             {"seed", c.train.seed},
-             {"world_size", c.train.world_size}}},
            {"flags", c.flags},
            {"faults", c.faults},
            {"from_environment", c.from_environment},
            {"probes", probes},
-           {"watchdog",
-            {{"first_step_timeout_s", c.watchdog.first_step_timeout_s},
-             {"stall_timeout_s", c.watchdog.stall_timeout_s},
-             {"step_timeout_s", c.watchdog.step_timeout_s},
-             {"slow_step_factor", c.watchdog.slow_step_factor}}},
            {"gates", c.gates},
            {"device", c.device},
            {"expect", c.expect ? *c.expect : json(nullptr)},
            {"observe_alternate", c.observe_alternate}};
+  visit_train(c.train, write_to(j["train"]));
+  visit_watchdog(c.watchdog, write_to(j["watchdog"]));
 }
 
 void from_json(const json& j, CellSpec& c) {
@@ -111,19 +77,7 @@ void from_json(const json& j, CellSpec& c) {
   c.scenario_file = j.value("scenario_file", "");
   c.model_name = j.value("model_name", "");
   c.model = model_from_json(j.at("model"));
-  const json& t = j.at("train");
-  c.train.steps = t.value("steps", c.train.steps);
-  c.train.batch = t.value("batch", c.train.batch);
-  c.train.seq_len = t.value("seq_len", c.train.seq_len);
-  c.train.lr = t.value("lr", c.train.lr);
-  c.train.warmup_steps = t.value("warmup_steps", c.train.warmup_steps);
-  c.train.weight_decay = t.value("weight_decay", c.train.weight_decay);
-  c.train.grad_clip = t.value("grad_clip", c.train.grad_clip);
-  c.train.precision = t.value("precision", c.train.precision);
-  c.train.master_weights = t.value("master_weights", c.train.master_weights);
-  c.train.data = t.value("data", c.train.data);
-  c.train.seed = t.value("seed", c.train.seed);
-  c.train.world_size = t.value("world_size", c.train.world_size);
+  visit_train(c.train, read_from(j.at("train")));
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
@@ -131,11 +85,8 @@ void from_json(const json& j, CellSpec& c) {
   const json probes = j.value("probes", json::object());  // named: items() must not outlive its json
   for (auto& [name, p] : probes.items())
     c.probes[name] = ProbeSpec{p.value("enabled", true), p.value("every", 1), p.value("options", json::object())};
-  const json& w = j.value("watchdog", json::object());
-  c.watchdog.first_step_timeout_s = w.value("first_step_timeout_s", c.watchdog.first_step_timeout_s);
-  c.watchdog.stall_timeout_s = w.value("stall_timeout_s", c.watchdog.stall_timeout_s);
-  c.watchdog.step_timeout_s = w.value("step_timeout_s", c.watchdog.step_timeout_s);
-  c.watchdog.slow_step_factor = w.value("slow_step_factor", c.watchdog.slow_step_factor);
+  const json w = j.value("watchdog", json::object());
+  visit_watchdog(c.watchdog, read_from(w));
   c.gates = j.value("gates", json::object()).get<GateSpec>();
   c.device = j.value("device", "auto");
   c.observe_alternate = j.value("observe_alternate", false);

@@ -1,33 +1,19 @@
 #include "harness/core/outcome.h"
 
-#include <array>
-#include <utility>
+#include "harness/core/enum_names.h"
 
 namespace harness {
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 8> kOutcomes{{
-    {Outcome::pass, "pass"},
-    {Outcome::hang, "hang"},
-    {Outcome::step_timeout, "step_timeout"},
-    {Outcome::slow_step, "slow_step"},
-    {Outcome::crash, "crash"},
-    {Outcome::error, "error"},
-    {Outcome::fail, "fail"},
-    {Outcome::skip, "skip"},
-}};
+constexpr EnumName<Outcome> kOutcomes[] = {
+    {Outcome::pass, "pass"},   {Outcome::hang, "hang"},   {Outcome::step_timeout, "step_timeout"},
+    {Outcome::slow_step, "slow_step"}, {Outcome::crash, "crash"}, {Outcome::error, "error"},
+    {Outcome::fail, "fail"},   {Outcome::skip, "skip"}};
+constexpr EnumName<Severity> kSeverities[] = {
+    {Severity::info, "info"}, {Severity::warning, "warning"}, {Severity::blocking, "blocking"}};
 }  // namespace
 
-std::string_view to_string(Outcome o) {
-  for (auto& [v, s] : kOutcomes)
-    if (v == o) return s;
-  return "unknown";
-}
-
-std::optional<Outcome> outcome_from_string(std::string_view s) {
-  for (auto& [v, name] : kOutcomes)
-    if (name == s) return v;
-  return std::nullopt;
-}
+std::string_view to_string(Outcome o) { return name_in(kOutcomes, o, "unknown"); }
+std::optional<Outcome> outcome_from_string(std::string_view s) { return value_in(kOutcomes, s); }
 
 int severity_rank(Outcome o) {
   switch (o) {
@@ -45,20 +31,27 @@ int severity_rank(Outcome o) {
 
 bool is_failure(Outcome o) { return o != Outcome::pass && o != Outcome::skip; }
 
-std::string_view to_string(Severity s) {
-  switch (s) {
-    case Severity::info: return "info";
-    case Severity::warning: return "warning";
-    case Severity::blocking: return "blocking";
-  }
-  return "unknown";
+std::string_view to_string(Severity s) { return name_in(kSeverities, s, "unknown"); }
+std::optional<Severity> severity_from_string(std::string_view s) { return value_in(kSeverities, s); }
+
+namespace {
+// The `decides` column of reason_table.h: an outcome's name, or `warning`.
+constexpr std::optional<Outcome> hang = Outcome::hang, step_timeout = Outcome::step_timeout,
+                                 slow_step = Outcome::slow_step, crash = Outcome::crash, error = Outcome::error,
+                                 fail = Outcome::fail, skip = Outcome::skip, warning = std::nullopt;
+}  // namespace
+
+const std::vector<ReasonInfo>& reason_table() {
+#define HARNESS_REASON_ROW(code, decides, meaning, advice) ReasonInfo{#code, decides, meaning, advice},
+  static const std::vector<ReasonInfo> kReasons{HARNESS_REASONS(HARNESS_REASON_ROW)};
+#undef HARNESS_REASON_ROW
+  return kReasons;
 }
 
-std::optional<Severity> severity_from_string(std::string_view s) {
-  if (s == "info") return Severity::info;
-  if (s == "warning") return Severity::warning;
-  if (s == "blocking") return Severity::blocking;
-  return std::nullopt;
+const ReasonInfo* find_reason(std::string_view code) {
+  for (const ReasonInfo& r : reason_table())
+    if (r.code == code) return &r;
+  return nullptr;
 }
 
 }  // namespace harness

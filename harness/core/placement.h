@@ -36,11 +36,10 @@ struct MergeSource {
   int cells = 0;    // cells taken from it
 };
 
-void to_json(nlohmann::json& j, const GpuDevice& g);
-void from_json(const nlohmann::json& j, GpuDevice& g);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuDevice, index, uuid, name)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MergeSource, shard_index, dir, cells)
+// Written by hand: a shard without its index and count is refused, not defaulted.
 void to_json(nlohmann::json& j, const ShardInfo& s);
 void from_json(const nlohmann::json& j, ShardInfo& s);
-void to_json(nlohmann::json& j, const MergeSource& m);
-void from_json(const nlohmann::json& j, MergeSource& m);
 
 }  // namespace harness

@@ -1,5 +1,7 @@
 #include "harness/core/results.h"
 
+#include "harness/core/enum_names.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -32,26 +34,33 @@ void put_opt(json& j, const char* key, const std::optional<T>& v) {
 void get_opt(const json& j, const char* key, std::optional<double>& v) {
   if (j.contains(key) && !j.at(key).is_null()) v = number_from(j.at(key)); else v.reset();
 }
+template <class T>
+void read_opt(const json& j, const char* key, std::optional<T>& v) {
+  if (j.contains(key) && !j.at(key).is_null()) v = j.at(key).get<T>(); else v.reset();
+}
+// A typed field, or (results.json written before it was one) the same record
+// under `extra`, moved out of it so a re-written file carries it once.
+template <class T>
+T typed_or_extra(const json& j, json& extra, const char* key, T fallback) {
+  if (j.contains(key)) return j.at(key).get<T>();
+  auto it = extra.find(key);
+  if (it == extra.end()) return fallback;
+  T v = it->template get<T>();
+  extra.erase(it);
+  return v;
+}
 }  // namespace
 
-std::string_view to_string(Decision d) {
-  switch (d) {
-    case Decision::go: return "GO";
-    case Decision::conditional_go: return "CONDITIONAL GO";
-    case Decision::no_go: return "NO-GO";
-  }
-  return "NO-GO";
-}
+namespace {
+constexpr EnumName<Decision> kDecisions[] = {
+    {Decision::go, "GO"}, {Decision::conditional_go, "CONDITIONAL GO"}, {Decision::no_go, "NO-GO"}};
+constexpr EnumName<RunEnd> kRunEnds[] = {{RunEnd::complete, "complete"}, {RunEnd::cancelled, "cancelled"},
+                                         {RunEnd::harness_failure, "harness_failure"},
+                                         {RunEnd::cells_missing, "cells_missing"}};
+}  // namespace
 
-std::string_view to_string(RunEnd e) {
-  switch (e) {
-    case RunEnd::complete: return "complete";
-    case RunEnd::cancelled: return "cancelled";
-    case RunEnd::harness_failure: return "harness_failure";
-    case RunEnd::cells_missing: return "cells_missing";
-  }
-  return "complete";
-}
+std::string_view to_string(Decision d) { return name_in(kDecisions, d, "NO-GO"); }
+std::string_view to_string(RunEnd e) { return name_in(kRunEnds, e, "complete"); }
 
 int exit_code_for(Decision d) {
   switch (d) {
@@ -95,24 +104,19 @@ void from_json(const json& j, StepRecord& s) {
   else s.observed.reset();
 }
 
+// The metrics' fields, listed once for writing and reading.
+template <class M, class Visit>
+void visit_metrics(M& m, Visit&& visit) {
+  visit("tok_s", m.tok_s); visit("step_ms_median", m.step_ms_median); visit("step_ms_max", m.step_ms_max);
+  visit("probe_ms_median", m.probe_ms_median); visit("peak_mem_bytes", m.peak_mem_bytes);
+  visit("first_loss", m.first_loss); visit("last_loss", m.last_loss);
+}
 void to_json(json& j, const CellMetrics& m) {
   j = json::object();
-  put_opt(j, "tok_s", m.tok_s);
-  put_opt(j, "step_ms_median", m.step_ms_median);
-  put_opt(j, "step_ms_max", m.step_ms_max);
-  put_opt(j, "probe_ms_median", m.probe_ms_median);
-  put_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
-  put_opt(j, "first_loss", m.first_loss);
-  put_opt(j, "last_loss", m.last_loss);
+  visit_metrics(m, [&j](const char* key, const std::optional<double>& v) { put_opt(j, key, v); });
 }
 void from_json(const json& j, CellMetrics& m) {
-  get_opt(j, "tok_s", m.tok_s);
-  get_opt(j, "step_ms_median", m.step_ms_median);
-  get_opt(j, "step_ms_max", m.step_ms_max);
-  get_opt(j, "probe_ms_median", m.probe_ms_median);
-  get_opt(j, "peak_mem_bytes", m.peak_mem_bytes);
-  get_opt(j, "first_loss", m.first_loss);
-  get_opt(j, "last_loss", m.last_loss);
+  visit_metrics(m, [&j](const char* key, std::optional<double>& v) { get_opt(j, key, v); });
 }
 
 namespace {
@@ -167,19 +171,14 @@ void to_json(json& j, const CellResult& c) {
   if (!c.gpus.empty()) j["gpus"] = c.gpus;
   if (c.distributed) j["distributed"] = *c.distributed;
   if (c.gates) j["gates_spec"] = *c.gates;
-  if (!c.branch_shares.empty()) {
-    json b = json::object();
-    for (auto& [k, v] : c.branch_shares)
-      b[k] = {{"min", v.min}, {"max", v.max}, {"min_layer", v.min_layer}, {"max_layer", v.max_layer}};
-    j["branch_shares"] = b;
-  }
-  if (c.step_noise) j["step_noise"] = {{"median_ms", c.step_noise->median_ms}, {"mad_ms", c.step_noise->mad_ms}, {"steps", c.step_noise->steps}};
-  if (c.load) j["load"] = {{"start", c.load->start}, {"end", c.load->end}, {"cpus", c.load->cpus}};
-  if (c.confirmation) {
-    auto& k = *c.confirmation;
-    j["confirmation"] = {{"first_reason", k.first_reason}, {"first_title", k.first_title},
-                         {"rerun_reason", k.rerun_reason}, {"repeated", k.repeated}, {"rerun_dir", k.rerun_dir}};
-  }
+  if (!c.branch_shares.empty()) j["branch_shares"] = c.branch_shares;
+  if (c.step_noise) j["step_noise"] = *c.step_noise;
+  if (c.load) j["load"] = *c.load;
+  if (c.confirmation) j["confirmation"] = *c.confirmation;
+  if (!c.probe_costs.empty()) j["probe_costs"] = c.probe_costs;
+  if (!c.escalation.empty()) j["escalation"] = c.escalation;
+  if (c.flight_recorder) j["flight_recorder"] = *c.flight_recorder;
+  if (c.malformed_event_lines > 0) j["malformed_event_lines"] = c.malformed_event_lines;
   if (c.expect) {
     j["expect"] = *c.expect;
     j["expect_met"] = c.expect_met ? json(*c.expect_met) : json(nullptr);
@@ -221,23 +220,16 @@ void from_json(const json& j, CellResult& c) {
   if (j.contains("gates_spec") && j.at("gates_spec").is_object()) c.gates = j.at("gates_spec").get<GateSpec>();
   else if (c.extra.contains("gates_spec") && c.extra.at("gates_spec").is_object())  // results.json before the field
     c.gates = c.extra.at("gates_spec").get<GateSpec>();
-  c.branch_shares.clear();
-  const json shares = j.value("branch_shares", json::object());  // named: items() must not outlive its json
-  for (auto& [k, v] : shares.items())
-    c.branch_shares[k] = BranchShare{v.value("min", 0.0), v.value("max", 0.0), v.value("min_layer", -1), v.value("max_layer", -1)};
-  if (j.contains("step_noise")) {
-    auto& n = j.at("step_noise");
-    c.step_noise = StepNoise{n.value("median_ms", 0.0), n.value("mad_ms", 0.0), n.value("steps", 0)};
-  }
-  if (j.contains("load")) {
-    auto& l = j.at("load");
-    c.load = MachineLoad{l.value("start", 0.0), l.value("end", 0.0), l.value("cpus", 0)};
-  }
-  if (j.contains("confirmation")) {
-    auto& k = j.at("confirmation");
-    c.confirmation = Confirmation{k.value("first_reason", ""), k.value("first_title", ""), k.value("rerun_reason", ""),
-                                  k.value("repeated", false), k.value("rerun_dir", "")};
-  }
+  c.branch_shares = j.value("branch_shares", std::map<std::string, BranchShare>{});
+  read_opt(j, "step_noise", c.step_noise);
+  read_opt(j, "load", c.load);
+  read_opt(j, "confirmation", c.confirmation);
+  // Records that results.json kept under `extra` before they had fields.
+  c.probe_costs = typed_or_extra(j, c.extra, "probe_costs", std::vector<ProbeCost>{});
+  c.escalation = typed_or_extra(j, c.extra, "escalation", std::vector<EscalationRecord>{});
+  if (j.contains("flight_recorder") || c.extra.contains("flight_recorder"))
+    c.flight_recorder = typed_or_extra(j, c.extra, "flight_recorder", FlightRecord{});
+  c.malformed_event_lines = typed_or_extra(j, c.extra, "malformed_event_lines", 0);
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect");
   if (j.contains("expect_met") && !j.at("expect_met").is_null()) c.expect_met = j.at("expect_met").get<bool>();
 }
@@ -302,11 +294,9 @@ void from_json(const json& j, RunResult& r) {
   r.command_line = j.value("command_line", "");
   // results.json written before these fields describes a complete run.
   const std::string end = j.value("run_status", "complete");
-  if (end == "cancelled") r.completion.end = RunEnd::cancelled;
-  else if (end == "harness_failure") r.completion.end = RunEnd::harness_failure;
-  else if (end == "cells_missing") r.completion.end = RunEnd::cells_missing;
-  else if (end == "complete") r.completion.end = RunEnd::complete;
-  else throw std::runtime_error("unknown run_status '" + end + "'");
+  auto run_end = value_in(kRunEnds, end);
+  if (!run_end) throw std::runtime_error("unknown run_status '" + end + "'");
+  r.completion.end = *run_end;
   r.completion.signal = j.value("cancel_signal", "");
   r.completion.harness_failure = j.value("harness_failure", "");
   r.completion.not_run = j.value("not_run", std::vector<std::string>{});

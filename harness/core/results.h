@@ -94,6 +94,49 @@ struct Confirmation {
   std::string rerun_dir;      // relative to the run dir
 };
 
+// Each plain record below has one (de)serializer, generated from its field
+// list; a key absent from the JSON keeps the field's default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchShare, min, max, min_layer, max_layer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepNoise, median_ms, mad_ms, steps)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MachineLoad, start, end, cpus)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Confirmation, first_reason, first_title, rerun_reason, repeated,
+                                                rerun_dir)
+
+// What one probe's step-end hook cost, as the observed child measured it (its
+// "probe_costs" table, largest first): the report's Observation Cost section.
+struct ProbeCost {
+  std::string name;
+  double median_ms = 0.0;
+  int steps = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProbeCost, name, median_ms, steps)
+
+// One re-run of a crashed cell (supervisor/crash_escalation.h): with
+// CUDA_LAUNCH_BLOCKING=1, or under compute-sanitizer memcheck.
+struct EscalationRecord {
+  std::string attempt;  // "launch_blocking", "memcheck"
+  std::string outcome;
+  std::string reason;   // "" when the re-run passed
+  std::string kernel;   // the kernel it names ("" = none)
+  std::string detail;
+  std::string dir;      // relative to the run dir
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EscalationRecord, attempt, outcome, reason, kernel, detail, dir)
+
+// The flight recorder's account of a failed cell: how many kernels it saw
+// launched, and the last few (readable names), oldest first.
+struct KernelLaunch {
+  std::string kernel;
+  int step = -1;
+  std::string nvtx;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelLaunch, kernel, step, nvtx)
+struct FlightRecord {
+  unsigned long long launches = 0;
+  std::vector<KernelLaunch> last;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FlightRecord, launches, last)
+
 struct CellMetrics {
   std::optional<double> tok_s;          // median over steps after warm-up
   std::optional<double> step_ms_median;
@@ -140,7 +183,13 @@ struct CellResult {
   std::vector<GpuDevice> gpus;
   // world_size > 1: the ranks side by side (who is stuck, diverging, straggling).
   std::optional<DistributedFacts> distributed;
-  nlohmann::json extra = nlohmann::json::object();  // probe tables (kernels, gates, precision audit, …)
+  std::vector<ProbeCost> probe_costs;
+  std::vector<EscalationRecord> escalation;   // empty: the cell was not re-run
+  std::optional<FlightRecord> flight_recorder;  // set for a failed cell whose recorder was read
+  int malformed_event_lines = 0;               // events.jsonl lines that were not events
+  // Probe tables kept as the child wrote them (CUPTI trace summary, gate
+  // statistics, precision audit, …) and free-form notes shown as text.
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 // "Flipping X turns fail into pass": one line of differential attribution.

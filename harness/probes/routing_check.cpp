@@ -63,6 +63,9 @@ std::map<std::string, std::string> nsa_environment() {
   return out;
 }
 
+// Written again from the flags' documented meaning on purpose, never shared
+// with the layer's own choose_path: the probe is an independent oracle, and a
+// routing rule shared with the code under test would agree with its bugs.
 std::string expected_route(const std::string& branch, const RequestedFlags& flags, bool on_cuda) {
   if (flags.on("NSA_FORCE_PARITY")) return "reference";
   if (!flags.on("NSA_PREFILL_BATCHED")) return "sequential";

@@ -6,7 +6,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 #include "harness/report/report_writer.h"
 #include "harness/testing/temp_dir.h"
 
@@ -61,11 +61,52 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   c.step_noise = StepNoise{700, 25, 7};
   c.load = MachineLoad{7.5, 8.1, 2};
   c.confirmation = Confirmation{"slow_step", "slow step 3", "", false, "cells/x/confirm"};
+  c.probe_costs = {ProbeCost{"finite", 1.5, 8}, ProbeCost{"gates", 0.25, 8}};
+  c.escalation = {EscalationRecord{"launch_blocking", "crash", "cuda_illegal_address", "k<float>", "", "cells/x/e"}};
+  c.flight_recorder = FlightRecord{123, {KernelLaunch{"k<float>", 4, "forward/layer 1"}}};
+  c.malformed_event_lines = 3;
   JsonWriter().write(run, dir.str());
   RunResult back = load_results(dir.str());
   EXPECT_EQ(nlohmann::json(back), nlohmann::json(run));
-  ASSERT_EQ(back.cells.front().branch_shares.size(), 2u);
-  EXPECT_DOUBLE_EQ(back.cells.front().branch_shares.at("slc").max, 0.35);
+  const CellResult& b = back.cells.front();
+  ASSERT_EQ(b.branch_shares.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.branch_shares.at("slc").max, 0.35);
+  EXPECT_EQ(b.branch_shares.at("cmp").max_layer, 0);
+  ASSERT_TRUE(b.step_noise && b.load && b.confirmation);
+  EXPECT_EQ(b.step_noise->steps, 7);
+  EXPECT_DOUBLE_EQ(b.load->end, 8.1);
+  EXPECT_EQ(b.confirmation->rerun_dir, "cells/x/confirm");
+  ASSERT_EQ(b.probe_costs.size(), 2u);
+  EXPECT_EQ(b.probe_costs[1].name, "gates");
+  EXPECT_DOUBLE_EQ(b.probe_costs[1].median_ms, 0.25);
+  ASSERT_EQ(b.escalation.size(), 1u);
+  EXPECT_EQ(b.escalation[0].kernel, "k<float>");
+  ASSERT_TRUE(b.flight_recorder);
+  EXPECT_EQ(b.flight_recorder->launches, 123u);
+  ASSERT_EQ(b.flight_recorder->last.size(), 1u);
+  EXPECT_EQ(b.flight_recorder->last[0].step, 4);
+  EXPECT_EQ(b.malformed_event_lines, 3);
+  // Typed records are not also kept as untyped notes.
+  EXPECT_FALSE(b.extra.contains("probe_costs"));
+}
+
+// results.json written before these records had fields kept them under `extra`:
+// they are read into the fields and leave `extra`, so the file re-written holds them once.
+TEST(JsonWriter, ReadsRecordsAnOlderFileKeptUnderExtra) {
+  RunResult run = testing::prefill_hang_run();
+  nlohmann::json j = run;
+  auto& cell = j["cells"][0];
+  cell["extra"]["probe_costs"] = nlohmann::json::array({{{"name", "finite"}, {"median_ms", 1.5}, {"steps", 8}}});
+  cell["extra"]["malformed_event_lines"] = 2;
+  cell["extra"]["flight_recorder"] = {{"launches", 9}, {"last", nlohmann::json::array()}};
+  cell["extra"]["note"] = "kept";
+  CellResult back = cell.get<CellResult>();
+  ASSERT_EQ(back.probe_costs.size(), 1u);
+  EXPECT_EQ(back.probe_costs[0].steps, 8);
+  EXPECT_EQ(back.malformed_event_lines, 2);
+  ASSERT_TRUE(back.flight_recorder);
+  EXPECT_EQ(back.flight_recorder->launches, 9u);
+  EXPECT_EQ(back.extra, (nlohmann::json{{"note", "kept"}}));
 }
 
 TEST(JsonWriter, RoundTripsGpusShardAndMergeRecords) {

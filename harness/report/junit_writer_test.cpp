@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 #include "harness/report/xml_check.h"
 
 namespace harness {
@@ -68,10 +68,7 @@ TEST(Junit, MarkupInIdsAndMessagesIsEscaped) {
   c.id = "data=bytes:\"x&y\"<z>";
   c.outcome = Outcome::error;
   c.reason = "exception";
-  Finding f;
-  f.code = "exception";
-  f.severity = Severity::blocking;
-  f.title = "what(): <bad> & \x01worse";
+  Finding f = testing::finding("exception", Severity::blocking, "what(): <bad> & \x01worse");
   f.detail = "</failure>";
   c.findings = {f};
   r.cells = {c};

@@ -9,6 +9,7 @@
 #include "harness/analysis/dense_baseline.h"
 #include "harness/analysis/observation_cost.h"
 #include "harness/core/atomic_file.h"
+#include "harness/core/enum_names.h"
 #include "harness/report/markdown_completion.h"
 #include "harness/report/markdown_findings.h"
 #include "harness/report/markdown_ranks.h"
@@ -19,14 +20,9 @@ namespace harness {
 
 namespace {
 
-std::string decision_icon(Decision d) {
-  switch (d) {
-    case Decision::go: return "✅";
-    case Decision::conditional_go: return "⚠️";
-    case Decision::no_go: return "❌";
-  }
-  return "";
-}
+constexpr EnumName<Decision> kDecisionIcons[] = {
+    {Decision::go, "✅"}, {Decision::conditional_go, "⚠️"}, {Decision::no_go, "❌"}};
+std::string decision_icon(Decision d) { return std::string(name_in(kDecisionIcons, d, "")); }
 
 std::string outcome_cell(Outcome o) {
   if (o == Outcome::pass) return "✅ pass";
@@ -210,10 +206,9 @@ std::string observation_section(const RunResult& r) {
   for (const auto& c : costs) {
     for (const auto& cell : r.cells) {
       if (cell.id != c.cell_id) continue;
-      auto it = cell.extra.find("probe_costs");
-      if (it == cell.extra.end() || !it->is_array() || it->empty()) continue;
+      if (cell.probe_costs.empty()) continue;
       s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
-      s += render_table(*it, kProbeCostRows);
+      s += render_table(nlohmann::json(cell.probe_costs), kProbeCostRows);
     }
   }
   return s;

@@ -4,7 +4,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/golden.h"
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 
 namespace harness {
 namespace {
@@ -82,7 +82,7 @@ TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
     return c;
   };
   r.cells = {cell("all", 103.0, 2.0), cell("none", 99.5, 0.5)};
-  r.cells[0].extra["probe_costs"] = nlohmann::json::array({{{"name", "finite"}, {"median_ms", 1.5}, {"steps", 8}}});
+  r.cells[0].probe_costs = {ProbeCost{"finite", 1.5, 8}};
   std::string md = render_markdown(r);
   EXPECT_NE(md.find("| name | median_ms | steps |\n|---|---|---|\n| finite | 1.5 | 8 |"), std::string::npos) << md;
   // (103 + 2) / (99.5 + 0.5) - 1 = +5.0 %: over the 3 % goal.

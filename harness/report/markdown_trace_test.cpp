@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/report/report_fixtures.h"
+#include "harness/testing/report_fixtures.h"
 
 namespace harness {
 namespace {

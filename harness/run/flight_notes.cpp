@@ -13,18 +13,17 @@ void attach_flight_recorder(CellResult& r, const std::string& cell_dir, const st
   try {
     auto log = trace::read_flight_log(path);
     if (log.entries.empty()) return;
-    nlohmann::json last = nlohmann::json::array();
+    FlightRecord record{log.launches, {}};
     // The recorder keeps the symbol as launched (mangled); reports show "name<T>".
     auto readable = [](const std::string& symbol) { return readable_kernel_name(symbol); };
     for (size_t i = log.entries.size() > 8 ? log.entries.size() - 8 : 0; i < log.entries.size(); ++i)
-      last.push_back({{"kernel", readable(log.entries[i].kernel)}, {"step", log.entries[i].step},
-                      {"nvtx", log.entries[i].nvtx_path}});
+      record.last.push_back({readable(log.entries[i].kernel), log.entries[i].step, log.entries[i].nvtx_path});
     const std::string kernel = readable(log.entries.back().kernel);
-    r.extra["flight_recorder"] = {{"launches", log.launches}, {"last", last}};
+    r.flight_recorder = record;
     for (auto& f : r.findings)
       if (r.reason && f.code == *r.reason) {
         f.evidence["last_kernel"] = kernel;
-        f.evidence["last_kernels"] = last;
+        f.evidence["last_kernels"] = record.last;
         f.title += " (last kernel launched: " + kernel + ")";
         if (f.location.empty()) f.location = "kernel " + kernel;
         break;

@@ -4,16 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/testing/cells.h"
+
 namespace harness::run {
 namespace {
 
 std::vector<GpuDevice> two() { return parse_fake_gpus("0:GPU-aaa:Fake A,1:GPU-bbb:Fake B"); }
 
-std::vector<std::string> tokens(const std::vector<VisibleGpu>& v) {
-  std::vector<std::string> out;
-  for (auto& g : v) out.push_back(g.token);
-  return out;
-}
+std::vector<std::string> tokens(const std::vector<VisibleGpu>& v) { return testing::each(v, &VisibleGpu::token); }
 
 TEST(FakeGpus, ParsesIndexUuidAndNameWithColons) {
   auto g = parse_fake_gpus(" 0:GPU-aaa:Fake A , 3:GPU-ddd:NVIDIA H100: 80GB");

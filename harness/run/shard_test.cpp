@@ -6,24 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/testing/cells.h"
+
 namespace harness::run {
 namespace {
 
-std::vector<CellSpec> cells(std::vector<std::string> ids) {
-  std::vector<CellSpec> out;
-  for (auto& id : ids) {
-    CellSpec c;
-    c.id = id;
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::vector<std::string> ids(const std::vector<CellSpec>& cs) {
-  std::vector<std::string> out;
-  for (auto& c : cs) out.push_back(c.id);
-  return out;
-}
+std::vector<CellSpec> cells(const std::vector<std::string>& ids) { return testing::cells_with_ids(ids); }
+std::vector<std::string> ids(const std::vector<CellSpec>& cs) { return testing::each(cs, &CellSpec::id); }
 
 TEST(ParseShard, AcceptsIOverN) {
   auto s = parse_shard("2/3");

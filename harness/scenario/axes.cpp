@@ -11,11 +11,6 @@
 namespace harness {
 namespace {
 
-// Axes that are not flags, in the order the format doc lists them.
-const std::vector<std::string> kSettingAxes = {"prefill", "precision", "seq_len", "batch", "steps",  "lr",
-                                                "master_weights", "data", "model", "phi", "attention", "device", "fault",
-                                                "probes", "world_size"};
-
 std::vector<std::string> fault_names() {
   std::vector<std::string> names;
   for (auto& f : nsa::fault_registry()) names.emplace_back(f.name);
@@ -34,17 +29,6 @@ std::optional<AxisValue> integer_value(std::optional<long long> v) {
 }
 
 }  // namespace
-
-std::vector<std::string> known_axis_names() {
-  std::vector<std::string> names = kSettingAxes;
-  for (auto& f : nsa::flag_registry()) names.emplace_back(f.name);
-  return names;
-}
-
-bool is_axis_name(const std::string& name) {
-  auto all = known_axis_names();
-  return std::find(all.begin(), all.end(), name) != all.end();
-}
 
 std::optional<std::string> check_flag(const std::string& name, const Pos& name_pos, const YNode& value,
                                       const std::string& path, Checker& check) {
@@ -143,102 +127,178 @@ std::optional<std::string> check_data(const YNode& value, const std::string& pat
   return prefix + file.string();
 }
 
+namespace {
+
+// ---- The axis table: one row per axis. Adding an axis is adding a row. ----
+// Check functions accept or refuse one written value; apply functions set what
+// the accepted value maps onto (the origin is recorded from the row's
+// `origin_key`, so cross-setting problems point at the axis value's line).
+
+std::optional<AxisValue> one_of(const YNode& v, const std::string& path, AxisCheck& c,
+                                const std::vector<std::string>& choices) {
+  return same(c.check.one_of(v, path, choices));
+}
+std::optional<AxisValue> positive_int(const std::string&, const YNode& v, const std::string& path, AxisCheck& c) {
+  return integer_value(c.check.positive_int(v, path));
+}
+
+const std::vector<AxisDef> kAxes = {
+    {"prefill", AxisTarget::flags, "`sequential`, `batched`", "`NSA_PREFILL_BATCHED` = 0 / 1",
+     "flags.NSA_PREFILL_BATCHED",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return one_of(v, p, c, {"sequential", "batched"});
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
+       s.flags["NSA_PREFILL_BATCHED"] = v == "batched" ? "1" : "0";
+     }},
+    {"precision", AxisTarget::train, "`fp32`, `bf16`, `fp16`", "`train.precision`", "train.precision",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return one_of(v, p, c, {"fp32", "bf16", "fp16"});
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.precision = v; }},
+    {"seq_len", AxisTarget::train, "positive integers", "`train.seq_len`", "train.seq_len", positive_int,
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.seq_len = std::stoi(v); }},
+    {"batch", AxisTarget::train, "positive integers", "`train.batch`", "", positive_int,
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.batch = std::stoi(v); }},
+    {"steps", AxisTarget::train, "positive integers", "`train.steps`", "", positive_int,
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.steps = std::stoi(v); }},
+    {"world_size", AxisTarget::train, "1 to 64", "`train.world_size`: data-parallel ranks, one child process each",
+     "train.world_size",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return integer_value(c.check.positive_int(v, p, kMaxWorldSize));
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.world_size = std::stoi(v); }},
+    {"lr", AxisTarget::train, "number", "`train.lr`", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
+       if (!c.check.positive_number(v, p)) return std::nullopt;
+       return AxisValue{v.text, v.text};
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.lr = *parse_number(v); }},
+    {"master_weights", AxisTarget::train, "`true`, `false`", "`train.master_weights`", "train.master_weights",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
+       auto b = c.check.boolean(v, p);
+       if (!b) return std::nullopt;
+       return AxisValue{*b ? "true" : "false", *b ? "true" : "false"};
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
+       s.train.master_weights = v == "true";
+     }},
+    {"data", AxisTarget::train, "as `train.data`", "`train.data`", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
+       auto setting = check_data(v, p, c.check);
+       if (!setting) return std::nullopt;
+       return AxisValue{v.text, *setting};
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.data = v; }},
+    {"model", AxisTarget::model_config, "config name", "`model`", "model",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
+       auto name = c.check.string(v, p);
+       if (!name) return std::nullopt;
+       std::string error;
+       if (!c.models.get(*name, error)) {
+         c.check.error(v.pos, p, error);
+         return std::nullopt;
+       }
+       return AxisValue{*name, *name};
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary& models) {
+       std::string error;
+       s.model = *models.get(v, error);  // checked when the value was accepted
+       s.model_name = v;
+     }},
+    {"phi", AxisTarget::model, "`mlp`, `mean`", "`model.nsa.phi`", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return one_of(v, p, c, {"mlp", "mean"});
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.model.nsa.phi = v; }},
+    {"attention", AxisTarget::model, "`nsa`, `dense`",
+     "`model.attention`: `dense` is causal SDPA with the same head shapes and no NSA branches, the yardstick for "
+     "NSA's speed (the probes that read the sparse layer — parity, invariants, routing, gates — do not run on it)",
+     "model.attention",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return one_of(v, p, c, {"nsa", "dense"});
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.model.attention = v; }},
+    {"device", AxisTarget::cell, "`cpu`, `cuda`, `auto`", "`device`", "device",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return one_of(v, p, c, {"cpu", "cuda", "auto"});
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.device = v; }},
+    {"fault", AxisTarget::cell, "a fault name or `none`", "adds the fault to `faults`", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return same(check_fault(v, p, c.check, /*allow_none=*/true));
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
+       if (v != "none" && std::find(s.faults.begin(), s.faults.end(), v) == s.faults.end()) s.faults.push_back(v);
+     }},
+    {"probes", AxisTarget::cell, "`all`, `none`, `alternate`, or probe names joined by `+`",
+     "which of the file's probes run (`none`: the cell unobserved, the yardstick of what observing costs)", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return same(check_probes_value(v, p, c.check));
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
+       // "all" keeps the file's probe settings; "none" is the same cell unobserved
+       // (the yardstick for what observation costs); "cupti+finite" keeps only
+       // those probes (as the file set them), to tell what each one costs.
+       if (v == "all") return;
+       if (v == "alternate") {  // the file's probes, on even steps only
+         s.observe_alternate = true;
+         return;
+       }
+       const auto only = split(v, '+');
+       for (auto& [name, probe] : s.probes)
+         if (std::find(only.begin(), only.end(), name) == only.end()) probe.enabled = false;
+     }},
+};
+
+// The row every registered NSA_* flag shares: the axis name is the flag's.
+const AxisDef kFlagAxis = {
+    "NSA_*", AxisTarget::flags, "the flag's values", "`flags.NAME`", "flags.",
+    [](const std::string& axis, const YNode& v, const std::string& p, AxisCheck& c) {
+      // The key position is not at hand here; the axis name was checked already.
+      return same(check_flag(axis, v.pos, v, p, c.check));
+    },
+    [](CellSpec& s, const std::string& axis, const std::string& v, ModelLibrary&) { s.flags[axis] = v; }};
+
+}  // namespace
+
+const std::vector<AxisDef>& axis_table() { return kAxes; }
+
+const AxisDef* find_axis(const std::string& name) {
+  for (const AxisDef& a : kAxes)
+    if (a.name == name) return &a;
+  if (nsa::find_flag(name)) return &kFlagAxis;
+  return nullptr;
+}
+
+std::vector<std::string> known_axis_names() {
+  std::vector<std::string> names;
+  for (const AxisDef& a : kAxes) names.emplace_back(a.name);
+  for (auto& f : nsa::flag_registry()) names.emplace_back(f.name);
+  return names;
+}
+
+bool is_axis_name(const std::string& name) { return find_axis(name) != nullptr; }
+
 std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& value, const std::string& path,
                                           Checker& check, ModelLibrary& models) {
-  if (axis == "prefill") return same(check.one_of(value, path, {"sequential", "batched"}));
-  if (axis == "precision") return same(check.one_of(value, path, {"fp32", "bf16", "fp16"}));
-  if (axis == "seq_len" || axis == "batch" || axis == "steps") return integer_value(check.positive_int(value, path));
-  if (axis == "world_size") return integer_value(check.positive_int(value, path, kMaxWorldSize));
-  if (axis == "lr") {
-    if (!check.positive_number(value, path)) return std::nullopt;
-    return AxisValue{value.text, value.text};
-  }
-  if (axis == "master_weights") {
-    auto b = check.boolean(value, path);
-    if (!b) return std::nullopt;
-    return AxisValue{*b ? "true" : "false", *b ? "true" : "false"};
-  }
-  if (axis == "data") {
-    auto setting = check_data(value, path, check);
-    if (!setting) return std::nullopt;
-    return AxisValue{value.text, *setting};
-  }
-  if (axis == "model") {
-    auto name = check.string(value, path);
-    if (!name) return std::nullopt;
-    std::string error;
-    if (!models.get(*name, error)) {
-      check.error(value.pos, path, error);
-      return std::nullopt;
-    }
-    return AxisValue{*name, *name};
-  }
-  if (axis == "phi") return same(check.one_of(value, path, {"mlp", "mean"}));
-  if (axis == "attention") return same(check.one_of(value, path, {"nsa", "dense"}));
-  if (axis == "device") return same(check.one_of(value, path, {"cpu", "cuda", "auto"}));
-  if (axis == "fault") return same(check_fault(value, path, check, /*allow_none=*/true));
-  if (axis == "probes") return same(check_probes_value(value, path, check));
-  // Flags: the key position is not at hand here; the axis name was checked already.
-  return same(check_flag(axis, value.pos, value, path, check));
+  AxisCheck c{check, models};
+  return find_axis(axis)->check(axis, value, path, c);
 }
 
 void apply_axis(CellDraft& cell, const std::string& axis, const std::string& setting, const Origin& origin,
                 ModelLibrary& models) {
-  CellSpec& s = cell.spec;
-  if (axis == "prefill") {
-    s.flags["NSA_PREFILL_BATCHED"] = setting == "batched" ? "1" : "0";
-    cell.origins["flags.NSA_PREFILL_BATCHED"] = origin;
-  } else if (axis == "precision") {
-    s.train.precision = setting;
-    cell.origins["train.precision"] = origin;
-  } else if (axis == "seq_len") {
-    s.train.seq_len = std::stoi(setting);
-    cell.origins["train.seq_len"] = origin;
-  } else if (axis == "batch") {
-    s.train.batch = std::stoi(setting);
-  } else if (axis == "steps") {
-    s.train.steps = std::stoi(setting);
-  } else if (axis == "world_size") {
-    s.train.world_size = std::stoi(setting);
-  } else if (axis == "lr") {
-    s.train.lr = *parse_number(setting);
-  } else if (axis == "master_weights") {
-    s.train.master_weights = setting == "true";
-    cell.origins["train.master_weights"] = origin;
-  } else if (axis == "data") {
-    s.train.data = setting;
-  } else if (axis == "model") {
-    std::string error;
-    s.model = *models.get(setting, error);
-    s.model_name = setting;
-    cell.origins["model"] = origin;
-  } else if (axis == "phi") {
-    s.model.nsa.phi = setting;
-  } else if (axis == "attention") {
-    s.model.attention = setting;
-    cell.origins["model.attention"] = origin;
-  } else if (axis == "device") {
-    s.device = setting;
-    cell.origins["device"] = origin;
-  } else if (axis == "fault") {
-    if (setting != "none" && std::find(s.faults.begin(), s.faults.end(), setting) == s.faults.end())
-      s.faults.push_back(setting);
-  } else if (axis == "probes") {
-    // "all" keeps the file's probe settings; "none" is the same cell unobserved
-    // (the yardstick for what observation costs); "cupti+finite" keeps only
-    // those probes (as the file set them), to tell what each one costs.
-    if (setting == "all") return;
-    if (setting == "alternate") {  // the file's probes, on even steps only
-      s.observe_alternate = true;
-      return;
-    }
-    const auto only = split(setting, '+');
-    for (auto& [name, probe] : s.probes)
-      if (std::find(only.begin(), only.end(), name) == only.end()) probe.enabled = false;
-  } else {
-    s.flags[axis] = setting;
-    cell.origins["flags." + axis] = origin;
-  }
+  const AxisDef& a = *find_axis(axis);
+  a.apply(cell.spec, axis, setting, models);
+  if (a.origin_key.empty()) return;
+  std::string key(a.origin_key);
+  if (&a == &kFlagAxis) key += axis;  // "flags.<NAME>"
+  cell.origins[key] = origin;
+}
+
+bool applies_first(const std::string& axis) {
+  const AxisDef* a = find_axis(axis);
+  return a && a->target == AxisTarget::model_config;
 }
 
 }  // namespace harness

@@ -1,19 +1,18 @@
 #pragma once
-// Axis names and the settings they set (docs/scenario-format.md, "Axis names"),
-// plus the checks a flag value or a fault name gets wherever it is written
+// The matrix axes: one table (axis_table(), in axes.cpp) of rows {name, where it
+// applies, doc, how a value is checked, what it sets}; every registered NSA_*
+// flag is an axis too, through one shared row. Adding an axis is adding a row.
+// Also the checks a flag value or a fault name gets wherever it is written
 // (`flags:`, `faults:`, or a matrix axis).
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/scenario/checker.h"
 #include "harness/scenario/settings.h"
 
 namespace harness {
-
-// prefill, precision, seq_len, …, then every registered NSA_* flag.
-std::vector<std::string> known_axis_names();
-bool is_axis_name(const std::string& name);
 
 // One accepted axis value: `text` as written (it goes into cell ids and is what
 // exclude/include entries match) and `setting`, what the cell gets (differs
@@ -23,13 +22,48 @@ struct AxisValue {
   std::string setting;
 };
 
-// Checks one value of `axis` (a matrix value or an include entry's); nothing
-// after reporting the problem.
+// Where an axis's setting lands. `model_config` replaces the whole model
+// config, so it is applied before the axes that edit one of its fields.
+enum class AxisTarget { model_config, model, train, flags, cell };
+
+// What a check function may use: the diagnostics sink and the model configs.
+struct AxisCheck {
+  Checker& check;
+  ModelLibrary& models;
+};
+
+struct AxisDef {
+  std::string_view name;
+  AxisTarget target;
+  std::string_view values;      // doc: the values it takes (docs/scenario-format.md, "Axis names")
+  std::string_view sets;        // doc: what it sets
+  std::string_view origin_key;  // CellDraft::origins key recorded when applied ("" = none is read)
+  // Accepts one written value (nothing after reporting the problem). `axis` is
+  // the axis name (the flag's name for the shared NSA_* row).
+  std::optional<AxisValue> (*check)(const std::string& axis, const YNode& value, const std::string& path,
+                                    AxisCheck& c);
+  // Sets what an accepted value maps onto.
+  void (*apply)(CellSpec& spec, const std::string& axis, const std::string& setting, ModelLibrary& models);
+};
+
+// The axes that are not flags, in the order the format doc lists them.
+const std::vector<AxisDef>& axis_table();
+// The row of `name` (a table row or the shared NSA_* flag row), or null.
+const AxisDef* find_axis(const std::string& name);
+
+// The table's names, then every registered NSA_* flag.
+std::vector<std::string> known_axis_names();
+bool is_axis_name(const std::string& name);
+// True for an axis that must be applied before the others of a cell (`model`).
+bool applies_first(const std::string& axis);
+
+// Checks one value of `axis` (a known axis name; a matrix value or an include
+// entry's); nothing after reporting the problem.
 std::optional<AxisValue> check_axis_value(const std::string& axis, const YNode& value, const std::string& path,
                                           Checker& check, ModelLibrary& models);
 
-// Sets what the axis maps onto. `setting` was accepted by check_axis_value.
-// A `model` value replaces the whole model config, so apply it before `phi`.
+// Sets what the axis maps onto and records where it came from. `setting` was
+// accepted by check_axis_value. Apply the axes for which applies_first() holds first.
 void apply_axis(CellDraft& cell, const std::string& axis, const std::string& setting, const Origin& origin,
                 ModelLibrary& models);
 

@@ -71,7 +71,7 @@ std::vector<CellSpec> build_cells(const CellDraft& base, const ParsedMatrix& pm,
     // The model replaces the whole config, so it goes before axes that edit it (phi).
     for (int pass = 0; pass < 2; ++pass)
       for (auto& [axis, text] : mc.values) {
-        if ((axis == "model") != (pass == 0)) continue;
+        if (applies_first(axis) != (pass == 0)) continue;
         const ParsedValue& v = pm.lookup(mc, axis, text);
         apply_axis(d, axis, v.value.setting, v.origin, models);
       }

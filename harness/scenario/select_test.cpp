@@ -2,24 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/testing/cells.h"
+
 namespace harness {
 namespace {
 
-std::vector<CellSpec> cells(std::vector<std::string> ids) {
-  std::vector<CellSpec> out;
-  for (auto& id : ids) {
-    CellSpec c;
-    c.id = id;
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::vector<std::string> ids(const std::vector<CellSpec>& cs) {
-  std::vector<std::string> out;
-  for (auto& c : cs) out.push_back(c.id);
-  return out;
-}
+std::vector<CellSpec> cells(const std::vector<std::string>& ids) { return testing::cells_with_ids(ids); }
+std::vector<std::string> ids(const std::vector<CellSpec>& cs) { return testing::each(cs, &CellSpec::id); }
 
 const auto kCells = cells({"prefill=sequential,precision=fp32", "prefill=sequential,precision=bf16",
                            "prefill=batched,precision=fp32", "prefill=batched,precision=bf16"});

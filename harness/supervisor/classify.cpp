@@ -179,9 +179,12 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.artifacts = artifacts(run);
   if (!spec.scenario_file.empty())
     r.repro_command = "nsa-harness run " + shell_quote(spec.scenario_file) + " --only " + shell_quote(spec.id);
-  for (const auto& p : events_of(run.events, protocol::ev::probe))
-    r.extra[p.value("name", "unnamed")] = p.value("data", json::object());
-  if (run.malformed_lines > 0) r.extra["malformed_event_lines"] = run.malformed_lines;
+  for (const auto& p : events_of(run.events, protocol::ev::probe)) {
+    const std::string name = p.value("name", "unnamed");
+    if (name == "probe_costs") r.probe_costs = p.value("data", std::vector<ProbeCost>{});
+    else r.extra[name] = p.value("data", json::object());
+  }
+  r.malformed_event_lines = run.malformed_lines;
 
   std::vector<Finding> found = child_findings(run.events);
   r.flags = spec.flags;

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/supervisor/supervisor_test_util.h"
+#include "harness/testing/child_helpers.h"
 
 namespace harness::supervisor {
 namespace {

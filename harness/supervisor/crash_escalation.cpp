@@ -108,26 +108,22 @@ std::vector<EscalationAttempt> plan_escalation(const CellSpec& cell, const Escal
 }
 
 void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts) {
-  json rows = json::array();
+  std::vector<EscalationRecord> rows;
   std::string confirmed, confirmed_by, sanitizer_detail;
   bool blocking_reproduced = true;
   for (const auto& a : attempts) {
     const CellResult& ar = a.result;
-    json row{{"attempt", a.attempt.label},
-             {"outcome", std::string(to_string(ar.outcome))},
-             {"reason", ar.reason.value_or("")},
-             {"kernel", ""},
-             {"detail", ""},
-             {"dir", a.dir_relative}};
+    EscalationRecord row{a.attempt.label, std::string(to_string(ar.outcome)), ar.reason.value_or(""), "", "",
+                          a.dir_relative};
     if (a.attempt.mode == "memcheck") {
       SanitizerReport s = parse_sanitizer_log(a.sanitizer_text);
-      row["kernel"] = s.kernel;
+      row.kernel = s.kernel;
       std::string d = s.first_error.empty() ? "no memory error reported" : s.first_error;
       if (!s.access_in.empty() && s.access_in != s.kernel) d += " in " + s.access_in;
       if (!s.source.empty()) d += " at " + s.source;
       if (!s.address.empty()) d += "; " + s.address;
       d += s.errors ? fmt::format("; {} error(s) in all", *s.errors) : "; no error summary (tool stopped early)";
-      row["detail"] = d;
+      row.detail = d;
       if (s.errors.value_or(0) > 0 && !s.kernel.empty()) {
         confirmed = s.kernel;
         confirmed_by = a.attempt.label;
@@ -135,8 +131,8 @@ void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts
       }
     } else {
       std::string k = wants_escalation(ar) ? attempt_kernel(ar) : "";
-      row["kernel"] = k;
-      row["detail"] = ar.findings.empty() ? "" : ar.findings.front().title;
+      row.kernel = k;
+      row.detail = ar.findings.empty() ? "" : ar.findings.front().title;
       blocking_reproduced = wants_escalation(ar);
       if (!k.empty() && confirmed.empty()) {
         confirmed = k;
@@ -148,7 +144,7 @@ void attach_escalation(CellResult& r, const std::vector<AttemptResult>& attempts
     if (!a.attempt.sanitizer_log.empty())
       r.artifacts.push_back((fs::path(a.dir_relative) / a.attempt.sanitizer_log).string());
   }
-  r.extra["escalation"] = rows;
+  r.escalation = rows;
   Finding* f = deciding(r);
   if (!f) return;
   f->evidence["escalation"] = rows;

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/supervisor/runner.h"
-#include "harness/supervisor/supervisor_test_util.h"
+#include "harness/testing/child_helpers.h"
 
 namespace harness::supervisor {
 namespace {
@@ -175,16 +175,17 @@ TEST(CrashEscalation, ReRunsTheCellAndAttachesToTheSameRow) {
   EXPECT_EQ(r.outcome, Outcome::crash);
   const Finding& f = r.findings.front();
   EXPECT_EQ(f.location, "kernel nsa_window_fwd_kernel<float>");
-  const auto& rows = r.extra.at("escalation");
+  const auto& rows = r.escalation;
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0].at("kernel"), "faulting_kernel<float>");  // the blocking re-run's own last launch
-  EXPECT_EQ(rows[0].at("outcome"), "crash");
-  EXPECT_EQ(rows[1].at("dir"), "cells/mode=cuda_async/escalation/memcheck");
+  EXPECT_EQ(rows[0].kernel, "faulting_kernel<float>");  // the blocking re-run's own last launch
+  EXPECT_EQ(rows[0].outcome, "crash");
+  EXPECT_EQ(rows[1].dir, "cells/mode=cuda_async/escalation/memcheck");
   EXPECT_TRUE(fs::exists(dir_of(cell.id) + "/escalation/memcheck/sanitizer.log"));
   // result.json on disk carries the escalation too (so --resume and `report` keep it).
   auto disk = load_result(dir_of(cell.id) + "/result.json");
   ASSERT_TRUE(disk.has_value());
-  EXPECT_TRUE(disk->extra.contains("escalation"));
+  ASSERT_EQ(disk->escalation.size(), 2u);
+  EXPECT_EQ(disk->escalation[1].dir, rows[1].dir);
   EXPECT_TRUE(disk->expect_met.value_or(false));
 }
 

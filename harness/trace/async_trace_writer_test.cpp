@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "harness/trace/trace_test_util.h"
+#include "harness/testing/trace_fixtures.h"
 
 namespace harness::trace {
 namespace {

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "harness/trace/chrome_trace_writer.h"
-#include "harness/trace/trace_test_util.h"
+#include "harness/testing/trace_fixtures.h"
 
 namespace harness::trace {
 namespace {

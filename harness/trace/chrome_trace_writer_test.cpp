@@ -7,7 +7,7 @@
 #include <csignal>
 
 #include "harness/trace/trace_recovery.h"
-#include "harness/trace/trace_test_util.h"
+#include "harness/testing/trace_fixtures.h"
 
 namespace harness::trace {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "harness/trace/trace_test_util.h"
+#include "harness/testing/trace_fixtures.h"
 
 namespace harness::trace {
 namespace {

@@ -1,5 +1,7 @@
 #include "harness/trace/trace_event.h"
 
+#include "harness/core/enum_names.h"
+
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -8,17 +10,40 @@
 
 namespace harness::trace {
 
-TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::uint32_t stream,
-                                   std::uint32_t correlation, std::uint64_t start,
-                                   std::uint64_t end, Dim3 grid, Dim3 block) {
+namespace {
+// What every record carries: its kind, name and interval.
+TraceEvent event(EventKind kind, std::string name, std::uint64_t start, std::uint64_t end) {
   TraceEvent e;
-  e.kind = EventKind::kernel;
+  e.kind = kind;
   e.name = std::move(name);
+  e.start_ns = start;
+  e.end_ns = end;
+  return e;
+}
+
+// A device-side record: where it ran, and the API call that launched it.
+TraceEvent device_event(EventKind kind, std::string name, std::uint32_t device, std::uint32_t stream,
+                        std::uint32_t correlation, std::uint64_t start, std::uint64_t end) {
+  TraceEvent e = event(kind, std::move(name), start, end);
   e.device = device;
   e.stream = stream;
   e.correlation_id = correlation;
-  e.start_ns = start;
-  e.end_ns = end;
+  return e;
+}
+
+// A host-side record: the thread it happened on.
+TraceEvent host_event(EventKind kind, std::string name, std::uint32_t thread, std::uint64_t start,
+                      std::uint64_t end) {
+  TraceEvent e = event(kind, std::move(name), start, end);
+  e.thread = thread;
+  return e;
+}
+}  // namespace
+
+TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::uint32_t stream,
+                                   std::uint32_t correlation, std::uint64_t start,
+                                   std::uint64_t end, Dim3 grid, Dim3 block) {
+  TraceEvent e = device_event(EventKind::kernel, std::move(name), device, stream, correlation, start, end);
   e.grid = grid;
   e.block = block;
   return e;
@@ -27,16 +52,10 @@ TraceEvent TraceEvent::make_kernel(std::string name, std::uint32_t device, std::
 TraceEvent TraceEvent::make_memcpy(CopyKind kind, std::uint64_t bytes, std::uint32_t device,
                                    std::uint32_t stream, std::uint32_t correlation,
                                    std::uint64_t start, std::uint64_t end, bool async) {
-  TraceEvent e;
-  e.kind = EventKind::memcpy;
-  e.name = "Memcpy " + std::string(to_string(kind));
+  TraceEvent e = device_event(EventKind::memcpy, "Memcpy " + std::string(to_string(kind)), device, stream,
+                              correlation, start, end);
   e.copy_kind = kind;
   e.bytes = bytes;
-  e.device = device;
-  e.stream = stream;
-  e.correlation_id = correlation;
-  e.start_ns = start;
-  e.end_ns = end;
   e.async = async;
   switch (kind) {  // the usual memory kinds; the CUPTI converter overwrites them
     case CopyKind::dtoh: e.src_kind = MemoryKind::device; e.dst_kind = MemoryKind::pageable; break;
@@ -50,53 +69,32 @@ TraceEvent TraceEvent::make_memcpy(CopyKind kind, std::uint64_t bytes, std::uint
 TraceEvent TraceEvent::make_memset(std::uint64_t bytes, std::uint32_t device, std::uint32_t stream,
                                    std::uint32_t correlation, std::uint64_t start,
                                    std::uint64_t end) {
-  TraceEvent e;
-  e.kind = EventKind::memset;
-  e.name = "Memset";
+  TraceEvent e = device_event(EventKind::memset, "Memset", device, stream, correlation, start, end);
   e.bytes = bytes;
-  e.device = device;
-  e.stream = stream;
-  e.correlation_id = correlation;
-  e.start_ns = start;
-  e.end_ns = end;
   return e;
 }
 
 TraceEvent TraceEvent::make_api(std::string name, std::uint32_t correlation, std::uint32_t thread,
                                 std::uint64_t start, std::uint64_t end, ApiDomain domain) {
-  TraceEvent e;
-  e.kind = EventKind::api;
-  e.name = std::move(name);
+  TraceEvent e = host_event(EventKind::api, std::move(name), thread, start, end);
   e.correlation_id = correlation;
-  e.thread = thread;
-  e.start_ns = start;
-  e.end_ns = end;
   e.api_domain = domain;
   return e;
 }
 
 TraceEvent TraceEvent::make_marker(MarkerPhase phase, std::uint64_t id, std::string name,
                                    std::string domain, std::uint32_t thread, std::uint64_t at) {
-  TraceEvent e;
-  e.kind = EventKind::marker;
+  TraceEvent e = host_event(EventKind::marker, std::move(name), thread, at, at);
   e.marker_phase = phase;
   e.marker_id = id;
-  e.name = std::move(name);
   e.domain = std::move(domain);
-  e.thread = thread;
-  e.start_ns = e.end_ns = at;
   e.range_source = RangeSource::cupti_marker;
   return e;
 }
 
 TraceEvent TraceEvent::make_range(std::string name, std::uint32_t thread, std::uint64_t start,
                                   std::uint64_t end, RangeSource source, std::string domain) {
-  TraceEvent e;
-  e.kind = EventKind::range;
-  e.name = std::move(name);
-  e.thread = thread;
-  e.start_ns = start;
-  e.end_ns = end;
+  TraceEvent e = host_event(EventKind::range, std::move(name), thread, start, end);
   e.range_source = source;
   e.domain = std::move(domain);
   return e;
@@ -140,39 +138,21 @@ std::string demangle(const std::string& name) {
   return status == 0 && out ? std::string(out.get()) : name;
 }
 
-std::string_view to_string(EventKind k) {
-  switch (k) {
-    case EventKind::kernel: return "kernel";
-    case EventKind::memcpy: return "memcpy";
-    case EventKind::memset: return "memset";
-    case EventKind::api: return "api";
-    case EventKind::marker: return "marker";
-    case EventKind::range: return "range";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<EventKind> kEventKinds[] = {
+    {EventKind::kernel, "kernel"}, {EventKind::memcpy, "memcpy"}, {EventKind::memset, "memset"},
+    {EventKind::api, "api"},       {EventKind::marker, "marker"}, {EventKind::range, "range"}};
+constexpr EnumName<CopyKind> kCopyKinds[] = {
+    {CopyKind::unknown, "unknown"}, {CopyKind::htod, "HtoD"}, {CopyKind::dtoh, "DtoH"},
+    {CopyKind::dtod, "DtoD"},       {CopyKind::htoh, "HtoH"}, {CopyKind::peer, "PtoP"}};
+constexpr EnumName<RangeSource> kRangeSources[] = {
+    {RangeSource::none, "none"}, {RangeSource::cupti_marker, "cupti_marker"},
+    {RangeSource::host_recorder, "host_recorder"}, {RangeSource::gpu_projection, "gpu_projection"}};
+}  // namespace
 
-std::string_view to_string(CopyKind k) {
-  switch (k) {
-    case CopyKind::unknown: return "unknown";
-    case CopyKind::htod: return "HtoD";
-    case CopyKind::dtoh: return "DtoH";
-    case CopyKind::dtod: return "DtoD";
-    case CopyKind::htoh: return "HtoH";
-    case CopyKind::peer: return "PtoP";
-  }
-  return "?";
-}
-
-std::string_view to_string(RangeSource s) {
-  switch (s) {
-    case RangeSource::none: return "none";
-    case RangeSource::cupti_marker: return "cupti_marker";
-    case RangeSource::host_recorder: return "host_recorder";
-    case RangeSource::gpu_projection: return "gpu_projection";
-  }
-  return "?";
-}
+std::string_view to_string(EventKind k) { return name_in(kEventKinds, k); }
+std::string_view to_string(CopyKind k) { return name_in(kCopyKinds, k); }
+std::string_view to_string(RangeSource s) { return name_in(kRangeSources, s); }
 
 const TraceCounters::Field TraceCounters::kFields[8] = {
     {"records_dropped_by_cupti", &TraceCounters::records_dropped_by_cupti},

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "harness/trace/chrome_trace_writer.h"
-#include "harness/trace/trace_test_util.h"
+#include "harness/testing/trace_fixtures.h"
 
 namespace harness::trace {
 namespace {

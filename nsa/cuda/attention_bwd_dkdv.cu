@@ -22,6 +22,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
 
 namespace nsa::cuda {
@@ -170,12 +171,9 @@ void launch(Branch br, AttnParams& p) {
   const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, p.key_tile)
                                              : ceil_div(p.Sk, p.key_tile);
   const dim3 grid(n_tiles, p.B * p.G);
-  auto kernel = br == Branch::Window       ? nsa_window_bwd_dkdv_kernel<T>
-                : br == Branch::Compressed ? nsa_compressed_bwd_dkdv_kernel<T>
-                                           : nsa_selected_bwd_dkdv_kernel<T>;
-  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(branch_kernel(br, nsa_window_bwd_dkdv_kernel<T>, nsa_compressed_bwd_dkdv_kernel<T>,
+                              nsa_selected_bwd_dkdv_kernel<T>),
+                grid, kThreads, smem, p);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
@@ -289,12 +290,9 @@ bool launch_tc(Branch br, AttnParams& p) {
   const size_t smem = DkdvLayout<DK, DV>::kBytes;
   const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
   const dim3 grid(n_tiles, p.B * p.G);
-  auto kernel = br == Branch::Window       ? nsa_window_bwd_dkdv_tc_kernel<T, DK, DV>
-                : br == Branch::Compressed ? nsa_compressed_bwd_dkdv_tc_kernel<T, DK, DV>
-                                           : nsa_selected_bwd_dkdv_tc_kernel<T, DK, DV>;
-  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(branch_kernel(br, nsa_window_bwd_dkdv_tc_kernel<T, DK, DV>, nsa_compressed_bwd_dkdv_tc_kernel<T, DK, DV>,
+                              nsa_selected_bwd_dkdv_tc_kernel<T, DK, DV>),
+                grid, kTcThreads, smem, p);
   return true;
 }
 

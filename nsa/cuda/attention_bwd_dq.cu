@@ -15,6 +15,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
 
 namespace nsa::cuda {
@@ -137,12 +138,9 @@ void launch(Branch br, AttnParams& p) {
   choose_query_tiling(br, dq_smem_floats, p);
   const size_t smem = dq_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-  auto kernel = br == Branch::Window       ? nsa_window_bwd_dq_kernel<T>
-                : br == Branch::Compressed ? nsa_compressed_bwd_dq_kernel<T>
-                                           : nsa_selected_bwd_dq_kernel<T>;
-  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_kernel(
+      branch_kernel(br, nsa_window_bwd_dq_kernel<T>, nsa_compressed_bwd_dq_kernel<T>, nsa_selected_bwd_dq_kernel<T>),
+      grid, kThreads, smem, p);
 }
 
 }  // namespace

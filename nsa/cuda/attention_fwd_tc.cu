@@ -57,6 +57,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
@@ -412,35 +413,10 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_tc_kernel(AttnPar
 
 template <typename T, int DK, int DV>
 bool launch_tc(Branch br, AttnParams& p) {
-  using L = TcLayout<DK, DV>;
-  void (*kernel)(AttnParams);
-  size_t smem;
-  dim3 grid;
-  if (br == Branch::Selected) {
-    smem = L::selected_bytes(p.n_sel);
-    if (smem > kSmemBudget) return false;  // an enormous n: v1 handles it
-    p.q_tile = 1;
-    p.head_chunk = imin(p.h, kTcRowsSel);
-    p.rows = kTcRowsSel;
-    grid = dim3(p.S, p.B * p.G * ceil_div(p.h, p.head_chunk));
-    kernel = nsa_selected_fwd_tc_kernel<T, DK, DV>;
-  } else {
-    smem = L::kKvBytes;
-    if (p.h >= kTcRowsWin) {
-      p.q_tile = 1;
-      p.head_chunk = kTcRowsWin;
-    } else {
-      p.head_chunk = p.h;
-      p.q_tile = kTcRowsWin / p.h;
-    }
-    p.rows = p.q_tile * p.head_chunk;
-    grid = dim3(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-    kernel = br == Branch::Window ? nsa_window_fwd_tc_kernel<T, DK, DV> : nsa_compressed_fwd_tc_kernel<T, DK, DV>;
-  }
-  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return true;
+  return launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, kTcThreads, kTcRowsWin, kTcRowsSel,
+                                                   nsa_window_fwd_tc_kernel<T, DK, DV>,
+                                                   nsa_compressed_fwd_tc_kernel<T, DK, DV>,
+                                                   nsa_selected_fwd_tc_kernel<T, DK, DV>);
 }
 
 // The (dk, dv) pairs v2 instantiates.

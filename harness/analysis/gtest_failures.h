@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace harness::cli {
+namespace harness {
 
 // The names ("Suite.Test", "Prefix/Suite.Test/3") of the tests a GoogleTest run
 // reported as failed, in first-seen order, each once. The per-test result line
@@ -13,4 +13,4 @@ namespace harness::cli {
 // line ("[  FAILED  ] 2 tests, listed below:") is not a name.
 std::vector<std::string> failed_gtest_names(std::string_view output);
 
-}  // namespace harness::cli
+}  // namespace harness

@@ -1,4 +1,4 @@
-// `nsa-harness selftest --mutations`: tests the tests. For every mutation of the
+// `selftest --mutations`: tests the tests. For every mutation of the
 // NSA layer (nsa/mutations.h: bugs planted without the harness knowing them) it
 // runs (a) the model's unit tests, nsa_model_test, with NSA_MUTATION=<name>, and
 // (b) the default scenario with NSA_MUTATION=<name> in every cell's flags,
@@ -17,11 +17,12 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/run/mutation_selftest.h"
+
 #include "harness/analysis/analyze.h"
-#include "harness/cli/commands.h"
-#include "harness/cli/gtest_failures.h"
-#include "harness/cli/platform.h"
-#include "harness/cli/run_support.h"
+#include "harness/analysis/gtest_failures.h"
+#include "harness/run/platform.h"
+#include "harness/run/run_support.h"
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/scenario/diagnostic.h"
@@ -29,7 +30,7 @@
 #include "harness/supervisor/child_process.h"
 #include "nsa/mutations.h"
 
-namespace harness::cli {
+namespace harness::run {
 namespace {
 namespace fs = std::filesystem;
 
@@ -38,9 +39,7 @@ namespace fs = std::filesystem;
 // makes them run far longer is reported, not waited for.
 constexpr double kTestDeadlineS = 1800;
 
-#ifndef NSA_MUTATION_TEST_FILTER
-#define NSA_MUTATION_TEST_FILTER "*"
-#endif
+constexpr int kInvalidInput = 2;  // an unknown mutation name or a scenario that does not load
 
 struct TestsVerdict {
   bool ran = false, caught = false;
@@ -188,7 +187,7 @@ std::string markdown(const std::vector<Row>& rows, const ScenarioVerdict& clean,
 
 }  // namespace
 
-int cmd_selftest_mutations(const MutationSelftestOptions& o) {
+int selftest_mutations(const MutationSelftestOptions& o) {
   // Which mutations: all, or the --mutations=a,b subset (checked against the registry).
   std::vector<const nsa::MutationInfo*> chosen;
   if (o.names.empty() || o.names == "all") {
@@ -203,15 +202,15 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
         std::string known;
         for (auto& k : nsa::mutation_registry()) known += (known.empty() ? "" : ", ") + std::string(k.name);
         fmt::print(stderr, "selftest: unknown mutation '{}' (known: {})\n", name, known);
-        return kExitInvalidInput;
+        return kInvalidInput;
       }
       chosen.push_back(m);
     }
   }
 
-  const std::string path = default_scenario_path();
+  const std::string& path = o.scenario_path;
   auto loaded = load_scenario_to_run(path);
-  if (!loaded) return kExitInvalidInput;
+  if (!loaded) return kInvalidInput;
   Scenario& sc = *loaded;
   const std::string dir = o.out.empty() ? "runs/selftest-mutations-" + now_compact() : o.out;
   fs::create_directories(dir + "/tests");
@@ -222,7 +221,7 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
   // (a) The unit tests, `jobs` binaries side by side. Each worker thread spawns,
   // waits for and reaps its own children (child_process.h).
   const auto binary = find_model_test(o.self_exe);
-  const std::string filter = o.tests_filter.empty() ? NSA_MUTATION_TEST_FILTER : o.tests_filter;
+  const std::string filter = o.tests_filter.empty() ? o.default_tests_filter : o.tests_filter;
   if (!binary) {
     for (auto& r : rows)
       r.tests.how = "nsa_model_test not found beside this build (expected <build>/nsa/nsa_model_test; "
@@ -270,4 +269,4 @@ int cmd_selftest_mutations(const MutationSelftestOptions& o) {
   return all ? 0 : 1;
 }
 
-}  // namespace harness::cli
+}  // namespace harness::run

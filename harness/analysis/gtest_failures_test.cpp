@@ -1,8 +1,8 @@
-#include "harness/cli/gtest_failures.h"
+#include "harness/analysis/gtest_failures.h"
 
 #include <gtest/gtest.h>
 
-namespace harness::cli {
+namespace harness {
 namespace {
 
 TEST(GtestFailures, NamesEachFailedTestOnceInOrder) {
@@ -31,4 +31,4 @@ TEST(GtestFailures, APassingRunNamesNothing) {
 }
 
 }  // namespace
-}  // namespace harness::cli
+}  // namespace harness

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "harness/core/results.h"
+#include "harness/testing/results.h"
 
 namespace harness::testing {
 
@@ -27,12 +28,7 @@ inline RunResult prefill_hang_run() {
   r.decision = Decision::conditional_go;
   r.summary = "Ran 4 of 4 cells: 2 pass, 2 hang.\n\nDecision CONDITIONAL GO: batched prefill passes.";
 
-  Finding hang;
-  hang.code = "stall";
-  hang.severity = Severity::blocking;
-  hang.title = "no event for 30 s";
-  hang.step = 5;
-  hang.location = "phase forward/prefill token 37";
+  Finding hang = finding("stall", Severity::blocking, "no event for 30 s", 5, "phase forward/prefill token 37");
   hang.detail = "The child wrote no event for 30.0 s in sequential prefill; stacks were taken before the kill.";
   hang.evidence = {{"last_event_age_s", 30.5}, {"stack", "#0 nsa::prefill_sequential\n#1 nsa::Attention::forward"}};
 
@@ -107,11 +103,8 @@ inline RunResult fp16_nan_run() {
   r.platform = {{"gpu", "NVIDIA H100 80GB HBM3"}, {"date", "2026-11-23T08:00:00Z"}};
   r.decision = Decision::no_go;
 
-  CellResult fp32;
-  fp32.axes = {{"seq_len", "128"}, {"precision", "fp32"}};
-  fp32.id = "seq_len=128,precision=fp32";
-  fp32.outcome = Outcome::pass;
-  fp32.steps_completed = fp32.steps_planned = 8;
+  // make_cell: the id from the axes, 8 steps planned (all completed by a pass).
+  CellResult fp32 = make_cell({{"seq_len", "128"}, {"precision", "fp32"}}, Outcome::pass);
   fp32.metrics.last_loss = 2.5;
   fp32.metrics.tok_s = 300.0;
   fp32.metrics.step_ms_median = 10.0;
@@ -119,42 +112,21 @@ inline RunResult fp16_nan_run() {
   fp32.expect = nlohmann::json{{"outcome", "pass"}};
   fp32.expect_met = true;
 
-  CellResult fp16;
-  fp16.axes = {{"seq_len", "512"}, {"precision", "fp16"}};
-  fp16.id = "seq_len=512,precision=fp16";
-  fp16.outcome = Outcome::fail;
+  CellResult fp16 = make_cell({{"seq_len", "512"}, {"precision", "fp16"}}, Outcome::fail);
   fp16.reason = "non_finite";
   fp16.steps_completed = 2;
-  fp16.steps_planned = 8;
   fp16.metrics.last_loss = std::nan("");
-  Finding nf;
-  nf.code = "non_finite";
-  nf.severity = Severity::blocking;
-  nf.title = "non-finite loss at step 2";
-  nf.step = 2;
-  nf.location = "layer 1 / slc / softmax";
+  Finding nf = finding("non_finite", Severity::blocking, "non-finite loss at step 2", 2, "layer 1 / slc / softmax");
   nf.evidence = {{"first_non_finite", {{"step", 2}, {"layer", 1}, {"branch", "slc"}, {"op", "softmax"}, {"value", "nan"}}},
                  {"rerun_fp32", "finite"}};
-  Finding eps;
-  eps.code = "adamw_eps_underflow";
-  eps.severity = Severity::warning;
-  eps.title = "AdamW eps 1e-8 rounds to 0 in fp16";
-  eps.location = "optimizer";
-  fp16.findings = {nf, eps};
+  fp16.findings = {nf, finding("adamw_eps_underflow", Severity::warning, "AdamW eps 1e-8 rounds to 0 in fp16",
+                               std::nullopt, "optimizer")};
   fp16.expect = nlohmann::json{{"outcome", "fail"}, {"reason", "non_finite"}};
   fp16.expect_met = true;
 
-  CellResult bf16;
-  bf16.axes = {{"seq_len", "512"}, {"precision", "bf16"}};
-  bf16.id = "seq_len=512,precision=bf16";
-  bf16.outcome = Outcome::skip;
+  CellResult bf16 = make_cell({{"seq_len", "512"}, {"precision", "bf16"}}, Outcome::skip);
   bf16.reason = "no_cuda";
-  bf16.steps_planned = 8;
-  Finding skip;
-  skip.code = "no_cuda";
-  skip.severity = Severity::info;
-  skip.title = "no CUDA device";
-  bf16.findings = {skip};
+  bf16.findings = {finding("no_cuda", Severity::info, "no CUDA device")};
 
   r.cells = {fp32, fp16, bf16};
   r.gates = {{"min_tok_s", fp32.id, "≥ 250 tok/s", "300.0 tok/s", true},

@@ -1,4 +1,4 @@
-#include "harness/cli/minimize.h"
+#include "harness/run/minimize.h"
 
 #include <fmt/core.h>
 
@@ -11,7 +11,7 @@
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/runner.h"
 
-namespace harness::cli {
+namespace harness::run {
 namespace {
 
 // Budget: a minimisation must end in bounded time even when every probe hangs.
@@ -100,4 +100,4 @@ MinimizeResult minimize_cell(const CellSpec& start, const CellResult& original, 
   return m;
 }
 
-}  // namespace harness::cli
+}  // namespace harness::run

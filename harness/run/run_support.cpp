@@ -1,17 +1,17 @@
-#include "harness/cli/run_support.h"
+#include "harness/run/run_support.h"
 
 #include <ATen/ATen.h>
 
 #include <iostream>
 
-#include "harness/cli/platform.h"
+#include "harness/run/platform.h"
 #include "harness/scenario/diagnostic.h"
 #include "harness/scenario/environment.h"
 #ifdef NSA_WITH_CUPTI
 #include "harness/trace/cupti_tracer.h"
 #endif
 
-namespace harness::cli {
+namespace harness::run {
 
 std::optional<Scenario> load_scenario_to_run(const std::string& path, const LoadOptions& options) {
   try {
@@ -30,9 +30,9 @@ bool cuda_available() {
   return have;
 }
 
-run::ExecuteOptions execute_options(const std::string& dir, int jobs, const std::string& self_exe,
+ExecuteOptions execute_options(const std::string& dir, int jobs, const std::string& self_exe,
                                     const std::string& scenario_path) {
-  run::ExecuteOptions o;
+  ExecuteOptions o;
   o.run_dir = dir;
   o.jobs = jobs;
   o.have_cuda = cuda_available();
@@ -47,12 +47,12 @@ run::ExecuteOptions execute_options(const std::string& dir, int jobs, const std:
   return o;
 }
 
-RunResult execute_here(const Scenario& sc, const std::vector<CellSpec>& cells, const run::ExecuteOptions& o) {
+RunResult execute_here(const Scenario& sc, const std::vector<CellSpec>& cells, const ExecuteOptions& o) {
   const std::string started = now_iso8601();
-  RunResult run = run::execute_cells(sc, cells, o);
+  RunResult run = execute_cells(sc, cells, o);
   run.started_at = started;
   run.platform = detect_platform();
   return run;
 }
 
-}  // namespace harness::cli
+}  // namespace harness::run

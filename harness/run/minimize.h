@@ -6,7 +6,7 @@
 #include "harness/core/cell_spec.h"
 #include "harness/core/results.h"
 
-namespace harness::cli {
+namespace harness::run {
 
 struct MinimizeResult {
   CellSpec cell;
@@ -24,4 +24,4 @@ std::string failure_signature(const CellResult& r);
 MinimizeResult minimize_cell(const CellSpec& start, const CellResult& original, const std::string& self_exe,
                              const std::string& work_dir);
 
-}  // namespace harness::cli
+}  // namespace harness::run

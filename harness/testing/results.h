@@ -36,13 +36,19 @@ inline CellResult make_cell(AxisValues axes, Outcome outcome, std::optional<std:
   return c;
 }
 
-inline Finding warning(std::string code, std::string title, std::optional<int> step = std::nullopt) {
+inline Finding finding(std::string code, Severity severity, std::string title, std::optional<int> step = std::nullopt,
+                       std::string location = "") {
   Finding f;
   f.code = std::move(code);
-  f.severity = Severity::warning;
+  f.severity = severity;
   f.title = std::move(title);
   f.step = step;
+  f.location = std::move(location);
   return f;
+}
+
+inline Finding warning(std::string code, std::string title, std::optional<int> step = std::nullopt) {
+  return finding(std::move(code), Severity::warning, std::move(title), step);
 }
 
 // Gate limits written as in results.json ({"min_tok_s": 300}); a key left out is

@@ -1,4 +1,4 @@
-#include "harness/cli/platform.h"
+#include "harness/run/platform.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,7 +14,7 @@
 #define NSA_SOURCE_DIR "."
 #endif
 
-namespace harness::cli {
+namespace harness::run {
 namespace {
 // First line of a shell command's output, bounded by `timeout` so a wedged tool cannot hang the harness.
 std::string first_line(const std::string& cmd) {
@@ -75,4 +75,4 @@ nlohmann::json detect_platform() {
   return p;
 }
 
-}  // namespace harness::cli
+}  // namespace harness::run

@@ -1,9 +1,9 @@
-#include "harness/cli/gtest_failures.h"
+#include "harness/analysis/gtest_failures.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace harness::cli {
+namespace harness {
 
 std::vector<std::string> failed_gtest_names(std::string_view output) {
   constexpr std::string_view kTag = "[  FAILED  ] ";
@@ -26,4 +26,4 @@ std::vector<std::string> failed_gtest_names(std::string_view output) {
   return names;
 }
 
-}  // namespace harness::cli
+}  // namespace harness
