@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "harness/analysis/test_support.h"
+#include "harness/testing/results.h"
 
 namespace harness {
 namespace {

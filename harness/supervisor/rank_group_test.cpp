@@ -13,7 +13,7 @@
 
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/rank_port.h"
-#include "harness/supervisor/supervisor_test_util.h"
+#include "harness/testing/child_helpers.h"
 
 namespace harness::supervisor {
 namespace {
