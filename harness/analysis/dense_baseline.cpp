@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "harness/analysis/axis_pairs.h"
 #include "harness/analysis/stats.h"
 
 namespace harness {
@@ -11,18 +12,9 @@ namespace {
 
 constexpr const char* kAxis = "attention";
 
-std::optional<std::string> attention_value(const CellResult& c) {
-  for (const auto& [k, v] : c.axes)
-    if (k == kAxis) return v;
-  return std::nullopt;
-}
+std::optional<std::string> attention_value(const CellResult& c) { return axis_value(c, kAxis); }
 
-AxisValues without_attention(const AxisValues& axes) {
-  AxisValues out;
-  for (const auto& kv : axes)
-    if (kv.first != kAxis) out.push_back(kv);
-  return out;
-}
+AxisValues without_attention(const AxisValues& axes) { return without_axis(axes, kAxis); }
 
 bool measured_pass(const CellResult& c) {
   return c.outcome == Outcome::pass && c.metrics.tok_s.has_value() && *c.metrics.tok_s > 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "harness/analysis/axis_pairs.h"
 #include "harness/analysis/stats.h"
 
 namespace harness {
@@ -10,18 +11,9 @@ namespace {
 
 constexpr const char* kAxis = "probes";
 
-std::optional<std::string> probes_value(const CellResult& c) {
-  for (const auto& [k, v] : c.axes)
-    if (k == kAxis) return v;
-  return std::nullopt;
-}
+std::optional<std::string> probes_value(const CellResult& c) { return axis_value(c, kAxis); }
 
-AxisValues without_probes(const AxisValues& axes) {
-  AxisValues out;
-  for (const auto& kv : axes)
-    if (kv.first != kAxis) out.push_back(kv);
-  return out;
-}
+AxisValues without_probes(const AxisValues& axes) { return without_axis(axes, kAxis); }
 
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
 

@@ -1,0 +1,27 @@
+#pragma once
+// Cells that differ in one axis only: the pairs the observation-cost table
+// (probes all / none) and the dense comparison (attention nsa / dense) read.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "harness/core/results.h"
+
+namespace harness {
+
+// The value the cell took on `axis`, if the matrix had that axis.
+inline std::optional<std::string> axis_value(const CellResult& c, std::string_view axis) {
+  for (const auto& [k, v] : c.axes)
+    if (k == axis) return v;
+  return std::nullopt;
+}
+
+// The cell's axes without `axis`: equal for two cells that differ only there.
+inline AxisValues without_axis(const AxisValues& axes, std::string_view axis) {
+  AxisValues out;
+  for (const auto& kv : axes)
+    if (kv.first != axis) out.push_back(kv);
+  return out;
+}
+
+}  // namespace harness
