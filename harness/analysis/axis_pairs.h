@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/core/results.h"
 
@@ -22,6 +23,16 @@ inline AxisValues without_axis(const AxisValues& axes, std::string_view axis) {
   for (const auto& kv : axes)
     if (kv.first != axis) out.push_back(kv);
   return out;
+}
+
+// The cell that differs from `c` only in taking `value` on `axis`; null when
+// the matrix has none.
+inline const CellResult* partner_on(const std::vector<CellResult>& cells, const CellResult& c, std::string_view axis,
+                                    std::string_view value) {
+  const AxisValues rest = without_axis(c.axes, axis);
+  for (const auto& other : cells)
+    if (axis_value(other, axis) == value && without_axis(other.axes, axis) == rest) return &other;
+  return nullptr;
 }
 
 }  // namespace harness

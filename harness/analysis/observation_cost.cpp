@@ -13,15 +13,7 @@ constexpr const char* kAxis = "probes";
 
 std::optional<std::string> probes_value(const CellResult& c) { return axis_value(c, kAxis); }
 
-AxisValues without_probes(const AxisValues& axes) { return without_axis(axes, kAxis); }
-
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
-
-// Robust σ of step times over their median; 0 when too few to say.
-double relative_noise(const std::vector<double>& step_ms) {
-  const double mid = median(step_ms);
-  return step_ms.size() >= 3 && mid > 0 ? mad_spread(step_ms) / mid : 0.0;
-}
 
 }  // namespace
 
@@ -50,7 +42,7 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   oc.bare_ms = median(off_total);
   if (oc.bare_ms <= 0) return std::nullopt;
   oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
-  oc.bare_noise = relative_noise(off_step);
+  oc.bare_noise = relative_spread(off_step);
   return oc;
 }
 
@@ -65,11 +57,8 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     // Every observed variant (all probes, or a subset such as "cupti") against the bare cell.
     const auto observed_probes = probes_value(observed);
     if (!observed_probes || *observed_probes == "none" || !timed_pass(observed)) continue;
-    const AxisValues rest = without_probes(observed.axes);
-    auto bare = std::find_if(cells.begin(), cells.end(), [&](const CellResult& c) {
-      return probes_value(c) == "none" && without_probes(c.axes) == rest;
-    });
-    if (bare == cells.end() || !timed_pass(*bare)) continue;
+    const CellResult* bare = partner_on(cells, observed, kAxis, "none");
+    if (!bare || !timed_pass(*bare)) continue;
     ObservationCost oc;
     oc.cell_id = observed.id;
     oc.observed_cell = observed.id;
@@ -81,9 +70,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.bare_ms = *bare->metrics.step_ms_median + bare->metrics.probe_ms_median.value_or(0.0);
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
-    std::vector<double> timed_steps;  // the first step is warm-up, as in step_ms_median
-    for (size_t i = 1; i < bare->steps.size(); ++i) timed_steps.push_back(bare->steps[i].step_ms);
-    oc.bare_noise = relative_noise(timed_steps);
+    oc.bare_noise = relative_spread(warm_step_ms(*bare));
     out.push_back(oc);
   }
   return out;

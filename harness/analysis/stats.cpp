@@ -22,4 +22,15 @@ double mad_spread(const std::vector<double>& v) {
   return 1.4826 * median(std::move(dev));
 }
 
+double relative_spread(const std::vector<double>& v) {
+  const double mid = v.size() >= 3 ? median(v) : 0.0;
+  return mid > 0 ? mad_spread(v) / mid : 0.0;
+}
+
+std::vector<double> warm_step_ms(const CellResult& c) {
+  std::vector<double> ms;
+  for (size_t i = 1; i < c.steps.size(); ++i) ms.push_back(c.steps[i].step_ms);
+  return ms;
+}
+
 }  // namespace harness

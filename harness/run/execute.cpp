@@ -50,7 +50,7 @@ CellResult skipped(const CellSpec& c, std::string_view code, const std::string& 
 #endif
 std::optional<std::string> missing_backend(const CellSpec& c, bool have_cuda) {
   if (c.train.world_size <= 1) return std::nullopt;
-  const bool on_gpu = c.device == "cuda" || (c.device == "auto" && have_cuda);
+  const bool on_gpu = needs_gpu(c, have_cuda);
   if (on_gpu ? NSA_HARNESS_HAVE_NCCL : NSA_HARNESS_HAVE_GLOO) return std::nullopt;
   return std::string("world_size ") + std::to_string(c.train.world_size) + " needs the " +
          (on_gpu ? "NCCL" : "Gloo") + " process group, which this build does not have";

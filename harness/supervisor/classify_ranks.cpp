@@ -13,10 +13,6 @@ namespace harness::supervisor {
 namespace {
 namespace fs = std::filesystem;
 
-std::string rank_dir(const std::string& cell_dir, int r) {
-  return (fs::path(cell_dir) / (kRankDirPrefix + std::to_string(r))).string();
-}
-
 // The rank whose own result decides the cell: the worst outcome among the
 // ranks that ended on their own (a rank stopped with the group only shows
 // that another failed); on a tie the lowest rank.
@@ -42,8 +38,6 @@ CellResult classify_ranks(const CellSpec& spec, const SupervisedRun& group) {
   std::vector<CellResult> results;
   for (auto& run : group.ranks) results.push_back(classify(spec, run));
   const size_t decider = deciding_rank(results, group.ranks);
-  // The cell directory is the ranks' parent (each rank's run has its own dir).
-  const std::string cell_dir = fs::path(group.ranks.front().cell_dir).parent_path().string();
 
   CellResult out = results[decider];
   tag_rank(out.findings, decider);
@@ -69,7 +63,7 @@ CellResult classify_ranks(const CellSpec& spec, const SupervisedRun& group) {
   std::vector<analysis::dist::RankStream> streams;
   for (size_t r = 0; r < group.ranks.size(); ++r)
     streams.push_back(analysis::dist::read_rank_stream_file(
-        static_cast<int>(r), (fs::path(rank_dir(cell_dir, static_cast<int>(r))) / protocol::kEventsFile).string()));
+        static_cast<int>(r), (fs::path(group.ranks[r].cell_dir) / protocol::kEventsFile).string()));
   auto diag = analysis::dist::diagnose_ranks(streams);
   diag.facts.backend = streams.front().device.rfind("cuda", 0) == 0 ? "nccl" : "gloo";
   for (size_t r = 0; r < results.size() && r < diag.facts.ranks.size(); ++r) {

@@ -83,9 +83,9 @@ std::vector<Straggler> find_stragglers(const std::vector<RankStream>& ranks) {
     std::vector<double> medians, pooled;
     for (auto& [other, theirs] : work) {
       if (other == rank) continue;
-      medians.push_back(median(theirs));
-      // Each other rank's noise around its own median, pooled.
+      // Each other rank's median, and its noise around that median, pooled.
       const double m = median(theirs);
+      medians.push_back(m);
       for (double x : theirs) pooled.push_back(x - m);
     }
     const double ref = median(medians);
