@@ -49,27 +49,9 @@ __device__ void attn_bwd_dkdv_body(const AttnParams& p) {
   const T* v = static_cast<const T*>(p.v);
   const T* dout = static_cast<const T*>(p.dout);
   const int tid = threadIdx.x;
-  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
-
   // This CTA's keys [k0, k1) and its query list.
-  int k0, k1, q_lo = 0, n_q = 0;
-  const int* q_list = nullptr;  // Selected: rev_query + offset; else queries q_lo + i
-  if (BR == Branch::Selected) {
-    const int tiles_per_block = ceil_div(p.sel_block, BK);
-    const int j = blockIdx.x / tiles_per_block, sub = blockIdx.x % tiles_per_block;
-    k0 = j * p.sel_block + sub * BK;
-    k1 = imin(imin(k0 + BK, (j + 1) * p.sel_block), p.Sk);
-    const int64_t key = (int64_t(b) * p.G + g) * p.n_blocks + j;
-    const int64_t off = p.rev_offset[key];
-    q_list = p.rev_query + off;
-    n_q = int(p.rev_offset[key + 1] - off);
-  } else {
-    k0 = blockIdx.x * BK;
-    k1 = imin(k0 + BK, p.Sk);
-    int q_hi;
-    contiguous_query_range(BR, k0, k1, p.S, p.window, p.cmp_block, p.cmp_stride, &q_lo, &q_hi);
-    n_q = q_hi - q_lo;
-  }
+  const KeyCta cta = KeyCta::make<BR>(p, BK);
+  const int b = cta.b, g = cta.g, k0 = cta.k0, k1 = cta.k1, n_q = cta.n_q;
   if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
 
   for (int i = tid; i < BK * DK; i += blockDim.x) {
@@ -90,7 +72,7 @@ __device__ void attn_bwd_dkdv_body(const AttnParams& p) {
     for (int r = tid; r < R; r += blockDim.x) {
       const int64_t ri = base + r;
       int t = -1;
-      if (ri < n_rows) t = (BR == Branch::Selected) ? q_list[ri / p.h] : q_lo + int(ri / p.h);
+      if (ri < n_rows) t = cta.query(int(ri / p.h));
       row_t[r] = t;
       const int64_t li = (int64_t(b) * p.S + imax(t, 0)) * p.H + g * p.h + int(ri % p.h);
       row_lse[r] = t >= 0 ? p.lse[li] : INFINITY;
@@ -151,18 +133,7 @@ __device__ void attn_bwd_dkdv_body(const AttnParams& p) {
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_window_bwd_dkdv_kernel(AttnParams p) {
-  attn_bwd_dkdv_body<T, Branch::Window>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_compressed_bwd_dkdv_kernel(AttnParams p) {
-  attn_bwd_dkdv_body<T, Branch::Compressed>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_selected_bwd_dkdv_kernel(AttnParams p) {
-  attn_bwd_dkdv_body<T, Branch::Selected>(p);
-}
+NSA_V1_BRANCH_KERNELS(bwd_dkdv, attn_bwd_dkdv_body)
 
 template <typename T>
 void launch(Branch br, AttnParams& p) {
@@ -171,8 +142,7 @@ void launch(Branch br, AttnParams& p) {
   const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, p.key_tile)
                                              : ceil_div(p.Sk, p.key_tile);
   const dim3 grid(n_tiles, p.B * p.G);
-  launch_kernel(branch_kernel(br, nsa_window_bwd_dkdv_kernel<T>, nsa_compressed_bwd_dkdv_kernel<T>,
-                              nsa_selected_bwd_dkdv_kernel<T>),
+  launch_kernel(bwd_dkdv_kernels<T>().pick(br),
                 grid, kThreads, smem, p);
 }
 

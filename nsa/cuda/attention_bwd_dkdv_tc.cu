@@ -122,29 +122,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const T* dout = static_cast<const T*>(p.dout);
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
-
-  // This CTA's keys [k0, k1), its rows and its slices (16 keys each).
-  int k0, k1, q_lo = 0, n_q, n_slices = kTcWarps;
-  const int* q_list = nullptr;
+  // This CTA's keys [k0, k1), its queries, and its 16-key slices: 1, 2 or 4
+  // for a selected block (3 -> 4: the warps must split evenly).
+  const KeyCta cta = KeyCta::make<BR>(p, kKeys);
+  const int b = cta.b, g = cta.g, k0 = cta.k0, k1 = cta.k1, n_q = cta.n_q;
+  int n_slices = kTcWarps;
   if (BR == Branch::Selected) {
-    const int tiles_per_block = ceil_div(p.sel_block, kKeys);
-    const int j = blockIdx.x / tiles_per_block, sub = blockIdx.x % tiles_per_block;
-    k0 = j * p.sel_block + sub * kKeys;
-    k1 = imin(imin(k0 + kKeys, (j + 1) * p.sel_block), p.Sk);
-    // 16-key slices the block needs: 1, 2 or 4 (3 -> 4: the warps must split evenly).
     n_slices = imin(kTcWarps, ceil_div(p.sel_block, 16));
     if (n_slices == 3) n_slices = 4;
-    const int64_t key = (int64_t(b) * p.G + g) * p.n_blocks + j;
-    const int64_t off = p.rev_offset[key];
-    q_list = p.rev_query + off;
-    n_q = int(p.rev_offset[key + 1] - off);
-  } else {
-    k0 = blockIdx.x * kKeys;
-    k1 = imin(k0 + kKeys, p.Sk);
-    int q_hi;
-    contiguous_query_range(BR, k0, k1, p.S, p.window, p.cmp_block, p.cmp_stride, &q_lo, &q_hi);
-    n_q = q_hi - q_lo;
   }
   if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
   const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
@@ -155,7 +140,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
     const bool valid = ri < n_rows;
-    const int t = valid ? (BR == Branch::Selected ? q_list[ri / p.h] : q_lo + ri / p.h) : -1;
+    const int t = valid ? cta.query(ri / p.h) : -1;
     const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
     T* qdst = Qs + (stage * RT + r) * L::kLdK;
     T* odst = dOs + (stage * RT + r) * L::kLdV;
@@ -271,68 +256,29 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   }
 }
 
-// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_window_bwd_dkdv_tc_kernel(AttnParams p) {
-  tc_dkdv_body<T, DK, DV, Branch::Window>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_compressed_bwd_dkdv_tc_kernel(AttnParams p) {
-  tc_dkdv_body<T, DK, DV, Branch::Compressed>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_selected_bwd_dkdv_tc_kernel(AttnParams p) {
-  tc_dkdv_body<T, DK, DV, Branch::Selected>(p);
-}
+NSA_TC_BRANCH_KERNELS(bwd_dkdv, (tc_dkdv_body<T, DK, DV, Branch::Window>),
+                      (tc_dkdv_body<T, DK, DV, Branch::Compressed>), (tc_dkdv_body<T, DK, DV, Branch::Selected>))
 
-template <typename T, int DK, int DV>
-bool launch_tc(Branch br, AttnParams& p) {
-  const size_t smem = DkdvLayout<DK, DV>::kBytes;
-  const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
-  const dim3 grid(n_tiles, p.B * p.G);
-  launch_kernel(branch_kernel(br, nsa_window_bwd_dkdv_tc_kernel<T, DK, DV>, nsa_compressed_bwd_dkdv_tc_kernel<T, DK, DV>,
-                              nsa_selected_bwd_dkdv_tc_kernel<T, DK, DV>),
-                grid, kTcThreads, smem, p);
-  return true;
-}
-
-// The (dk, dv) pairs v2 instantiates (as the forward and dq).
-#define NSA_TC_DKDV_DIMS(X) \
-  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
-
-template <typename T>
-bool launch_tc_dims(Branch br, AttnParams& p) {
-  switch (p.dk * 1000 + p.dv) {
-#define NSA_TC_CASE(DK, DV) \
-  case DK * 1000 + DV: return launch_tc<T, DK, DV>(br, p);
-    NSA_TC_DKDV_DIMS(NSA_TC_CASE)
-#undef NSA_TC_CASE
-    default: return false;
+// Key-tiled: one CTA per 64 keys (of a selected block, for Selected) and (b, g).
+struct LaunchDkdv {
+  template <typename T, int DK, int DV>
+  static bool run(Branch br, AttnParams& p) {
+    const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
+    launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), dim3(n_tiles, p.B * p.G), kTcThreads,
+                  DkdvLayout<DK, DV>::kBytes, p);
+    return true;
   }
-}
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+};
 
 std::atomic<int> g_last_dkdv_version{0};
-
-bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
-  if (force_v1_kernels()) return false;
-  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout) || !aligned16(p.dk_out) ||
-      !aligned16(p.dv_out))
-    return false;
-  if (dtype == at::kBFloat16) return launch_tc_dims<c10::BFloat16>(br, p);
-  if (dtype == at::kHalf) return launch_tc_dims<c10::Half>(br, p);
-  return false;  // fp32: v1
-}
 
 }  // namespace
 
 int last_dkdv_kernel_version() { return g_last_dkdv_version.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
-  const bool launched = try_launch(br, dtype, p);
-  g_last_dkdv_version.store(launched ? 2 : 1);  // false: the caller runs v1
-  return launched;
+  return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},
+                                          g_last_dkdv_version);
 }
 
 }  // namespace nsa::cuda

@@ -17,6 +17,7 @@
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/simt_tiles.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -42,17 +43,13 @@ __device__ void attn_bwd_dq_body(const AttnParams& p) {
   const T* v = static_cast<const T*>(p.v);
   const T* dout = static_cast<const T*>(p.dout);
   const int tid = threadIdx.x;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
-  const int t0 = blockIdx.x * p.q_tile;
-  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
+  const QueryCta cta(p);
+  const int b = cta.b, g = cta.g, t0 = cta.t0, t_last = cta.t_last;
 
   for (int r = tid; r < R; r += blockDim.x) {
-    const int t = t0 + r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
-    const bool valid = t < p.S && head < p.h;
-    row_t[r] = valid ? t : -1;
-    row_hq[r] = g * p.h + imin(head, p.h - 1);
+    const int t = cta.row(p, r, &row_hq[r]);
+    const bool valid = t >= 0;
+    row_t[r] = t;
     const int64_t ri = valid ? (int64_t(b) * p.S + t) * p.H + row_hq[r] : 0;
     row_lse[r] = valid ? p.lse[ri] : INFINITY;
     row_delta[r] = valid ? p.delta[ri] : 0.f;
@@ -69,25 +66,12 @@ __device__ void attn_bwd_dq_body(const AttnParams& p) {
   }
   __syncthreads();
 
-  const int n_seg = (BR == Branch::Selected) ? p.n_sel : 1;
-  for (int seg = 0; seg < n_seg; ++seg) {
+  for (int seg = 0; seg < simt::n_segments<BR>(p); ++seg) {
     int lo, hi;
-    if (BR == Branch::Selected) {
-      const int j = p.block_idx[(int64_t(b) * p.S + t0) * p.G * p.n_sel + g * p.n_sel + seg];
-      selected_key_range(j, t0, p.Sk, p.sel_block, &lo, &hi);
-    } else {
-      contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-    }
+    simt::segment_range<BR>(p, b, g, t0, t_last, seg, &lo, &hi);
     for (int kt = lo; kt < hi; kt += BC) {
       // 1. Load the K/V tile.
-      for (int i = tid; i < BC * DK; i += blockDim.x) {
-        const int c = i / DK, d = i % DK, key = kt + c;
-        Ks[c * ldk + d] = key < hi ? to_f(k[row_offset(b, key, g, p.Sk, p.G, DK) + d]) : 0.f;
-      }
-      for (int i = tid; i < BC * DV; i += blockDim.x) {
-        const int c = i / DV, e = i % DV, key = kt + c;
-        Vs[c * ldv + e] = key < hi ? to_f(v[row_offset(b, key, g, p.Sk, p.G, DV) + e]) : 0.f;
-      }
+      simt::load_kv_tile(Ks, ldk, Vs, ldv, k, v, b, g, p.Sk, p.G, DK, DV, kt, hi, BC);
       __syncthreads();
       // 2. dS = P * (dO.v - delta), P = exp(q.k*scale - lse); 0 where invisible.
       for (int i = tid; i < R * BC; i += blockDim.x) {
@@ -120,26 +104,14 @@ __device__ void attn_bwd_dq_body(const AttnParams& p) {
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_window_bwd_dq_kernel(AttnParams p) {
-  attn_bwd_dq_body<T, Branch::Window>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_compressed_bwd_dq_kernel(AttnParams p) {
-  attn_bwd_dq_body<T, Branch::Compressed>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_selected_bwd_dq_kernel(AttnParams p) {
-  attn_bwd_dq_body<T, Branch::Selected>(p);
-}
+NSA_V1_BRANCH_KERNELS(bwd_dq, attn_bwd_dq_body)
 
 template <typename T>
 void launch(Branch br, AttnParams& p) {
   choose_query_tiling(br, dq_smem_floats, p);
   const size_t smem = dq_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-  launch_kernel(
-      branch_kernel(br, nsa_window_bwd_dq_kernel<T>, nsa_compressed_bwd_dq_kernel<T>, nsa_selected_bwd_dq_kernel<T>),
+  launch_kernel(bwd_dq_kernels<T>().pick(br),
       grid, kThreads, smem, p);
 }
 

@@ -37,6 +37,7 @@
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/query_tiles.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -54,16 +55,11 @@ constexpr int step_keys() {
   return DK >= 192 ? 16 : 32;
 }
 
+// Selected's sum of the 4 warps' partial dq [4][16][DK + 8] floats, aliasing
+// the K/V stages once the key loop is over.
 template <int DK, int DV>
-struct DqLayout {
-  static constexpr int kLdK = tc::KvStages<DK, DV>::kLdK, kLdV = tc::KvStages<DK, DV>::kLdV;
-  static constexpr size_t kKvBytes = tc::KvStages<DK, DV>::kBytes;
-  // Selected's sum of the 4 warps' partial dq [4][16][DK + 8] floats, aliasing
-  // the K/V stages once the key loop is over.
+struct DqLayout : tc::QueryTiledLayout<DK, DV, size_t(kTcWarps) * kTcRowsSel * (DK + 8) * sizeof(float)> {
   static constexpr int kLdQ = DK + 8;
-  static constexpr size_t kMergeBytes = size_t(kTcWarps) * kTcRowsSel * kLdQ * sizeof(float);
-  static constexpr size_t kSelSegOffset = kKvBytes > kMergeBytes ? kKvBytes : kMergeBytes;
-  static size_t selected_bytes(int n_sel) { return kSelSegOffset + size_t(2 * n_sel + 1) * sizeof(int); }
 };
 
 // One warp's 16 rows: Q and dO as A fragments, the dq accumulators, and the
@@ -120,84 +116,40 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
   T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
-  const int t0 = blockIdx.x * p.q_tile;
-  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
-
-  const auto row_query = [&](int r, int* hq) {
-    const int qi = r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
-    *hq = g * p.h + imin(head, p.h - 1);
-    return (qi < p.q_tile && t0 + qi < p.S && head < p.h) ? t0 + qi : -1;  // -1: padding row
-  };
-  int hq0, hq1;
-  const int tr0 = row_query(warp * 16 + gid, &hq0), tr1 = row_query(warp * 16 + gid + 8, &hq1);
-  int tmin = INT_MAX, tmax = -1;
-  for (int r = warp * 16; r < warp * 16 + 16; ++r) {
-    int hq;
-    const int t = row_query(r, &hq);
-    if (t >= 0) tmin = imin(tmin, t), tmax = imax(tmax, t);
-  }
-  const bool warp_active = tmax >= 0;
+  const tc::TcThread cta(p);
+  const int b = cta.b, g = cta.g, lane = cta.lane, tig = cta.tig;
+  const tc::WarpQueryRows rows(p, cta);
+  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
 
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, imax(tr0, 0), hq0, tr0 >= 0, imax(tr1, 0), hq1, tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
 
   int lo, hi;
-  contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-  const int n_tiles = ceil_div(hi - lo, kTcKeys);
-  const auto issue_tile = [&](int i) {
-    const int stage = i & 1, r = tid / 2, key = lo + i * kTcKeys + r;
-    const bool valid = key < hi;
-    const int src = valid ? key : lo;  // any real row: nothing is read when !valid
-    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
-    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
-    tc::copy_row_async<DK>(kdst, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
-    tc::copy_row_async<DV>(vdst, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
-    tc::cp_async_commit();
+  contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
+  const auto issue = [&](int i) {
+    tc::issue_contiguous_tile<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, i, lo, hi, b, g, cta.tid);
   };
-
-  if (n_tiles > 0) issue_tile(0);
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
-      issue_tile(i + 1);
-      tc::cp_async_wait<1>();
-    } else {
-      tc::cp_async_wait<0>();
-    }
-    __syncthreads();
+  const auto compute = [&](int i) {
     const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
-    bool none, all;  // the warp sees none / all of the tile (warp-uniform)
-    if (BR == Branch::Window) {
-      none = kt > tmax || kend - 1 <= tmin - p.window;
-      all = kend == kt + kTcKeys && kend - 1 <= tmin && kt > tmax - p.window;
-    } else {
-      none = kt >= n_cmp_visible(tmax, p.cmp_block, p.cmp_stride);
-      all = kend == kt + kTcKeys && kend <= n_cmp_visible(tmin, p.cmp_block, p.cmp_stride);
-    }
-    if (warp_active && !none) {
-      const T* ks = Ks + (i & 1) * kTcKeys * L::kLdK;
-      const T* vs = Vs + (i & 1) * kTcKeys * L::kLdV;
-      constexpr int kStep = step_keys<DK>();
+    bool none, all;
+    tc::tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
+    if (!rows.warp_active() || none) return;
+    const T* ks = Ks + (i & 1) * kTcKeys * L::kLdK;
+    const T* vs = Vs + (i & 1) * kTcKeys * L::kLdV;
+    constexpr int kStep = step_keys<DK>();
 #pragma unroll
-      for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
-        if (kt + kr0 >= kend) break;  // the rest of the tile is past the range
-        const int k0 = kt + kr0 + 2 * tig, window = p.window, cmp_block = p.cmp_block, cmp_stride = p.cmp_stride;
-        const auto visible = [=](int n, int j) {
-          const int key = k0 + n * 8 + (j & 1), t = j < 2 ? tr0 : tr1;
-          return all || (t >= 0 && key < hi && key_visible(BR, t, key, window, cmp_block, cmp_stride));
-        };
-        dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
-      }
+    for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
+      if (kt + kr0 >= kend) break;  // the rest of the tile is past the range
+      const int k0 = kt + kr0 + 2 * tig, window = p.window, cmp_block = p.cmp_block, cmp_stride = p.cmp_stride;
+      const auto visible = [=](int n, int j) {
+        const int key = k0 + n * 8 + (j & 1), t = j < 2 ? tr0 : tr1;
+        return all || (t >= 0 && key < hi && key_visible(BR, t, key, window, cmp_block, cmp_stride));
+      };
+      dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
     }
-    __syncthreads();
-  }
+  };
+  tc::kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
 
   T* dq = static_cast<T*>(p.dq_out);
 #pragma unroll
@@ -220,72 +172,29 @@ __device__ __forceinline__ void tc_dq_selected_body(const AttnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);
   T* Vs = Ks + 2 * kTcKeys * L::kLdK;
-  int* seg_start = reinterpret_cast<int*>(smem_raw + L::kSelSegOffset);  // [n + 1] virtual offsets
-  int* seg_lo = seg_start + p.n_sel + 1;                                  // [n] first key of segment
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
+  const tc::TcThread cta(p);
+  const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
+  const int b = cta.b, g = cta.g, chunk = cta.chunk;
   const int t = blockIdx.x;
-
   // The query's segments, as in the forward.
-  const int* idx = p.block_idx + (int64_t(b) * p.S + t) * p.G * p.n_sel + int64_t(g) * p.n_sel;
-  for (int s = tid; s < p.n_sel; s += kTcThreads) {
-    int lo, hi;
-    selected_key_range(idx[s], t, p.Sk, p.sel_block, &lo, &hi);
-    seg_lo[s] = lo;
-    seg_start[s + 1] = hi - lo;
-  }
-  __syncthreads();
-  if (tid == 0) {
-    seg_start[0] = 0;
-    for (int s = 0; s < p.n_sel; ++s) seg_start[s + 1] += seg_start[s];
-  }
-  __syncthreads();
-  const int n_keys = seg_start[p.n_sel];
-  const int n_tiles = ceil_div(n_keys, kTcKeys);
+  const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
+  const int n_keys = seg.n_keys;
 
-  const int head0 = chunk * p.head_chunk + gid, head1 = head0 + 8;
-  const bool valid0 = gid < p.head_chunk && head0 < p.h, valid1 = gid + 8 < p.head_chunk && head1 < p.h;
-  const int hq0 = g * p.h + imin(head0, p.h - 1), hq1 = g * p.h + imin(head1, p.h - 1);
+  const tc::SelectedHeadRows rows(p, cta);
   DqRows<DK, DV> w;
-  init_dq_rows<T, DK, DV>(w, p, b, t, hq0, valid0, t, hq1, valid1, tig);
+  init_dq_rows<T, DK, DV>(w, p, b, t, rows.hq[0], rows.valid[0], t, rows.hq[1], rows.valid[1], tig);
   const float scale_log2 = p.scale * kLog2e;
 
-  int cursor = 0;
-  const auto issue_tile = [&](int i) {
-    const int stage = i & 1, r = tid / 2, pos = i * kTcKeys + r;
-    while (cursor < p.n_sel && pos >= seg_start[cursor + 1]) ++cursor;
-    const bool valid = pos < n_keys;
-    const int key = valid ? seg_lo[cursor] + (pos - seg_start[cursor]) : 0;
-    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
-    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
-    tc::copy_row_async<DK>(kdst, k + row_offset(b, key, g, p.Sk, p.G, DK), valid, tid & 1);
-    tc::copy_row_async<DV>(vdst, v + row_offset(b, key, g, p.Sk, p.G, DV), valid, tid & 1);
-    tc::cp_async_commit();
-  };
-
-  if (n_tiles > 0) issue_tile(0);
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
-      issue_tile(i + 1);
-      tc::cp_async_wait<1>();
-    } else {
-      tc::cp_async_wait<0>();
-    }
-    __syncthreads();
+  tc::SegmentCursor cursor;
+  const auto issue = [&](int i) { cursor.issue<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, seg, i, b, g, tid); };
+  const auto compute = [&](int i) {
     const int pos0 = i * kTcKeys + warp * 16;  // this warp's 16-key slice
-    if (pos0 < n_keys) {
-      const auto visible = [=](int n, int j) { return pos0 + n * 8 + 2 * tig + (j & 1) < n_keys; };
-      dq_step<T, DK, DV, 16, L::kLdK, L::kLdV>(w, Ks + (i & 1) * kTcKeys * L::kLdK,
-                                               Vs + (i & 1) * kTcKeys * L::kLdV, warp * 16, lane, scale_log2,
-                                               visible);
-    }
-    __syncthreads();
-  }
+    if (pos0 >= n_keys) return;
+    const auto visible = [=](int n, int j) { return pos0 + n * 8 + 2 * tig + (j & 1) < n_keys; };
+    dq_step<T, DK, DV, 16, L::kLdK, L::kLdV>(w, Ks + (i & 1) * kTcKeys * L::kLdK, Vs + (i & 1) * kTcKeys * L::kLdV,
+                                             warp * 16, lane, scale_log2, visible);
+  };
+  tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
 
   // Sum the 4 warps' partial dq in warp order (the stages are free now).
   float* red = reinterpret_cast<float*>(smem_raw);  // [4][16][kLdQ]
@@ -315,64 +224,24 @@ __device__ __forceinline__ void tc_dq_selected_body(const AttnParams& p) {
   }
 }
 
-// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_window_bwd_dq_tc_kernel(AttnParams p) {
-  tc_dq_rows_body<T, DK, DV, Branch::Window>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_compressed_bwd_dq_tc_kernel(AttnParams p) {
-  tc_dq_rows_body<T, DK, DV, Branch::Compressed>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_selected_bwd_dq_tc_kernel(AttnParams p) {
-  tc_dq_selected_body<T, DK, DV>(p);
-}
+NSA_TC_BRANCH_KERNELS(bwd_dq, (tc_dq_rows_body<T, DK, DV, Branch::Window>),
+                      (tc_dq_rows_body<T, DK, DV, Branch::Compressed>), (tc_dq_selected_body<T, DK, DV>))
 
-template <typename T, int DK, int DV>
-bool launch_tc(Branch br, AttnParams& p) {
-  return launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, kTcThreads, kTcRowsWin, kTcRowsSel,
-                                                   nsa_window_bwd_dq_tc_kernel<T, DK, DV>,
-                                                   nsa_compressed_bwd_dq_tc_kernel<T, DK, DV>,
-                                                   nsa_selected_bwd_dq_tc_kernel<T, DK, DV>);
-}
-
-// The (dk, dv) pairs v2 instantiates (as the forward).
-#define NSA_TC_DQ_DIMS(X) \
-  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
-
-template <typename T>
-bool launch_tc_dims(Branch br, AttnParams& p) {
-  switch (p.dk * 1000 + p.dv) {
-#define NSA_TC_CASE(DK, DV) \
-  case DK * 1000 + DV: return launch_tc<T, DK, DV>(br, p);
-    NSA_TC_DQ_DIMS(NSA_TC_CASE)
-#undef NSA_TC_CASE
-    default: return false;
+struct LaunchDq {
+  template <typename T, int DK, int DV>
+  static bool run(Branch br, AttnParams& p) {
+    return launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
   }
-}
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+};
 
 std::atomic<int> g_last_dq_version{0};
-
-bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
-  if (force_v1_kernels()) return false;
-  if (!aligned16(p.k) || !aligned16(p.v) || !aligned16(p.q) || !aligned16(p.dout) || !aligned16(p.dq_out))
-    return false;
-  if (dtype == at::kBFloat16) return launch_tc_dims<c10::BFloat16>(br, p);
-  if (dtype == at::kHalf) return launch_tc_dims<c10::Half>(br, p);
-  return false;  // fp32: v1
-}
 
 }  // namespace
 
 int last_dq_kernel_version() { return g_last_dq_version.load(); }
 
 bool launch_attention_bwd_dq_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
-  const bool launched = try_launch(br, dtype, p);
-  g_last_dq_version.store(launched ? 2 : 1);  // false: the caller runs v1
-  return launched;
+  return launch_v2_or_decline<LaunchDq>(br, dtype, p, {p.k, p.v, p.q, p.dout, p.dq_out}, g_last_dq_version);
 }
 
 }  // namespace nsa::cuda

@@ -80,6 +80,60 @@ template <typename T>
 __device__ __forceinline__ float to_f(T x) {
   return static_cast<float>(x);
 }
+
+// A CTA of the query-tiled grids (v1 forward and dq, v2 forward and dq):
+// blockIdx.y = (batch, KV group, head chunk), blockIdx.x = a tile of q_tile
+// consecutive queries t0..t_last (one query for Selected).
+struct QueryCta {
+  int b, g, chunk, t0, t_last;
+  __device__ __forceinline__ explicit QueryCta(const AttnParams& p) {
+    const int n_chunks = (p.h + p.head_chunk - 1) / p.head_chunk;
+    const int bg = blockIdx.y / n_chunks;
+    chunk = blockIdx.y % n_chunks, b = bg / p.G, g = bg % p.G;
+    t0 = blockIdx.x * p.q_tile;
+    t_last = (t0 + p.q_tile < p.S ? t0 + p.q_tile : p.S) - 1;
+  }
+  // Row r of the CTA = query t0 + r / head_chunk, head chunk * head_chunk +
+  // r % head_chunk: its query (-1 for a padding row) and global head (clamped).
+  __device__ __forceinline__ int row(const AttnParams& p, int r, int* hq) const {
+    const int qi = r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
+    *hq = g * p.h + (head < p.h ? head : p.h - 1);
+    return (qi < p.q_tile && t0 + qi < p.S && head < p.h) ? t0 + qi : -1;
+  }
+};
+
+// A CTA of the key-tiled grids (dk/dv, v1 and v2): blockIdx.y = (batch, KV
+// group); blockIdx.x = a tile of up to BK keys [k0, k1) — for Selected, of one
+// selected block j (a block wider than BK takes several tiles) — and the queries
+// that see them: q_list[0..n_q) from the reverse index (Selected), or
+// q_lo .. q_lo + n_q - 1. k0 >= k1: a tile past the end, owning no key.
+struct KeyCta {
+  int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0;
+  const int* q_list = nullptr;
+  template <Branch BR>
+  __device__ __forceinline__ static KeyCta make(const AttnParams& p, int BK) {
+    KeyCta c;
+    c.b = blockIdx.y / p.G, c.g = blockIdx.y % p.G;
+    if (BR == Branch::Selected) {
+      const int tiles_per_block = (p.sel_block + BK - 1) / BK;
+      c.j = blockIdx.x / tiles_per_block;
+      c.k0 = c.j * p.sel_block + (blockIdx.x % tiles_per_block) * BK;
+      c.k1 = imin(imin(c.k0 + BK, (c.j + 1) * p.sel_block), p.Sk);
+      const int64_t key = (int64_t(c.b) * p.G + c.g) * p.n_blocks + c.j;
+      const int64_t off = p.rev_offset[key];
+      c.q_list = p.rev_query + off;
+      c.n_q = int(p.rev_offset[key + 1] - off);
+    } else {
+      c.k0 = blockIdx.x * BK;
+      c.k1 = imin(c.k0 + BK, p.Sk);
+      int q_hi;
+      contiguous_query_range(BR, c.k0, c.k1, p.S, p.window, p.cmp_block, p.cmp_stride, &c.q_lo, &q_hi);
+      c.n_q = q_hi - c.q_lo;
+    }
+    return c;
+  }
+  __device__ __forceinline__ int query(int i) const { return q_list ? q_list[i] : q_lo + i; }
+};
 #endif
 
 // Element offsets into the [B, S, heads, dim] tensors.

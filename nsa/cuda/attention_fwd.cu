@@ -25,6 +25,7 @@
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/simt_tiles.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -49,17 +50,12 @@ __device__ void attn_fwd_body(const AttnParams& p) {
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nwarps = blockDim.x / 32;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
-  const int t0 = blockIdx.x * p.q_tile;
-  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
+  const int tid = threadIdx.x;
+  const QueryCta cta(p);
+  const int b = cta.b, g = cta.g, t0 = cta.t0, t_last = cta.t_last;
 
   for (int r = tid; r < R; r += blockDim.x) {
-    const int t = t0 + r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
-    row_t[r] = (t < p.S && head < p.h) ? t : -1;
-    row_hq[r] = g * p.h + imin(head, p.h - 1);
+    row_t[r] = cta.row(p, r, &row_hq[r]);
     row_m[r] = -INFINITY;
     row_l[r] = 0.f;
   }
@@ -71,25 +67,12 @@ __device__ void attn_fwd_body(const AttnParams& p) {
   for (int i = tid; i < R * DV; i += blockDim.x) Os[i] = 0.f;
   __syncthreads();
 
-  const int n_seg = (BR == Branch::Selected) ? p.n_sel : 1;
-  for (int seg = 0; seg < n_seg; ++seg) {
+  for (int seg = 0; seg < simt::n_segments<BR>(p); ++seg) {
     int lo, hi;
-    if (BR == Branch::Selected) {
-      const int j = p.block_idx[(int64_t(b) * p.S + t0) * p.G * p.n_sel + g * p.n_sel + seg];
-      selected_key_range(j, t0, p.Sk, p.sel_block, &lo, &hi);
-    } else {
-      contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-    }
+    simt::segment_range<BR>(p, b, g, t0, t_last, seg, &lo, &hi);
     for (int kt = lo; kt < hi; kt += BC) {
       // 1. Load the K/V tile (zeros past the segment's end).
-      for (int i = tid; i < BC * DK; i += blockDim.x) {
-        const int c = i / DK, d = i % DK, key = kt + c;
-        Ks[c * ldk + d] = key < hi ? to_f(k[row_offset(b, key, g, p.Sk, p.G, DK) + d]) : 0.f;
-      }
-      for (int i = tid; i < BC * DV; i += blockDim.x) {
-        const int c = i / DV, e = i % DV, key = kt + c;
-        Vs[i] = key < hi ? to_f(v[row_offset(b, key, g, p.Sk, p.G, DV) + e]) : 0.f;
-      }
+      simt::load_kv_tile(Ks, ldk, Vs, DV, k, v, b, g, p.Sk, p.G, DK, DV, kt, hi, BC);
       __syncthreads();
       // 2. Scores of every (row, key); invisible pairs get -inf.
       for (int i = tid; i < R * BC; i += blockDim.x) {
@@ -102,30 +85,10 @@ __device__ void attn_fwd_body(const AttnParams& p) {
         Ss[r * (BC + 1) + c] = s;
       }
       __syncthreads();
-      // 3. Online softmax, one warp per row: new max, rescale factor, probabilities.
-      for (int r = warp; r < R; r += nwarps) {
-        const float s = Ss[r * (BC + 1) + lane];
-        const float m_old = row_m[r];
-        const float m_new = fmaxf(m_old, warp_max(s));
-        const float pr = (s == -INFINITY) ? 0.f : expf(s - m_new);  // all -inf -> 0
-        const float sum = warp_sum(pr);
-        Ss[r * (BC + 1) + lane] = pr;
-        __syncwarp();  // every lane has read row_m[r] before lane 0 rewrites it
-        if (lane == 0) {
-          const float alpha = (m_new == -INFINITY) ? 1.f : expf(m_old - m_new);
-          row_a[r] = alpha;
-          row_m[r] = m_new;
-          row_l[r] = row_l[r] * alpha + sum;
-        }
-      }
+      // 3. Online softmax, one warp per row; 4. O = O * alpha + P V.
+      simt::online_softmax_rows(Ss, BC + 1, row_m, row_l, row_a, R);
       __syncthreads();
-      // 4. O = O * alpha + P V.
-      for (int i = tid; i < R * DV; i += blockDim.x) {
-        const int r = i / DV, e = i % DV;
-        float acc = Os[i] * row_a[r];
-        for (int c = 0; c < BC; ++c) acc += Ss[r * (BC + 1) + c] * Vs[c * DV + e];
-        Os[i] = acc;
-      }
+      simt::rescale_accumulate_pv(Os, Ss, BC + 1, Vs, row_a, R, DV, BC);
       __syncthreads();
     }
   }
@@ -146,26 +109,14 @@ __device__ void attn_fwd_body(const AttnParams& p) {
   }
 }
 
-// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_window_fwd_kernel(AttnParams p) {
-  attn_fwd_body<T, Branch::Window>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_compressed_fwd_kernel(AttnParams p) {
-  attn_fwd_body<T, Branch::Compressed>(p);
-}
-template <typename T>
-__global__ void __launch_bounds__(kThreads) nsa_selected_fwd_kernel(AttnParams p) {
-  attn_fwd_body<T, Branch::Selected>(p);
-}
+NSA_V1_BRANCH_KERNELS(fwd, attn_fwd_body)
 
 template <typename T>
 void launch(Branch br, AttnParams& p) {
   choose_query_tiling(br, fwd_smem_floats, p);
   const size_t smem = fwd_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-  launch_kernel(branch_kernel(br, nsa_window_fwd_kernel<T>, nsa_compressed_fwd_kernel<T>, nsa_selected_fwd_kernel<T>),
+  launch_kernel(fwd_kernels<T>().pick(br),
                 grid, kThreads, smem, p);
 }
 

@@ -61,6 +61,7 @@
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/query_tiles.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -73,16 +74,15 @@ using tc::kTcRowsWin;
 using tc::kTcThreads;
 using tc::kTcWarps;
 
+// Selected's merge of the 4 warps' partial results, aliasing the K/V stages
+// once the key loop is over: O [4][16][DV + 8] floats, m [4][16], l [4][16].
+template <int DV>
+constexpr size_t fwd_merge_bytes() {
+  return size_t(kTcWarps) * kTcRowsSel * (DV + 8 + 2) * sizeof(float);
+}
 template <int DK, int DV>
-struct TcLayout {
-  static constexpr int kLdK = tc::KvStages<DK, DV>::kLdK, kLdV = tc::KvStages<DK, DV>::kLdV;
-  static constexpr size_t kKvBytes = tc::KvStages<DK, DV>::kBytes;
-  // Selected's merge of the 4 warps' partial results, aliasing the K/V stages
-  // once the key loop is over: O [4][16][DV + 8] floats, m [4][16], l [4][16].
+struct TcLayout : tc::QueryTiledLayout<DK, DV, fwd_merge_bytes<DV>()> {
   static constexpr int kLdO = DV + 8;
-  static constexpr size_t kMergeBytes = size_t(kTcWarps) * kTcRowsSel * (kLdO + 2) * sizeof(float);
-  static constexpr size_t kSelSegOffset = kKvBytes > kMergeBytes ? kKvBytes : kMergeBytes;
-  static size_t selected_bytes(int n_sel) { return kSelSegOffset + size_t(2 * n_sel + 1) * sizeof(int); }
 };
 
 // ---- one warp's 16 rows ---------------------------------------------------------
@@ -151,91 +151,42 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
   T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
-  const T* q = static_cast<const T*>(p.q);
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
-  const int t0 = blockIdx.x * p.q_tile;
-  const int t_last = imin(t0 + p.q_tile, p.S) - 1;
-
-  // Row r of the CTA = query t0 + r / head_chunk, head chunk*head_chunk + r % head_chunk.
-  const auto row_query = [&](int r, int* hq) {
-    const int qi = r / p.head_chunk, head = chunk * p.head_chunk + r % p.head_chunk;
-    *hq = g * p.h + imin(head, p.h - 1);
-    return (qi < p.q_tile && t0 + qi < p.S && head < p.h) ? t0 + qi : -1;  // -1: padding row
-  };
-  int hq0, hq1;
-  const int r0 = warp * 16 + gid;
-  const int tr0 = row_query(r0, &hq0), tr1 = row_query(r0 + 8, &hq1);
-  // Queries of the warp's valid rows (consecutive): tiles outside them are skipped.
-  int tmin = INT_MAX, tmax = -1;
-  for (int r = warp * 16; r < warp * 16 + 16; ++r) {
-    int hq;
-    const int t = row_query(r, &hq);
-    if (t >= 0) tmin = imin(tmin, t), tmax = imax(tmax, t);
-  }
-  const bool warp_active = tmax >= 0;
+  const tc::TcThread cta(p);
+  const int b = cta.b, g = cta.g, lane = cta.lane, tig = cta.tig;
+  const tc::WarpQueryRows rows(p, cta);
+  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
 
   WarpRows<DK, DV> w;
-  init_rows<T, DK, DV>(w, q, row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
+  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
                        row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
 
   int lo, hi;
-  contiguous_key_range(BR, t0, t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-  const int n_tiles = ceil_div(hi - lo, kTcKeys);
-  const auto issue_tile = [&](int i) {
-    const int stage = i & 1, r = tid / 2, key = lo + i * kTcKeys + r;
-    const bool valid = key < hi;
-    const int src = valid ? key : lo;  // any real row: nothing is read when !valid
-    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
-    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
-    tc::copy_row_async<DK>(kdst, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
-    tc::copy_row_async<DV>(vdst, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
-    tc::cp_async_commit();
+  contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
+  const auto issue = [&](int i) {
+    tc::issue_contiguous_tile<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, i, lo, hi, b, g, cta.tid);
   };
-
-  if (n_tiles > 0) issue_tile(0);
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
-      issue_tile(i + 1);  // its stage was last read in iteration i - 1, before the barrier
-      tc::cp_async_wait<1>();
-    } else {
-      tc::cp_async_wait<0>();
-    }
-    __syncthreads();  // tile i is in shared memory for every warp
+  const auto compute = [&](int i) {
     const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
-    // Does the warp see none / all / part of the tile? (warp-uniform)
     bool none, all;
-    if (BR == Branch::Window) {
-      none = kt > tmax || kend - 1 <= tmin - p.window;
-      all = kend == kt + kTcKeys && kend - 1 <= tmin && kt > tmax - p.window;
-    } else {
-      none = kt >= n_cmp_visible(tmax, p.cmp_block, p.cmp_stride);
-      all = kend == kt + kTcKeys && kend <= n_cmp_visible(tmin, p.cmp_block, p.cmp_stride);
-    }
-    if (warp_active && !none) {
-      const int stage = i & 1;
-      float s[kTcKeys / 8][4];
-      tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, 0, lane);
+    tc::tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
+    if (!rows.warp_active() || none) return;
+    const int stage = i & 1;
+    float s[kTcKeys / 8][4];
+    tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, 0, lane);
 #pragma unroll
-      for (int n = 0; n < kTcKeys / 8; ++n) {
+    for (int n = 0; n < kTcKeys / 8; ++n) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
-          const bool vis = all || (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride));
-          s[n][j] = vis ? s[n][j] * scale_log2 : -INFINITY;
-        }
+      for (int j = 0; j < 4; ++j) {
+        const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
+        const bool vis = all || (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride));
+        s[n][j] = vis ? s[n][j] * scale_log2 : -INFINITY;
       }
-      softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
-      tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, 0, lane);
     }
-    __syncthreads();  // every warp is done with stage i & 1 before it is refilled
-  }
+    softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
+    tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, 0, lane);
+  };
+  tc::kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
 
   // Normalise and write: rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]).
   T* o = static_cast<T*>(p.o);
@@ -266,87 +217,39 @@ __device__ __forceinline__ void tc_fwd_selected_body(const AttnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
   T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
-  int* seg_start = reinterpret_cast<int*>(smem_raw + L::kSelSegOffset);  // [n + 1] virtual offsets
-  int* seg_lo = seg_start + p.n_sel + 1;                                  // [n] first key of segment
-  const T* q = static_cast<const T*>(p.q);
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int n_chunks = ceil_div(p.h, p.head_chunk);
-  const int bg = blockIdx.y / n_chunks, chunk = blockIdx.y % n_chunks;
-  const int b = bg / p.G, g = bg % p.G;
+  const tc::TcThread cta(p);
+  const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
+  const int b = cta.b, g = cta.g, chunk = cta.chunk;
   const int t = blockIdx.x;
+  const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
+  const int n_keys = seg.n_keys;
 
-  // The query's segments: slot s covers keys [seg_lo[s], seg_lo[s] + len) and
-  // virtual positions [seg_start[s], seg_start[s + 1]) (empty for -1 slots).
-  const int* idx = p.block_idx + (int64_t(b) * p.S + t) * p.G * p.n_sel + int64_t(g) * p.n_sel;
-  for (int s = tid; s < p.n_sel; s += kTcThreads) {
-    int lo, hi;
-    selected_key_range(idx[s], t, p.Sk, p.sel_block, &lo, &hi);
-    seg_lo[s] = lo;
-    seg_start[s + 1] = hi - lo;  // length for now
-  }
-  __syncthreads();
-  if (tid == 0) {
-    seg_start[0] = 0;
-    for (int s = 0; s < p.n_sel; ++s) seg_start[s + 1] += seg_start[s];
-  }
-  __syncthreads();
-  const int n_keys = seg_start[p.n_sel];
-  const int n_tiles = ceil_div(n_keys, kTcKeys);
-
-  // Rows: r = head chunk*16 + r of query t; every warp holds the same 16 rows.
-  const int head0 = chunk * p.head_chunk + gid, head1 = head0 + 8;
-  const bool valid0 = gid < p.head_chunk && head0 < p.h, valid1 = gid + 8 < p.head_chunk && head1 < p.h;
-  const int hq0 = g * p.h + imin(head0, p.h - 1), hq1 = g * p.h + imin(head1, p.h - 1);
+  const tc::SelectedHeadRows rows(p, cta);
   WarpRows<DK, DV> w;
-  init_rows<T, DK, DV>(w, q, row_offset(b, t, hq0, p.S, p.H, DK), valid0, row_offset(b, t, hq1, p.S, p.H, DK),
-                       valid1, tig);
+  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, t, rows.hq[0], p.S, p.H, DK), rows.valid[0],
+                       row_offset(b, t, rows.hq[1], p.S, p.H, DK), rows.valid[1], tig);
   const float scale_log2 = p.scale * kLog2e;
 
-  // Loader: thread pair tid / 2 owns tile row r; its virtual position only
-  // grows from tile to tile, so its segment cursor only moves forward.
-  int cursor = 0;
-  const auto issue_tile = [&](int i) {
-    const int stage = i & 1, r = tid / 2, pos = i * kTcKeys + r;
-    while (cursor < p.n_sel && pos >= seg_start[cursor + 1]) ++cursor;
-    const bool valid = pos < n_keys;
-    const int key = valid ? seg_lo[cursor] + (pos - seg_start[cursor]) : 0;
-    T* kdst = Ks + (stage * kTcKeys + r) * L::kLdK;
-    T* vdst = Vs + (stage * kTcKeys + r) * L::kLdV;
-    tc::copy_row_async<DK>(kdst, k + row_offset(b, key, g, p.Sk, p.G, DK), valid, tid & 1);
-    tc::copy_row_async<DV>(vdst, v + row_offset(b, key, g, p.Sk, p.G, DV), valid, tid & 1);
-    tc::cp_async_commit();
-  };
-
-  if (n_tiles > 0) issue_tile(0);
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
-      issue_tile(i + 1);
-      tc::cp_async_wait<1>();
-    } else {
-      tc::cp_async_wait<0>();
-    }
-    __syncthreads();
+  tc::SegmentCursor cursor;
+  const auto issue = [&](int i) { cursor.issue<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, seg, i, b, g, tid); };
+  const auto compute = [&](int i) {
     const int pos0 = i * kTcKeys + warp * 16;  // this warp's 16-key slice
-    if (pos0 < n_keys) {
-      const int stage = i & 1;
-      float s[2][4];
-      tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, warp * 16, lane);
+    if (pos0 >= n_keys) return;
+    const int stage = i & 1;
+    float s[2][4];
+    tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, warp * 16, lane);
 #pragma unroll
-      for (int n = 0; n < 2; ++n) {
+    for (int n = 0; n < 2; ++n) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int pos = pos0 + n * 8 + 2 * tig + (j & 1);  // every selected key is visible (<= t)
-          s[n][j] = pos < n_keys ? s[n][j] * scale_log2 : -INFINITY;
-        }
+      for (int j = 0; j < 4; ++j) {
+        const int pos = pos0 + n * 8 + 2 * tig + (j & 1);  // every selected key is visible (<= t)
+        s[n][j] = pos < n_keys ? s[n][j] * scale_log2 : -INFINITY;
       }
-      softmax_update<16, DV>(s, w.m, w.l, w.o);
-      tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, warp * 16, lane);
     }
-    __syncthreads();
-  }
+    softmax_update<16, DV>(s, w.m, w.l, w.o);
+    tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, warp * 16, lane);
+  };
+  tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
 
   // Merge the 4 warps' partial results (the K/V stages are free now: the loop
   // ended on a barrier, and no copy is in flight).
@@ -397,60 +300,21 @@ __device__ __forceinline__ void tc_fwd_selected_body(const AttnParams& p) {
   }
 }
 
-// Three names so a kernel trace tells the branches apart (kernel_registry.cpp).
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_window_fwd_tc_kernel(AttnParams p) {
-  tc_fwd_rows_body<T, DK, DV, Branch::Window>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_compressed_fwd_tc_kernel(AttnParams p) {
-  tc_fwd_rows_body<T, DK, DV, Branch::Compressed>(p);
-}
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_tc_kernel(AttnParams p) {
-  tc_fwd_selected_body<T, DK, DV>(p);
-}
+NSA_TC_BRANCH_KERNELS(fwd, (tc_fwd_rows_body<T, DK, DV, Branch::Window>),
+                      (tc_fwd_rows_body<T, DK, DV, Branch::Compressed>), (tc_fwd_selected_body<T, DK, DV>))
 
-template <typename T, int DK, int DV>
-bool launch_tc(Branch br, AttnParams& p) {
-  return launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, kTcThreads, kTcRowsWin, kTcRowsSel,
-                                                   nsa_window_fwd_tc_kernel<T, DK, DV>,
-                                                   nsa_compressed_fwd_tc_kernel<T, DK, DV>,
-                                                   nsa_selected_fwd_tc_kernel<T, DK, DV>);
-}
-
-// The (dk, dv) pairs v2 instantiates.
-#define NSA_TC_FWD_DIMS(X) \
-  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
-
-template <typename T>
-bool launch_tc_dims(Branch br, AttnParams& p) {
-  switch (p.dk * 1000 + p.dv) {
-#define NSA_TC_CASE(DK, DV) \
-  case DK * 1000 + DV: return launch_tc<T, DK, DV>(br, p);
-    NSA_TC_FWD_DIMS(NSA_TC_CASE)
-#undef NSA_TC_CASE
-    default: return false;
+struct LaunchFwd {
+  template <typename T, int DK, int DV>
+  static bool run(Branch br, AttnParams& p) {
+    return launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, fwd_tc_kernels<T, DK, DV>());
   }
-}
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+};
 
 // The one switch between v1 and v2. Its only writer in a model run is the
 // layer (layer_routing.cpp), from Runtime's NSA_CUDA_KERNEL_V1 (flag registry:
 // scenario, then environment); kernel tests and benchmarks set it directly.
 std::atomic<int> g_force_v1{0};
 std::atomic<int> g_last_fwd_version{0};
-
-bool try_launch(Branch br, at::ScalarType dtype, AttnParams& p) {
-  if (force_v1_kernels()) return false;
-  // 16-byte rows for cp.async (dims are multiples of 64 here, so every row of
-  // an aligned tensor is aligned), 4-byte pairs for Q loads and O stores.
-  if (!aligned16(p.k) || !aligned16(p.v) || !aligned16(p.q) || !aligned16(p.o)) return false;
-  if (dtype == at::kBFloat16) return launch_tc_dims<c10::BFloat16>(br, p);
-  if (dtype == at::kHalf) return launch_tc_dims<c10::Half>(br, p);
-  return false;  // fp32: v1
-}
 
 }  // namespace
 
@@ -461,9 +325,7 @@ void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
 int last_forward_kernel_version() { return g_last_fwd_version.load(); }
 
 bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
-  const bool launched = try_launch(br, dtype, p);
-  g_last_fwd_version.store(launched ? 2 : 1);  // false: the caller runs v1
-  return launched;
+  return launch_v2_or_decline<LaunchFwd>(br, dtype, p, {p.k, p.v, p.q, p.o}, g_last_fwd_version);
 }
 
 }  // namespace nsa::cuda

@@ -45,7 +45,17 @@ INSTANTIATE_TEST_SUITE_P(
         CompressedCase{"fp32_S_less_than_l_no_blocks", 1, 20, 4, 2, 16, 16, 32, 16, at::kFloat},
         CompressedCase{"bf16_paper_heads_d192_dv128", 1, 160, 16, 4, 192, 128, 32, 16, at::kBFloat16},
         CompressedCase{"bf16_d256", 1, 90, 2, 1, 256, 256, 16, 8, at::kBFloat16},
-        CompressedCase{"fp32_h6_m7c_like", 2, 128, 12, 2, 64, 64, 32, 16, at::kFloat}),
+        CompressedCase{"fp32_h6_m7c_like", 2, 128, 12, 2, 64, 64, 32, 16, at::kFloat},
+        // Tensor-core (v2) tile boundaries: S around the 64-row / 64-key tiles (S = 1:
+        // no compressed key at all), h = 1, 6, 16, 80 (head chunks of 64), dk != dv.
+        CompressedCase{"bf16_S1_h1_d64_no_blocks", 1, 1, 1, 1, 64, 64, 32, 16, at::kBFloat16},
+        CompressedCase{"fp16_S63_h6_d64_l8_d4", 1, 63, 12, 2, 64, 64, 8, 4, at::kHalf},
+        CompressedCase{"bf16_S64_h16_d192_dv128_l16_d8", 1, 64, 16, 1, 192, 128, 16, 8, at::kBFloat16},
+        CompressedCase{"bf16_S65_h1_d128_l4_d2", 1, 65, 2, 2, 128, 128, 4, 2, at::kBFloat16},
+        CompressedCase{"fp16_S129_h6_d64_dv192_l8_d4", 1, 129, 6, 1, 64, 192, 8, 4, at::kHalf},
+        CompressedCase{"bf16_B2_S257_h16_d192_dv128_l32_d16", 2, 257, 32, 2, 192, 128, 32, 16, at::kBFloat16},
+        CompressedCase{"bf16_S257_h1_d128_dv64_l2_d1_many_tiles", 1, 257, 3, 3, 128, 64, 2, 1, at::kBFloat16},
+        CompressedCase{"bf16_S130_h80_head_chunks_d64", 1, 130, 80, 1, 64, 64, 8, 4, at::kBFloat16}),
     [](const ::testing::TestParamInfo<CompressedCase>& info) { return std::string(info.param.name); });
 
 TEST(CompressedAttention, EarlyQueriesGetZerosNotNaN) {
@@ -58,21 +68,6 @@ TEST(CompressedAttention, EarlyQueriesGetZerosNotNaN) {
   EXPECT_GT(o.narrow(1, l - 1, S - l + 1).abs().max().item<float>(), 0.f);
 }
 
-// Tensor-core (v2) tile boundaries: S around the 64-row / 64-key tiles (S = 1:
-// no compressed key at all), h = 1, 6, 16, 80 (head chunks of 64), dk != dv.
-INSTANTIATE_TEST_SUITE_P(
-    TensorCoreTiles, CompressedAttention,
-    ::testing::Values(
-        CompressedCase{"bf16_S1_h1_d64_no_blocks", 1, 1, 1, 1, 64, 64, 32, 16, at::kBFloat16},
-        CompressedCase{"fp16_S63_h6_d64_l8_d4", 1, 63, 12, 2, 64, 64, 8, 4, at::kHalf},
-        CompressedCase{"bf16_S64_h16_d192_dv128_l16_d8", 1, 64, 16, 1, 192, 128, 16, 8, at::kBFloat16},
-        CompressedCase{"bf16_S65_h1_d128_l4_d2", 1, 65, 2, 2, 128, 128, 4, 2, at::kBFloat16},
-        CompressedCase{"fp16_S129_h6_d64_dv192_l8_d4", 1, 129, 6, 1, 64, 192, 8, 4, at::kHalf},
-        CompressedCase{"bf16_B2_S257_h16_d192_dv128_l32_d16", 2, 257, 32, 2, 192, 128, 32, 16, at::kBFloat16},
-        CompressedCase{"bf16_S257_h1_d128_dv64_l2_d1_many_tiles", 1, 257, 3, 3, 128, 64, 2, 1, at::kBFloat16},
-        CompressedCase{"bf16_S130_h80_head_chunks_d64", 1, 130, 80, 1, 64, 64, 8, 4, at::kBFloat16}),
-    [](const ::testing::TestParamInfo<CompressedCase>& info) { return std::string(info.param.name); });
-
 // The same inputs through v1 (forced) and v2 (forward, backward dq and dk/dv): both
 // match the reference, and their logsumexps agree (+inf in the same rows: early queries see no block).
 TEST(CompressedAttention, V1AndV2BothMatchReference) {
@@ -83,8 +78,7 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
     at::ScalarType dtype;
   };
   for (const Case& c : {Case{"bf16_m7c_like_S300_h6_d64_l32_d16", 1, 300, 12, 2, 64, 64, 32, 16, at::kBFloat16},
-                        Case{"fp16_paper_like_S200_h16_d192_dv128_l8_d4", 2, 200, 32, 2, 192, 128, 8, 4,
-                             at::kHalf}}) {
+                        Case{"fp16_paper_like_S200_h16_d192_dv128_l8_d4", 2, 200, 32, 2, 192, 128, 8, 4, at::kHalf}}) {
     const int64_t S_cmp = compressed_len(c.S, c.l, c.d);
     const auto in = testing::make_inputs(c.B, c.S, S_cmp, c.H, c.G, c.dk, c.dv, c.dtype, 6000 + c.S);
     const double scale = 1.0 / std::sqrt(double(c.dk));
@@ -93,20 +87,14 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
     const at::Tensor ref = ref_compressed_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),
                                                     in.v.cpu().to(at::kDouble), c.l, c.d, scale);
     testing::check_v1_and_v2(c.name, in, spec, ref);
-    for (bool v1 : {true, false}) {
-      testing::ForceV1Scope force(v1);
-      testing::check_branch(
-          std::string(c.name) + (v1 ? " (v1 forward)" : " (v2 forward)"), in,
-          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-            return compressed_attention(q, k, v, c.l, c.d, scale);
-          },
-          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-            return ref_compressed_attention(q, k, v, c.l, c.d, scale);
-          });
-      EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
-      EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
-      EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
-    }
+    testing::check_branch_v1_and_v2(
+        c.name, in,
+        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+          return compressed_attention(q, k, v, c.l, c.d, scale);
+        },
+        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+          return ref_compressed_attention(q, k, v, c.l, c.d, scale);
+        });
   }
 }
 

@@ -41,6 +41,7 @@
 #include "nsa/cuda/decode_attention.h"
 #include "nsa/cuda/decode_kernels.cuh"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/simt_tiles.cuh"
 
 namespace nsa::cuda {
 namespace decode {
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p
   float* row_l = row_m + HC;       // running sum of exp
   float* row_a = row_l + HC;       // rescale factor of the current tile
 
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nwarps = blockDim.x / 32;
+  const int tid = threadIdx.x;
   const int slot = slot0 + blockIdx.x;
   const int bg = blockIdx.y / p.n_head_chunks, h0 = (blockIdx.y % p.n_head_chunks) * HC;
   const int b = bg / p.G, g = bg % p.G, nh = imin(HC, p.h - h0);
@@ -92,14 +93,7 @@ __global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p
   for (int kt = sk.lo; kt < sk.hi; kt += BC) {
     __syncthreads();  // Q and row state written; the previous tile fully consumed
     // 1. K/V tile -> fp32 shared; keys past the slot's end are zeros, never read.
-    for (int i = tid; i < BC * DK; i += blockDim.x) {
-      const int c = i / DK, d = i % DK, key = kt + c;
-      Ks[c * (DK + 1) + d] = key < sk.hi ? to_f(k[row_offset(b, key, g, NK, p.G, DK) + d]) : 0.f;
-    }
-    for (int i = tid; i < BC * DV; i += blockDim.x) {
-      const int c = i / DV, e = i % DV, key = kt + c;
-      Vs[i] = key < sk.hi ? to_f(v[row_offset(b, key, g, NK, p.G, DV) + e]) : 0.f;
-    }
+    simt::load_kv_tile(Ks, DK + 1, Vs, DV, k, v, b, g, NK, p.G, DK, DV, kt, sk.hi, BC);
     __syncthreads();
     // 2. Scores; -inf for padding heads and keys past the end.
     for (int i = tid; i < HC * BC; i += blockDim.x) {
@@ -114,30 +108,10 @@ __global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p
       Ss[r * (BC + 1) + c] = s;
     }
     __syncthreads();
-    // 3. Online softmax, one warp per head: new max, rescale factor, probabilities.
-    for (int r = warp; r < HC; r += nwarps) {
-      const float s = Ss[r * (BC + 1) + lane];
-      const float m_old = row_m[r];
-      const float m_new = fmaxf(m_old, warp_max(s));
-      const float pr = (s == -INFINITY) ? 0.f : expf(s - m_new);  // all -inf -> 0
-      const float sum = warp_sum(pr);
-      Ss[r * (BC + 1) + lane] = pr;
-      __syncwarp();  // every lane has read row_m[r] before lane 0 rewrites it
-      if (lane == 0) {
-        const float alpha = (m_new == -INFINITY) ? 1.f : expf(m_old - m_new);
-        row_a[r] = alpha;
-        row_m[r] = m_new;
-        row_l[r] = row_l[r] * alpha + sum;
-      }
-    }
+    // 3. Online softmax, one warp per head; 4. O = O * alpha + P V.
+    simt::online_softmax_rows(Ss, BC + 1, row_m, row_l, row_a, HC);
     __syncthreads();
-    // 4. O = O * alpha + P V.
-    for (int i = tid; i < HC * DV; i += blockDim.x) {
-      const int r = i / DV, e = i % DV;
-      float acc = Os[i] * row_a[r];
-      for (int c = 0; c < BC; ++c) acc += Ss[r * (BC + 1) + c] * Vs[c * DV + e];
-      Os[i] = acc;
-    }
+    simt::rescale_accumulate_pv(Os, Ss, BC + 1, Vs, row_a, HC, DV, BC);
   }
   __syncthreads();
   // 5. The slot's partial, written even when empty (m = -inf, l = 0, o = 0).

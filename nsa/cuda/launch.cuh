@@ -1,26 +1,35 @@
 // Host-side launch glue every attention launcher shares (v1 and v2; forward,
 // dq, dk/dv): pick the branch's kernel among its three names, raise its
 // dynamic shared-memory limit, launch on the current stream, check the launch;
-// and v2's query tiling, which the forward and dq kernels share. Nothing here
-// runs on the device: the kernels' arithmetic is untouched by it.
+// v2's query tiling, which the forward and dq kernels share; v2's front door
+// (dtype, alignment, head dims); and the macros that give every kernel its
+// three branch names. The kernels' arithmetic is untouched by it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/nsa_cuda.h"
 
 namespace nsa::cuda {
 
-// The kernel of branch `br`: each branch has its own name so a kernel trace
-// tells them apart (kernel_registry.cpp).
+// The three kernels of one attention kernel, one per branch: each branch has
+// its own name so a kernel trace tells them apart (kernel_registry.cpp).
 template <typename Kernel>
-Kernel branch_kernel(Branch br, Kernel window, Kernel compressed, Kernel selected) {
-  return br == Branch::Window ? window : br == Branch::Compressed ? compressed : selected;
-}
+struct BranchKernels {
+  Kernel window, compressed, selected;
+  Kernel pick(Branch br) const {
+    return br == Branch::Window ? window : br == Branch::Compressed ? compressed : selected;
+  }
+};
 
 // `smem` bytes may exceed the 48 KB default, so the limit is raised per kernel first.
 template <typename Kernel>
@@ -52,17 +61,103 @@ inline dim3 tc_query_grid(Branch br, AttnParams& p, int rows_win, int rows_sel) 
   return dim3(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
 }
 
-// A v2 launcher for the kernels tiled by queries (forward, dq): `Layout` gives
-// the shared memory of Selected (for n_sel blocks) and of the others. False
-// when Selected would need more than the budget (an enormous n: v1 handles it).
+// A v2 launcher for the kernels tiled by queries (forward, dq), with the
+// three branch kernels of one (T, DK, DV): `Layout` gives the shared memory of
+// Selected (for n_sel blocks) and of the others. False when Selected would
+// need more than the budget (an enormous n: v1 handles it).
 template <typename Layout, typename Kernel>
-bool launch_tc_query_kernel(Branch br, AttnParams& p, int threads, int rows_win, int rows_sel, Kernel window,
-                            Kernel compressed, Kernel selected) {
+bool launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kernels) {
   const size_t smem = br == Branch::Selected ? Layout::selected_bytes(p.n_sel) : Layout::kKvBytes;
   if (br == Branch::Selected && smem > kSmemBudget) return false;
-  const dim3 grid = tc_query_grid(br, p, rows_win, rows_sel);
-  launch_kernel(branch_kernel(br, window, compressed, selected), grid, threads, smem, p);
+  const dim3 grid = tc_query_grid(br, p, tc::kTcRowsWin, tc::kTcRowsSel);
+  launch_kernel(kernels.pick(br), grid, tc::kTcThreads, smem, p);
   return true;
+}
+
+// Three kernel names per attention kernel, one per branch, so a kernel trace
+// tells the branches apart (kernel_registry.cpp lists them):
+// nsa_{window,compressed,selected}_STEM_kernel, each running its branch's body,
+// and STEM_kernels<...>() that returns the three (BranchKernels).
+// v1: one body templated on the branch, for every dtype.
+#define NSA_V1_BRANCH_KERNELS(STEM, BODY)                                                   \
+  template <typename T>                                                                     \
+  __global__ void __launch_bounds__(kThreads) nsa_window_##STEM##_kernel(AttnParams p) {     \
+    BODY<T, Branch::Window>(p);                                                             \
+  }                                                                                         \
+  template <typename T>                                                                     \
+  __global__ void __launch_bounds__(kThreads) nsa_compressed_##STEM##_kernel(AttnParams p) { \
+    BODY<T, Branch::Compressed>(p);                                                         \
+  }                                                                                         \
+  template <typename T>                                                                     \
+  __global__ void __launch_bounds__(kThreads) nsa_selected_##STEM##_kernel(AttnParams p) {   \
+    BODY<T, Branch::Selected>(p);                                                           \
+  }                                                                                         \
+  template <typename T>                                                                     \
+  BranchKernels<void (*)(AttnParams)> STEM##_kernels() {                                    \
+    return {nsa_window_##STEM##_kernel<T>, nsa_compressed_##STEM##_kernel<T>,               \
+            nsa_selected_##STEM##_kernel<T>};                                               \
+  }
+
+// v2: templated on (T, DK, DV); each argument is a call target such as
+// `(body<T, DK, DV, Branch::Window>)` (parenthesised: it holds commas).
+#define NSA_TC_BRANCH_KERNELS(STEM, WINDOW, COMPRESSED, SELECTED)                                        \
+  template <typename T, int DK, int DV>                                                                   \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_window_##STEM##_tc_kernel(AttnParams p) {        \
+    WINDOW(p);                                                                                            \
+  }                                                                                                       \
+  template <typename T, int DK, int DV>                                                                   \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_compressed_##STEM##_tc_kernel(AttnParams p) {    \
+    COMPRESSED(p);                                                                                        \
+  }                                                                                                       \
+  template <typename T, int DK, int DV>                                                                   \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_selected_##STEM##_tc_kernel(AttnParams p) {      \
+    SELECTED(p);                                                                                          \
+  }                                                                                                       \
+  template <typename T, int DK, int DV>                                                                   \
+  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                               \
+    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,       \
+            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                                  \
+  }
+
+// The (dk, dv) pairs every v2 kernel instantiates (forward, dq, dk/dv); other
+// head dims run v1 (a tiling choice: the result is the same function).
+#define NSA_TC_DIMS(X) \
+  X(64, 64) X(64, 128) X(64, 192) X(128, 64) X(128, 128) X(128, 192) X(192, 64) X(192, 128) X(192, 192)
+
+inline bool all_aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* ptr : ptrs)
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+  return true;
+}
+
+// v2's front door, the same for the forward, dq and dk/dv launchers. It
+// declines (returns false, launches nothing: the caller runs v1) when v1 is
+// forced (set_force_v1_kernels), for fp32, when a tensor in `tensors` is not
+// 16-byte aligned (cp.async moves 16-byte rows; dims are multiples of 64, so
+// an aligned tensor has aligned rows) or for head dims v2 does not tile; else
+// it runs `Launch::template run<T, DK, DV>(br, p)`, which may still decline
+// (shared memory). `last` records the version that ran, 2 or 1, for the
+// routing probe.
+template <typename Launch>
+bool launch_v2_or_decline(Branch br, at::ScalarType dtype, AttnParams& p, std::initializer_list<const void*> tensors,
+                          std::atomic<int>& last) {
+  const auto dims = [&](auto tag) -> bool {
+    using T = decltype(tag);
+    switch (p.dk * 1000 + p.dv) {
+#define NSA_TC_CASE(DK, DV) \
+  case DK * 1000 + DV: return Launch::template run<T, DK, DV>(br, p);
+      NSA_TC_DIMS(NSA_TC_CASE)
+#undef NSA_TC_CASE
+      default: return false;
+    }
+  };
+  bool launched = false;
+  if (!force_v1_kernels() && all_aligned16(tensors)) {
+    if (dtype == at::kBFloat16) launched = dims(c10::BFloat16{});
+    else if (dtype == at::kHalf) launched = dims(c10::Half{});
+  }
+  last.store(launched ? 2 : 1);
+  return launched;
 }
 
 }  // namespace nsa::cuda

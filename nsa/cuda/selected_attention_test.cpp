@@ -78,7 +78,20 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"bf16_paper_heads_d192_dv128", 1, 96, 16, 1, 192, 128, 16, 4, at::kBFloat16, 1},
         SelectedCase{"fp32_block0_only", 2, 70, 4, 2, 16, 32, 16, 3, at::kFloat, 2},
         SelectedCase{"bf16_h64_per_group_d256", 1, 33, 64, 1, 256, 64, 8, 3, at::kBFloat16, 0},
-        SelectedCase{"fp32_l64_partial_tiles", 1, 100, 2, 1, 16, 16, 64, 2, at::kFloat, 0}),
+        SelectedCase{"fp32_l64_partial_tiles", 1, 100, 2, 1, 16, 16, 64, 2, at::kFloat, 0},
+        // Tensor-core (v2) tile boundaries: S around the 64-key tiles, h = 1, 6, 16 and
+        // 40 (head chunks of 16), dk != dv, sel_block 8..64 (several blocks per tile).
+        SelectedCase{"bf16_S1_h1_d64_l64", 1, 1, 1, 1, 64, 64, 64, 16, at::kBFloat16, 0},
+        SelectedCase{"fp16_S63_h6_d64_l16_n4", 1, 63, 12, 2, 64, 64, 16, 4, at::kHalf, 0},
+        SelectedCase{"bf16_S64_h16_d192_dv128_l64_n16", 1, 64, 16, 1, 192, 128, 64, 16, at::kBFloat16, 0},
+        SelectedCase{"bf16_S65_h1_d128_l32_n3", 1, 65, 2, 2, 128, 128, 32, 3, at::kBFloat16, 0},
+        SelectedCase{"fp16_S129_h6_d64_dv192_l8_n5", 1, 129, 6, 1, 64, 192, 8, 5, at::kHalf, 0},
+        SelectedCase{"bf16_B2_S257_h16_d192_dv128_l64_n4_selected", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1},
+        SelectedCase{"bf16_S257_h6_d64_l16_n16_four_tiles", 1, 257, 12, 2, 64, 64, 16, 16, at::kBFloat16, 0},
+        SelectedCase{"bf16_S130_h40_head_chunks_d128_dv64", 1, 130, 40, 1, 128, 64, 16, 3, at::kBFloat16, 0},
+        SelectedCase{"bf16_block0_only_h6_d192", 2, 70, 12, 2, 192, 192, 16, 3, at::kBFloat16, 2},
+        SelectedCase{"bf16_S200_h6_d64_l48_n3_three_key_slices", 1, 200, 12, 2, 64, 64, 48, 3, at::kBFloat16, 0},
+        SelectedCase{"fp16_S300_h2_d128_l128_n2_two_key_tiles", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {
@@ -103,24 +116,6 @@ TEST(SelectedAttention, BackwardIsBitwiseReproducible) {
   EXPECT_TRUE(at::equal(a.dk, b.dk));
   EXPECT_TRUE(at::equal(a.dv, b.dv));
 }
-
-// Tensor-core (v2) tile boundaries: S around the 64-key tiles, h = 1, 6, 16 and
-// 40 (head chunks of 16), dk != dv, sel_block 8..64 (several blocks per tile).
-INSTANTIATE_TEST_SUITE_P(
-    TensorCoreTiles, SelectedAttention,
-    ::testing::Values(
-        SelectedCase{"bf16_S1_h1_d64_l64", 1, 1, 1, 1, 64, 64, 64, 16, at::kBFloat16, 0},
-        SelectedCase{"fp16_S63_h6_d64_l16_n4", 1, 63, 12, 2, 64, 64, 16, 4, at::kHalf, 0},
-        SelectedCase{"bf16_S64_h16_d192_dv128_l64_n16", 1, 64, 16, 1, 192, 128, 64, 16, at::kBFloat16, 0},
-        SelectedCase{"bf16_S65_h1_d128_l32_n3", 1, 65, 2, 2, 128, 128, 32, 3, at::kBFloat16, 0},
-        SelectedCase{"fp16_S129_h6_d64_dv192_l8_n5", 1, 129, 6, 1, 64, 192, 8, 5, at::kHalf, 0},
-        SelectedCase{"bf16_B2_S257_h16_d192_dv128_l64_n4_selected", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1},
-        SelectedCase{"bf16_S257_h6_d64_l16_n16_four_tiles", 1, 257, 12, 2, 64, 64, 16, 16, at::kBFloat16, 0},
-        SelectedCase{"bf16_S130_h40_head_chunks_d128_dv64", 1, 130, 40, 1, 128, 64, 16, 3, at::kBFloat16, 0},
-        SelectedCase{"bf16_block0_only_h6_d192", 2, 70, 12, 2, 192, 192, 16, 3, at::kBFloat16, 2},
-        SelectedCase{"bf16_S200_h6_d64_l48_n3_three_key_slices", 1, 200, 12, 2, 64, 64, 48, 3, at::kBFloat16, 0},
-        SelectedCase{"fp16_S300_h2_d128_l128_n2_two_key_tiles", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0}),
-    [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZerosV2) {
   NSA_REQUIRE_CUDA();
@@ -147,9 +142,9 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
     int64_t B, S, H, G, dk, dv, sel_block, n;
     at::ScalarType dtype;
   };
-  for (const Case& c : {Case{"bf16_m7c_like_S200_h6_d64_l64_n4", 1, 200, 12, 2, 64, 64, 64, 4, at::kBFloat16},
-                        Case{"fp16_paper_like_S130_h16_d192_dv128_l16_n5", 2, 130, 32, 2, 192, 128, 16, 5,
-                             at::kHalf}}) {
+  for (const Case& c :
+       {Case{"bf16_m7c_like_S200_h6_d64_l64_n4", 1, 200, 12, 2, 64, 64, 64, 4, at::kBFloat16},
+        Case{"fp16_paper_like_S130_h16_d192_dv128_l16_n5", 2, 130, 32, 2, 192, 128, 16, 5, at::kHalf}}) {
     const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 5000 + c.S);
     const double scale = 1.0 / std::sqrt(double(c.dk));
     const at::Tensor block_idx = random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 99 + c.S);
@@ -158,20 +153,14 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
     const at::Tensor ref = ref_selected_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),
                                                   in.v.cpu().to(at::kDouble), block_idx.cpu(), c.sel_block, scale);
     testing::check_v1_and_v2(c.name, in, spec, ref);
-    for (bool v1 : {true, false}) {
-      testing::ForceV1Scope force(v1);
-      testing::check_branch(
-          std::string(c.name) + (v1 ? " (v1 forward)" : " (v2 forward)"), in,
-          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-            return selected_attention(q, k, v, block_idx, c.sel_block, scale);
-          },
-          [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-            return ref_selected_attention(q, k, v, block_idx.cpu(), c.sel_block, scale);
-          });
-      EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2);
-      EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2);
-      EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
-    }
+    testing::check_branch_v1_and_v2(
+        c.name, in,
+        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+          return selected_attention(q, k, v, block_idx, c.sel_block, scale);
+        },
+        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+          return ref_selected_attention(q, k, v, block_idx.cpu(), c.sel_block, scale);
+        });
   }
 }
 

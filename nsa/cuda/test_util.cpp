@@ -114,4 +114,15 @@ void check_v1_and_v2(const std::string& what, const AttnInputs& in, const Branch
                tolerance_for(at::kFloat));
 }
 
+void check_branch_v1_and_v2(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
+                            const AttnFn& reference) {
+  for (bool v1 : {true, false}) {
+    ForceV1Scope force(v1);
+    check_branch(what + (v1 ? " (v1)" : " (v2)"), in, kernel, reference);
+    EXPECT_EQ(last_forward_kernel_version(), v1 ? 1 : 2) << what;
+    EXPECT_EQ(last_dq_kernel_version(), v1 ? 1 : 2) << what;
+    EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2) << what;
+  }
+}
+
 }  // namespace nsa::cuda::testing

@@ -62,4 +62,9 @@ class ForceV1Scope {
 void check_v1_and_v2(const std::string& what, const AttnInputs& in, const BranchSpec& spec,
                      const at::Tensor& reference_o);
 
+// check_branch with v1 forced, then with v2: forward and backward both match
+// the reference, and each of forward, dq and dk/dv ran the version forced.
+void check_branch_v1_and_v2(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
+                            const AttnFn& reference);
+
 }  // namespace nsa::cuda::testing

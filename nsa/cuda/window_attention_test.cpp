@@ -42,7 +42,19 @@ INSTANTIATE_TEST_SUITE_P(
         WindowCase{"bf16_paper_heads_S96_d192_dv128", 1, 96, 16, 4, 192, 128, 40, at::kBFloat16},
         WindowCase{"bf16_S70_d256", 1, 70, 2, 1, 256, 256, 33, at::kBFloat16},
         WindowCase{"fp32_S50_h12_per_group_d48", 1, 50, 12, 1, 48, 16, 17, at::kFloat},
-        WindowCase{"fp32_window0_empty_rows", 1, 20, 2, 1, 16, 16, 0, at::kFloat}),
+        WindowCase{"fp32_window0_empty_rows", 1, 20, 2, 1, 16, 16, 0, at::kFloat},
+        // Tensor-core (v2) tile boundaries: S around the 64-row / 64-key tiles, h = 1,
+        // 6 (10 queries + 4 padding rows per CTA), 16, 80 (head chunks of 64), dk != dv.
+        WindowCase{"bf16_S1_h1_d64", 1, 1, 1, 1, 64, 64, 512, at::kBFloat16},
+        WindowCase{"fp16_S63_h6_d64_w16", 1, 63, 12, 2, 64, 64, 16, at::kHalf},
+        WindowCase{"bf16_S64_h16_d192_dv128_w40", 1, 64, 16, 1, 192, 128, 40, at::kBFloat16},
+        WindowCase{"bf16_S65_h1_d128_w64", 1, 65, 2, 2, 128, 128, 64, at::kBFloat16},
+        WindowCase{"fp16_S129_h6_d64_dv192_w100", 1, 129, 6, 1, 64, 192, 100, at::kHalf},
+        WindowCase{"bf16_B2_S257_h16_d192_dv128_w130", 2, 257, 32, 2, 192, 128, 130, at::kBFloat16},
+        WindowCase{"bf16_S257_h1_d128_dv64_w512", 1, 257, 3, 3, 128, 64, 512, at::kBFloat16},
+        WindowCase{"bf16_S129_h6_d192_dv192_w1", 1, 129, 6, 1, 192, 192, 1, at::kBFloat16},
+        WindowCase{"fp16_S33_h80_head_chunks_d64", 1, 33, 80, 1, 64, 64, 20, at::kHalf},
+        WindowCase{"bf16_window0_empty_rows_d64", 1, 70, 6, 1, 64, 64, 0, at::kBFloat16}),
     [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
 
 TEST(WindowAttention, EmptyWindowGivesZerosNotNaN) {
@@ -64,22 +76,6 @@ TEST(WindowAttention, RejectsBadInputsWithContext) {
   }
 }
 
-// Tensor-core (v2) tile boundaries: S around the 64-row / 64-key tiles, h = 1,
-// 6 (10 queries + 4 padding rows per CTA), 16, 80 (head chunks of 64), dk != dv.
-INSTANTIATE_TEST_SUITE_P(
-    TensorCoreTiles, WindowAttention,
-    ::testing::Values(
-        WindowCase{"bf16_S1_h1_d64", 1, 1, 1, 1, 64, 64, 512, at::kBFloat16},
-        WindowCase{"fp16_S63_h6_d64_w16", 1, 63, 12, 2, 64, 64, 16, at::kHalf},
-        WindowCase{"bf16_S64_h16_d192_dv128_w40", 1, 64, 16, 1, 192, 128, 40, at::kBFloat16},
-        WindowCase{"bf16_S65_h1_d128_w64", 1, 65, 2, 2, 128, 128, 64, at::kBFloat16},
-        WindowCase{"fp16_S129_h6_d64_dv192_w100", 1, 129, 6, 1, 64, 192, 100, at::kHalf},
-        WindowCase{"bf16_B2_S257_h16_d192_dv128_w130", 2, 257, 32, 2, 192, 128, 130, at::kBFloat16},
-        WindowCase{"bf16_S257_h1_d128_dv64_w512", 1, 257, 3, 3, 128, 64, 512, at::kBFloat16},
-        WindowCase{"bf16_S129_h6_d192_dv192_w1", 1, 129, 6, 1, 192, 192, 1, at::kBFloat16},
-        WindowCase{"fp16_S33_h80_head_chunks_d64", 1, 33, 80, 1, 64, 64, 20, at::kHalf},
-        WindowCase{"bf16_window0_empty_rows_d64", 1, 70, 6, 1, 64, 64, 0, at::kBFloat16}),
-    [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
 
 // The same inputs through v1 (forced) and v2 (forward, backward dq and dk/dv): both
 // match the reference, and their logsumexps agree.
