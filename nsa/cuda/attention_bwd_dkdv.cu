@@ -22,8 +22,8 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -32,14 +32,14 @@ template <typename T, Branch BR>
 __device__ void attn_bwd_dkdv_body(const AttnParams& p) {
   extern __shared__ float smem[];
   const int R = p.rows, BK = p.key_tile, DK = p.dk, DV = p.dv, ldk = DK + 1, ldv = DV + 1;
-  float* Ks = smem;               // [BK][DK+1]
-  float* Vs = Ks + BK * ldk;      // [BK][DV+1]
-  float* dKs = Vs + BK * ldv;     // [BK][DK]
-  float* dVs = dKs + BK * DK;     // [BK][DV]
-  float* Qs = dVs + BK * DV;      // [R][DK+1]  q * scale
-  float* dOs = Qs + R * ldk;      // [R][DV+1]
-  float* Ps = dOs + R * ldv;      // [R][BK+1]
-  float* dSs = Ps + R * (BK + 1); // [R][BK+1]
+  float* Ks = smem;                // [BK][DK+1]
+  float* Vs = Ks + BK * ldk;       // [BK][DV+1]
+  float* dKs = Vs + BK * ldv;      // [BK][DK]
+  float* dVs = dKs + BK * DK;      // [BK][DV]
+  float* Qs = dVs + BK * DV;       // [R][DK+1]  q * scale
+  float* dOs = Qs + R * ldk;       // [R][DV+1]
+  float* Ps = dOs + R * ldv;       // [R][BK+1]
+  float* dSs = Ps + R * (BK + 1);  // [R][BK+1]
   float* row_lse = dSs + R * (BK + 1);
   float* row_delta = row_lse + R;
   int* row_t = reinterpret_cast<int*>(row_delta + R);
@@ -139,11 +139,10 @@ template <typename T>
 void launch(Branch br, AttnParams& p) {
   choose_key_tiling(p);
   const size_t smem = dkdv_smem_floats(p.rows, p.key_tile, p.dk, p.dv) * sizeof(float);
-  const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, p.key_tile)
-                                             : ceil_div(p.Sk, p.key_tile);
+  const int n_tiles =
+      br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, p.key_tile) : ceil_div(p.Sk, p.key_tile);
   const dim3 grid(n_tiles, p.B * p.G);
-  launch_kernel(bwd_dkdv_kernels<T>().pick(br),
-                grid, kThreads, smem, p);
+  launch_kernel(bwd_dkdv_kernels<T>().pick(br), grid, kThreads, smem, p);
 }
 
 }  // namespace

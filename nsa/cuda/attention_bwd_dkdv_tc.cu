@@ -37,15 +37,15 @@
 // shared memory (ldmatrix) rather than held. ptxas -v (CUDA 13.0): 136-160
 // registers at 64/64, <= 242 and no spill up to 128/128; the pairs with dk or
 // dv = 192 sit at the 255 cap with 0-124 bytes of spill (most at 192/64).
-#include <atomic>
-
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
+#include <atomic>
+
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 
@@ -65,7 +65,7 @@ constexpr int kKeys = 64;  // keys per CTA (4 warps x 16)
 
 template <int DK, int DV>
 struct DkdvLayout {
-  static constexpr int kRows = DK + DV > 256 ? 32 : 64;  // rows per stage (RT)
+  static constexpr int kRows = DK + DV > 256 ? 32 : 64;   // rows per stage (RT)
   static constexpr int kStep = DK + DV >= 320 ? 16 : 32;  // rows per warp step (NR)
   static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
   static constexpr size_t kKvBytes = size_t(kKeys) * (kLdK + kLdV) * 2;
@@ -109,10 +109,10 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   using L = DkdvLayout<DK, DV>;
   constexpr int RT = L::kRows, NR = L::kStep, kTpr = kTcThreads / RT;  // loader threads per row
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][kLdK]
-  T* Vs = Ks + kKeys * L::kLdK;            // [64][kLdV]
-  T* Qs = Vs + kKeys * L::kLdV;            // [2][RT][kLdK]
-  T* dOs = Qs + 2 * RT * L::kLdK;          // [2][RT][kLdV]
+  T* Ks = reinterpret_cast<T*>(smem_raw);                       // [64][kLdK]
+  T* Vs = Ks + kKeys * L::kLdK;                                 // [64][kLdV]
+  T* Qs = Vs + kKeys * L::kLdV;                                 // [2][RT][kLdK]
+  T* dOs = Qs + 2 * RT * L::kLdK;                               // [2][RT][kLdV]
   int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
   float* row_lse2 = reinterpret_cast<float*>(row_t + 2 * RT);   // [2][RT], log2 domain
   float* row_delta = row_lse2 + 2 * RT;                         // [2][RT]
@@ -134,7 +134,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
   const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
   const bool slice_active = slice < ceil_div(k1 - k0, 16);  // the slice holds a key
-  const int n_rows = n_q * p.h;  // row = (query index, head)
+  const int n_rows = n_q * p.h;                             // row = (query index, head)
   const int n_tiles = ceil_div(n_rows, RT);
 
   const auto issue_rows = [&](int i) {
@@ -195,9 +195,12 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       if (row0 >= n_here) break;
       const int tf = ts[row0], tl = ts[imin(row0 + NR, n_here) - 1];  // rows ascend in t
       bool none;  // no row of the step sees a key of the warp (warp-uniform)
-      if (BR == Branch::Window) none = tl < kw0 || kw1 - 1 <= tf - p.window;
-      else if (BR == Branch::Compressed) none = kw0 * p.cmp_stride + p.cmp_block - 1 > tl;
-      else none = kw0 > tl;
+      if (BR == Branch::Window)
+        none = tl < kw0 || kw1 - 1 <= tf - p.window;
+      else if (BR == Branch::Compressed)
+        none = kw0 * p.cmp_stride + p.cmp_block - 1 > tl;
+      else
+        none = kw0 > tl;
       if (none) continue;
 
       float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)

@@ -15,8 +15,8 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/simt_tiles.cuh"
 
 namespace nsa::cuda {
@@ -27,12 +27,12 @@ __device__ void attn_bwd_dq_body(const AttnParams& p) {
   constexpr int BC = kKeyTile;
   extern __shared__ float smem[];
   const int R = p.rows, DK = p.dk, DV = p.dv, ldk = DK + 1, ldv = DV + 1;
-  float* Qs = smem;                 // [R][DK+1]  q * scale
-  float* dOs = Qs + R * ldk;        // [R][DV+1]
-  float* Ks = dOs + R * ldv;        // [BC][DK+1]
-  float* Vs = Ks + BC * ldk;        // [BC][DV+1]
-  float* dQs = Vs + BC * ldv;       // [R][DK]    sum_c dS * k (scale applied at the end)
-  float* Ss = dQs + R * DK;         // [R][BC+1]  dS
+  float* Qs = smem;            // [R][DK+1]  q * scale
+  float* dOs = Qs + R * ldk;   // [R][DV+1]
+  float* Ks = dOs + R * ldv;   // [BC][DK+1]
+  float* Vs = Ks + BC * ldk;   // [BC][DV+1]
+  float* dQs = Vs + BC * ldv;  // [R][DK]    sum_c dS * k (scale applied at the end)
+  float* Ss = dQs + R * DK;    // [R][BC+1]  dS
   float* row_lse = Ss + R * (BC + 1);
   float* row_delta = row_lse + R;
   int* row_t = reinterpret_cast<int*>(row_delta + R);
@@ -106,21 +106,13 @@ __device__ void attn_bwd_dq_body(const AttnParams& p) {
 
 NSA_V1_BRANCH_KERNELS(bwd_dq, attn_bwd_dq_body)
 
-template <typename T>
-void launch(Branch br, AttnParams& p) {
-  choose_query_tiling(br, dq_smem_floats, p);
-  const size_t smem = dq_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
-  const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-  launch_kernel(bwd_dq_kernels<T>().pick(br),
-      grid, kThreads, smem, p);
-}
-
 }  // namespace
 
 void launch_attention_bwd_dq(Branch br, at::ScalarType dtype, AttnParams& p) {
   if (p.S == 0 || p.B == 0) return;
   if (launch_attention_bwd_dq_tc(br, dtype, p)) return;  // v2 (tensor cores) where it tiles
-  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dq)", [&] { launch<scalar_t>(br, p); });
+  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention backward (dq)",
+                           [&] { launch_v1_query_kernel(br, p, dq_smem_floats, bwd_dq_kernels<scalar_t>()); });
 }
 
 }  // namespace nsa::cuda

@@ -25,16 +25,16 @@
 // Registers: Q (dk/4) + dO (dv/4) + dq (dk/2) per thread; at dk = 192 the
 // Window / Compressed kernels sit at the 255 cap with 8-32 bytes of spill
 // (ptxas -v, CUDA 13.0); every other instantiation has none.
-#include <atomic>
-#include <climits>
-
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
+#include <atomic>
+#include <climits>
+
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/query_tiles.cuh"
@@ -58,7 +58,7 @@ constexpr int step_keys() {
 // Selected's sum of the 4 warps' partial dq [4][16][DK + 8] floats, aliasing
 // the K/V stages once the key loop is over.
 template <int DK, int DV>
-struct DqLayout : tc::QueryTiledLayout<DK, DV, size_t(kTcWarps) * kTcRowsSel * (DK + 8) * sizeof(float)> {
+struct DqLayout : tc::QueryTiledLayout<DK, DV, size_t(kTcWarps) * kTcRowsSel*(DK + 8) * sizeof(float)> {
   static constexpr int kLdQ = DK + 8;
 };
 
@@ -114,42 +114,27 @@ template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
-  T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
   const tc::TcThread cta(p);
-  const int b = cta.b, g = cta.g, lane = cta.lane, tig = cta.tig;
+  const int b = cta.b, lane = cta.lane, tig = cta.tig;
   const tc::WarpQueryRows rows(p, cta);
   const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
 
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, imax(tr0, 0), hq0, tr0 >= 0, imax(tr1, 0), hq1, tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
-
-  int lo, hi;
-  contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-  const auto issue = [&](int i) {
-    tc::issue_contiguous_tile<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, i, lo, hi, b, g, cta.tid);
-  };
-  const auto compute = [&](int i) {
-    const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
-    bool none, all;
-    tc::tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
-    if (!rows.warp_active() || none) return;
-    const T* ks = Ks + (i & 1) * kTcKeys * L::kLdK;
-    const T* vs = Vs + (i & 1) * kTcKeys * L::kLdV;
-    constexpr int kStep = step_keys<DK>();
+  tc::walk_contiguous_keys<T, DK, DV, BR, L>(
+      p, smem_raw, cta, rows, [&](const T* ks, const T* vs, int kt, int hi, bool all) {
+        constexpr int kStep = step_keys<DK>();
 #pragma unroll
-    for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
-      if (kt + kr0 >= kend) break;  // the rest of the tile is past the range
-      const int k0 = kt + kr0 + 2 * tig, window = p.window, cmp_block = p.cmp_block, cmp_stride = p.cmp_stride;
-      const auto visible = [=](int n, int j) {
-        const int key = k0 + n * 8 + (j & 1), t = j < 2 ? tr0 : tr1;
-        return all || (t >= 0 && key < hi && key_visible(BR, t, key, window, cmp_block, cmp_stride));
-      };
-      dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
-    }
-  };
-  tc::kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
+        for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
+          if (kt + kr0 >= hi) break;  // the rest of the tile is past the range
+          const int k0 = kt + kr0 + 2 * tig;
+          const auto visible = [&](int n, int j) {
+            return tc::row_sees<BR>(p, all, hi, j < 2 ? tr0 : tr1, k0 + n * 8 + (j & 1));
+          };
+          dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
+        }
+      });
 
   T* dq = static_cast<T*>(p.dq_out);
 #pragma unroll
@@ -170,31 +155,21 @@ template <typename T, int DK, int DV>
 __device__ __forceinline__ void tc_dq_selected_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);
-  T* Vs = Ks + 2 * kTcKeys * L::kLdK;
   const tc::TcThread cta(p);
   const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
-  const int b = cta.b, g = cta.g, chunk = cta.chunk;
-  const int t = blockIdx.x;
+  const int b = cta.b, g = cta.g, chunk = cta.chunk, t = cta.t0;
   // The query's segments, as in the forward.
   const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
-  const int n_keys = seg.n_keys;
 
   const tc::SelectedHeadRows rows(p, cta);
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, t, rows.hq[0], rows.valid[0], t, rows.hq[1], rows.valid[1], tig);
   const float scale_log2 = p.scale * kLog2e;
-
-  tc::SegmentCursor cursor;
-  const auto issue = [&](int i) { cursor.issue<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, seg, i, b, g, tid); };
-  const auto compute = [&](int i) {
-    const int pos0 = i * kTcKeys + warp * 16;  // this warp's 16-key slice
-    if (pos0 >= n_keys) return;
+  tc::walk_selected_keys<T, DK, DV, L>(p, smem_raw, cta, seg, [&](const T* ks, const T* vs, int pos0) {
+    const int n_keys = seg.n_keys;
     const auto visible = [=](int n, int j) { return pos0 + n * 8 + 2 * tig + (j & 1) < n_keys; };
-    dq_step<T, DK, DV, 16, L::kLdK, L::kLdV>(w, Ks + (i & 1) * kTcKeys * L::kLdK, Vs + (i & 1) * kTcKeys * L::kLdV,
-                                             warp * 16, lane, scale_log2, visible);
-  };
-  tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
+    dq_step<T, DK, DV, 16, L::kLdK, L::kLdV>(w, ks, vs, warp * 16, lane, scale_log2, visible);
+  });
 
   // Sum the 4 warps' partial dq in warp order (the stages are free now).
   float* red = reinterpret_cast<float*>(smem_raw);  // [4][16][kLdQ]

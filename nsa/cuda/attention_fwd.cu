@@ -23,8 +23,8 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/simt_tiles.cuh"
 
 namespace nsa::cuda {
@@ -36,14 +36,14 @@ __device__ void attn_fwd_body(const AttnParams& p) {
   static_assert(BC == 32, "the softmax step maps one key per lane");
   extern __shared__ float smem[];
   const int R = p.rows, DK = p.dk, DV = p.dv, ldk = DK + 1;
-  float* Qs = smem;                 // [R][DK+1]  q * scale
-  float* Ks = Qs + R * ldk;         // [BC][DK+1]
-  float* Vs = Ks + BC * ldk;        // [BC][DV]
-  float* Ss = Vs + BC * DV;         // [R][BC+1]  scores, then probabilities
-  float* Os = Ss + R * (BC + 1);    // [R][DV]    unnormalised output
-  float* row_m = Os + R * DV;       // running max
-  float* row_l = row_m + R;         // running sum of exp
-  float* row_a = row_l + R;         // rescale factor of the current tile
+  float* Qs = smem;                                // [R][DK+1]  q * scale
+  float* Ks = Qs + R * ldk;                        // [BC][DK+1]
+  float* Vs = Ks + BC * ldk;                       // [BC][DV]
+  float* Ss = Vs + BC * DV;                        // [R][BC+1]  scores, then probabilities
+  float* Os = Ss + R * (BC + 1);                   // [R][DV]    unnormalised output
+  float* row_m = Os + R * DV;                      // running max
+  float* row_l = row_m + R;                        // running sum of exp
+  float* row_a = row_l + R;                        // rescale factor of the current tile
   int* row_t = reinterpret_cast<int*>(row_a + R);  // query of the row, -1 = padding
   int* row_hq = row_t + R;                         // query head of the row
 
@@ -111,21 +111,13 @@ __device__ void attn_fwd_body(const AttnParams& p) {
 
 NSA_V1_BRANCH_KERNELS(fwd, attn_fwd_body)
 
-template <typename T>
-void launch(Branch br, AttnParams& p) {
-  choose_query_tiling(br, fwd_smem_floats, p);
-  const size_t smem = fwd_smem_floats(p.rows, p.dk, p.dv) * sizeof(float);
-  const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
-  launch_kernel(fwd_kernels<T>().pick(br),
-                grid, kThreads, smem, p);
-}
-
 }  // namespace
 
 void launch_attention_fwd(Branch br, at::ScalarType dtype, AttnParams& p) {
   if (p.S == 0 || p.B == 0) return;
   if (launch_attention_fwd_tc(br, dtype, p)) return;  // v2 (tensor cores) where it tiles
-  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention forward", [&] { launch<scalar_t>(br, p); });
+  NSA_DISPATCH_FLOAT_TYPES(dtype, "attention forward",
+                           [&] { launch_v1_query_kernel(br, p, fwd_smem_floats, fwd_kernels<scalar_t>()); });
 }
 
 }  // namespace nsa::cuda

@@ -47,18 +47,18 @@
 //
 // Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
 // 32, ..., 256) run v1; that is a tiling choice, the result is the same function.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
 #include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/query_tiles.cuh"
@@ -95,8 +95,8 @@ struct WarpRows {
 };
 
 template <typename T, int DK, int DV>
-__device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const T* q, int64_t off0, bool valid0,
-                                          int64_t off1, bool valid1, int tig) {
+__device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const T* q, int64_t off0, bool valid0, int64_t off1,
+                                          bool valid1, int tig) {
   tc::load_a_frags<T, DK>(w.q, q + off0, valid0, q + off1, valid1, tig);
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) w.o[n][0] = w.o[n][1] = w.o[n][2] = w.o[n][3] = 0.f;
@@ -149,10 +149,8 @@ template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   using L = TcLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
-  T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
   const tc::TcThread cta(p);
-  const int b = cta.b, g = cta.g, lane = cta.lane, tig = cta.tig;
+  const int b = cta.b, lane = cta.lane, tig = cta.tig;
   const tc::WarpQueryRows rows(p, cta);
   const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
 
@@ -160,33 +158,21 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
                        row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
-
-  int lo, hi;
-  contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
-  const auto issue = [&](int i) {
-    tc::issue_contiguous_tile<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, i, lo, hi, b, g, cta.tid);
-  };
-  const auto compute = [&](int i) {
-    const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
-    bool none, all;
-    tc::tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
-    if (!rows.warp_active() || none) return;
-    const int stage = i & 1;
-    float s[kTcKeys / 8][4];
-    tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, 0, lane);
+  tc::walk_contiguous_keys<T, DK, DV, BR, L>(
+      p, smem_raw, cta, rows, [&](const T* ks, const T* vs, int kt, int hi, bool all) {
+        float s[kTcKeys / 8][4];
+        tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, ks, 0, lane);
 #pragma unroll
-    for (int n = 0; n < kTcKeys / 8; ++n) {
+        for (int n = 0; n < kTcKeys / 8; ++n) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
-        const bool vis = all || (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride));
-        s[n][j] = vis ? s[n][j] * scale_log2 : -INFINITY;
-      }
-    }
-    softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
-    tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, 0, lane);
-  };
-  tc::kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
+          for (int j = 0; j < 4; ++j) {
+            const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
+            s[n][j] = tc::row_sees<BR>(p, all, hi, t, key) ? s[n][j] * scale_log2 : -INFINITY;
+          }
+        }
+        softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
+        tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, vs, 0, lane);
+      });
 
   // Normalise and write: rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]).
   T* o = static_cast<T*>(p.o);
@@ -201,8 +187,7 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
     T* orow = o + row_offset(b, t, hq, p.S, p.H, DV);
 #pragma unroll
     for (int n = 0; n < DV / 8; ++n) {
-      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tig) =
-          tc::pack2<T>(w.o[n][2 * i] * inv, w.o[n][2 * i + 1] * inv);
+      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tig) = tc::pack2<T>(w.o[n][2 * i] * inv, w.o[n][2 * i + 1] * inv);
     }
     if (tig == 0) {
       p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = l > 0.f ? (w.m[i] + log2f(l)) * kLn2 : INFINITY;
@@ -215,47 +200,34 @@ template <typename T, int DK, int DV>
 __device__ __forceinline__ void tc_fwd_selected_body(const AttnParams& p) {
   using L = TcLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);  // [2][kTcKeys][kLdK]
-  T* Vs = Ks + 2 * kTcKeys * L::kLdK;      // [2][kTcKeys][kLdV]
   const tc::TcThread cta(p);
   const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
-  const int b = cta.b, g = cta.g, chunk = cta.chunk;
-  const int t = blockIdx.x;
+  const int b = cta.b, g = cta.g, chunk = cta.chunk, t = cta.t0;
   const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
-  const int n_keys = seg.n_keys;
 
   const tc::SelectedHeadRows rows(p, cta);
   WarpRows<DK, DV> w;
   init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, t, rows.hq[0], p.S, p.H, DK), rows.valid[0],
                        row_offset(b, t, rows.hq[1], p.S, p.H, DK), rows.valid[1], tig);
   const float scale_log2 = p.scale * kLog2e;
-
-  tc::SegmentCursor cursor;
-  const auto issue = [&](int i) { cursor.issue<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, seg, i, b, g, tid); };
-  const auto compute = [&](int i) {
-    const int pos0 = i * kTcKeys + warp * 16;  // this warp's 16-key slice
-    if (pos0 >= n_keys) return;
-    const int stage = i & 1;
+  tc::walk_selected_keys<T, DK, DV, L>(p, smem_raw, cta, seg, [&](const T* ks, const T* vs, int pos0) {
     float s[2][4];
-    tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, Ks + stage * kTcKeys * L::kLdK, warp * 16, lane);
+    tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, ks, warp * 16, lane);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int pos = pos0 + n * 8 + 2 * tig + (j & 1);  // every selected key is visible (<= t)
-        s[n][j] = pos < n_keys ? s[n][j] * scale_log2 : -INFINITY;
-      }
+      for (int j = 0; j < 4; ++j)
+        s[n][j] = pos0 + n * 8 + 2 * tig + (j & 1) < seg.n_keys ? s[n][j] * scale_log2 : -INFINITY;
     }
     softmax_update<16, DV>(s, w.m, w.l, w.o);
-    tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, Vs + stage * kTcKeys * L::kLdV, warp * 16, lane);
-  };
-  tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
+    tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, vs, warp * 16, lane);
+  });
 
   // Merge the 4 warps' partial results (the K/V stages are free now: the loop
   // ended on a barrier, and no copy is in flight).
-  float* red_o = reinterpret_cast<float*>(smem_raw);        // [4][16][kLdO]
-  float* red_m = red_o + kTcWarps * kTcRowsSel * L::kLdO;   // [4][16]
-  float* red_l = red_m + kTcWarps * kTcRowsSel;             // [4][16]
+  float* red_o = reinterpret_cast<float*>(smem_raw);       // [4][16][kLdO]
+  float* red_m = red_o + kTcWarps * kTcRowsSel * L::kLdO;  // [4][16]
+  float* red_l = red_m + kTcWarps * kTcRowsSel;            // [4][16]
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float l = w.l[i];

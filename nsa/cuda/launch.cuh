@@ -6,15 +6,16 @@
 // three branch names. The kernels' arithmetic is untouched by it.
 #pragma once
 
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
@@ -74,49 +75,59 @@ bool launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kern
   return true;
 }
 
+// A v1 launcher for the kernels tiled by queries (forward, dq): the largest
+// row tiling whose shared memory (`smem_floats`) fits, one CTA per query tile
+// and (batch, group, head chunk).
+template <typename Kernel>
+void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int, int, int),
+                            BranchKernels<Kernel> kernels) {
+  choose_query_tiling(br, smem_floats, p);
+  const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G * ceil_div(p.h, p.head_chunk));
+  launch_kernel(kernels.pick(br), grid, kThreads, smem_floats(p.rows, p.dk, p.dv) * sizeof(float), p);
+}
+
 // Three kernel names per attention kernel, one per branch, so a kernel trace
 // tells the branches apart (kernel_registry.cpp lists them):
 // nsa_{window,compressed,selected}_STEM_kernel, each running its branch's body,
 // and STEM_kernels<...>() that returns the three (BranchKernels).
 // v1: one body templated on the branch, for every dtype.
-#define NSA_V1_BRANCH_KERNELS(STEM, BODY)                                                   \
-  template <typename T>                                                                     \
-  __global__ void __launch_bounds__(kThreads) nsa_window_##STEM##_kernel(AttnParams p) {     \
-    BODY<T, Branch::Window>(p);                                                             \
-  }                                                                                         \
-  template <typename T>                                                                     \
-  __global__ void __launch_bounds__(kThreads) nsa_compressed_##STEM##_kernel(AttnParams p) { \
-    BODY<T, Branch::Compressed>(p);                                                         \
-  }                                                                                         \
-  template <typename T>                                                                     \
-  __global__ void __launch_bounds__(kThreads) nsa_selected_##STEM##_kernel(AttnParams p) {   \
-    BODY<T, Branch::Selected>(p);                                                           \
-  }                                                                                         \
-  template <typename T>                                                                     \
-  BranchKernels<void (*)(AttnParams)> STEM##_kernels() {                                    \
-    return {nsa_window_##STEM##_kernel<T>, nsa_compressed_##STEM##_kernel<T>,               \
-            nsa_selected_##STEM##_kernel<T>};                                               \
+#define NSA_V1_BRANCH_KERNELS(STEM, BODY)                                                                       \
+  template <typename T>                                                                                         \
+  __global__ void __launch_bounds__(kThreads) nsa_window_##STEM##_kernel(AttnParams p) {                        \
+    BODY<T, Branch::Window>(p);                                                                                 \
+  }                                                                                                             \
+  template <typename T>                                                                                         \
+  __global__ void __launch_bounds__(kThreads) nsa_compressed_##STEM##_kernel(AttnParams p) {                    \
+    BODY<T, Branch::Compressed>(p);                                                                             \
+  }                                                                                                             \
+  template <typename T>                                                                                         \
+  __global__ void __launch_bounds__(kThreads) nsa_selected_##STEM##_kernel(AttnParams p) {                      \
+    BODY<T, Branch::Selected>(p);                                                                               \
+  }                                                                                                             \
+  template <typename T>                                                                                         \
+  BranchKernels<void (*)(AttnParams)> STEM##_kernels() {                                                        \
+    return {nsa_window_##STEM##_kernel<T>, nsa_compressed_##STEM##_kernel<T>, nsa_selected_##STEM##_kernel<T>}; \
   }
 
 // v2: templated on (T, DK, DV); each argument is a call target such as
 // `(body<T, DK, DV, Branch::Window>)` (parenthesised: it holds commas).
-#define NSA_TC_BRANCH_KERNELS(STEM, WINDOW, COMPRESSED, SELECTED)                                        \
-  template <typename T, int DK, int DV>                                                                   \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_window_##STEM##_tc_kernel(AttnParams p) {        \
-    WINDOW(p);                                                                                            \
-  }                                                                                                       \
-  template <typename T, int DK, int DV>                                                                   \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_compressed_##STEM##_tc_kernel(AttnParams p) {    \
-    COMPRESSED(p);                                                                                        \
-  }                                                                                                       \
-  template <typename T, int DK, int DV>                                                                   \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_selected_##STEM##_tc_kernel(AttnParams p) {      \
-    SELECTED(p);                                                                                          \
-  }                                                                                                       \
-  template <typename T, int DK, int DV>                                                                   \
-  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                               \
-    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,       \
-            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                                  \
+#define NSA_TC_BRANCH_KERNELS(STEM, WINDOW, COMPRESSED, SELECTED)                                     \
+  template <typename T, int DK, int DV>                                                               \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_window_##STEM##_tc_kernel(AttnParams p) {     \
+    WINDOW(p);                                                                                        \
+  }                                                                                                   \
+  template <typename T, int DK, int DV>                                                               \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_compressed_##STEM##_tc_kernel(AttnParams p) { \
+    COMPRESSED(p);                                                                                    \
+  }                                                                                                   \
+  template <typename T, int DK, int DV>                                                               \
+  __global__ void __launch_bounds__(tc::kTcThreads) nsa_selected_##STEM##_tc_kernel(AttnParams p) {   \
+    SELECTED(p);                                                                                      \
+  }                                                                                                   \
+  template <typename T, int DK, int DV>                                                               \
+  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                           \
+    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,   \
+            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                              \
   }
 
 // The (dk, dv) pairs every v2 kernel instantiates (forward, dq, dk/dv); other
@@ -145,16 +156,20 @@ bool launch_v2_or_decline(Branch br, at::ScalarType dtype, AttnParams& p, std::i
     using T = decltype(tag);
     switch (p.dk * 1000 + p.dv) {
 #define NSA_TC_CASE(DK, DV) \
-  case DK * 1000 + DV: return Launch::template run<T, DK, DV>(br, p);
+  case DK * 1000 + DV:      \
+    return Launch::template run<T, DK, DV>(br, p);
       NSA_TC_DIMS(NSA_TC_CASE)
 #undef NSA_TC_CASE
-      default: return false;
+      default:
+        return false;
     }
   };
   bool launched = false;
   if (!force_v1_kernels() && all_aligned16(tensors)) {
-    if (dtype == at::kBFloat16) launched = dims(c10::BFloat16{});
-    else if (dtype == at::kHalf) launched = dims(c10::Half{});
+    if (dtype == at::kBFloat16)
+      launched = dims(c10::BFloat16{});
+    else if (dtype == at::kHalf)
+      launched = dims(c10::Half{});
   }
   last.store(launched ? 2 : 1);
   return launched;

@@ -37,8 +37,8 @@ struct TcThread : QueryCta {
 // Window / Compressed: a warp owns rows 16 warp .. + 15 of the CTA
 // (QueryCta::row); this lane holds rows gid and gid + 8 of them.
 struct WarpQueryRows {
-  int t[2], hq[2];   // query (-1: padding row) and global head of rows gid, gid + 8
-  int tmin, tmax;    // queries among the warp's valid rows (consecutive); tmax < 0: none
+  int t[2], hq[2];  // query (-1: padding row) and global head of rows gid, gid + 8
+  int tmin, tmax;   // queries among the warp's valid rows (consecutive); tmax < 0: none
   __device__ __forceinline__ WarpQueryRows(const AttnParams& p, const TcThread& c) {
     const int r0 = c.warp * 16 + c.gid;
     t[0] = c.row(p, r0, &hq[0]);
@@ -126,8 +126,8 @@ __device__ __forceinline__ void issue_kv_row(T* Ks, T* Vs, const AttnParams& p, 
 
 // Tile i of a contiguous key range [lo, hi).
 template <typename T, int DK, int DV, int LDK, int LDV>
-__device__ __forceinline__ void issue_contiguous_tile(T* Ks, T* Vs, const AttnParams& p, int i, int lo, int hi,
-                                                      int b, int g, int tid) {
+__device__ __forceinline__ void issue_contiguous_tile(T* Ks, T* Vs, const AttnParams& p, int i, int lo, int hi, int b,
+                                                      int g, int tid) {
   const int key = lo + i * kTcKeys + tid / 2;
   const bool valid = key < hi;
   issue_kv_row<T, DK, DV, LDK, LDV>(Ks, Vs, p, i & 1, b, g, valid ? key : lo, valid, tid);
@@ -166,6 +166,58 @@ __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&
     compute(i);
     __syncthreads();
   }
+}
+
+// Window / Compressed: is (row query t, key) visible in a tile whose keys end
+// at `hi`? `all`: the warp sees the whole tile (tile_coverage), no test needed.
+template <Branch BR>
+__device__ __forceinline__ bool row_sees(const AttnParams& p, bool all, int hi, int t, int key) {
+  return all || (t >= 0 && key < hi && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride));
+}
+
+// Window / Compressed: the walk over the CTA's contiguous key range in
+// double-buffered tiles. For each tile the warp sees (part of),
+// `tile(ks, vs, kt, hi, all)` gets the tile's K and V stages, its first key kt,
+// the range's end hi and whether the warp sees all of it (else: row_sees).
+template <typename T, int DK, int DV, Branch BR, typename Layout, typename Tile>
+__device__ __forceinline__ void walk_contiguous_keys(const AttnParams& p, unsigned char* smem, const TcThread& cta,
+                                                     const WarpQueryRows& rows, Tile&& tile) {
+  T* Ks = reinterpret_cast<T*>(smem);       // [2][kTcKeys][kLdK]
+  T* Vs = Ks + 2 * kTcKeys * Layout::kLdK;  // [2][kTcKeys][kLdV]
+  int lo, hi;
+  contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
+  const auto issue = [&](int i) {
+    issue_contiguous_tile<T, DK, DV, Layout::kLdK, Layout::kLdV>(Ks, Vs, p, i, lo, hi, cta.b, cta.g, cta.tid);
+  };
+  const auto compute = [&](int i) {
+    const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
+    bool none, all;
+    tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
+    if (rows.warp_active() && !none)
+      tile(Ks + (i & 1) * kTcKeys * Layout::kLdK, Vs + (i & 1) * kTcKeys * Layout::kLdV, kt, hi, all);
+  };
+  kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
+}
+
+// Selected: the walk over the query's virtual key list in double-buffered
+// tiles; warp w takes the 16-key slice at virtual position pos0 = 64 i + 16 w
+// of tile i, and `tile(ks, vs, pos0)` runs for each slice that holds a key
+// (positions >= seg.n_keys are past the end: the kernel masks them). Every
+// selected key is visible to the query (<= t), so there is nothing else to mask.
+template <typename T, int DK, int DV, typename Layout, typename Tile>
+__device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned char* smem, const TcThread& cta,
+                                                   const SelectedSegments& seg, Tile&& tile) {
+  T* Ks = reinterpret_cast<T*>(smem);
+  T* Vs = Ks + 2 * kTcKeys * Layout::kLdK;
+  SegmentCursor cursor;
+  const auto issue = [&](int i) {
+    cursor.issue<T, DK, DV, Layout::kLdK, Layout::kLdV>(Ks, Vs, p, seg, i, cta.b, cta.g, cta.tid);
+  };
+  const auto compute = [&](int i) {
+    const int pos0 = i * kTcKeys + cta.warp * 16;
+    if (pos0 < seg.n_keys) tile(Ks + (i & 1) * kTcKeys * Layout::kLdK, Vs + (i & 1) * kTcKeys * Layout::kLdV, pos0);
+  };
+  kv_pipeline(ceil_div(seg.n_keys, kTcKeys), issue, compute);
 }
 
 }  // namespace nsa::cuda::tc
