@@ -4,7 +4,8 @@
 #
 # Knobs (environment): BUILD; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
-# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
+# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_PEER_BENCH (PEER_* knobs: scripts/peer-bench.sh);
+# SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
 # NSA_HARNESS_REVISION: the revision reports name, when this tree's .git does not
 # describe it (a copy synced to the GPU machine); otherwise git's, "-dirty" if modified.
@@ -45,6 +46,11 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout "${BENCH_TIMEOUT_S:-420}" "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json \
     --benchmark_out="$OUT/bench.json" --benchmark_filter="${BENCH_FILTER:-.}" ${BENCH_ARGS:-} > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
+fi
+# Peer: fla's parallel_nsa and SDPA against our layer (scripts/peer-bench.sh; needs .whl/fla_core*.whl).
+if [ "${SKIP_PEER_BENCH:-0}" != 1 ]; then
+  OUT="$OUT" BUILD="$BUILD" bash scripts/peer-bench.sh > "$WORK/peer-bench.log" 2>&1
+  log "peer bench rc=$? $(tail -1 "$WORK/peer-bench.log")"
 fi
 # Host cost of CUPTI tracing per kernel launch, part by part.
 if [ "${SKIP_CUPTI_BENCH:-0}" != 1 ] && [ -x "$BUILD/benchmarks/cupti_cost_bench" ]; then
