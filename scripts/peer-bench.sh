@@ -11,7 +11,7 @@
 # Without .whl/fla_core*.whl the stage is skipped (exit 0, says so).
 #
 # Knobs: PEER_SEQ_LENS (comma list, default 8192,16384,32768,65536); PEER_SHAPES
-# (comma list of paper_kernel,m7c_125m); PEER_REPS (timed calls per fla/SDPA row, 20);
+# (comma list of paper_kernel,m7c_125m); PEER_REPS (timed calls per fla/SDPA row, 10);
 # PEER_BENCH_REPS (our bench's repetitions, 5); PEER_PY_TIMEOUT_S (900); PEER_BENCH_TIMEOUT_S (600).
 # Writes $OUT/peer-table.md (the combined table), $OUT/peer.json (its rows and
 # speedups); the inputs and logs go to $OUT/work/peer/.
@@ -40,7 +40,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "${
 
 PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout "${PEER_PY_TIMEOUT_S:-900}" \
   python3 benchmarks/peer/fla_nsa_bench.py --json "$DIR/fla.json" --markdown "$DIR/fla.md" \
-  --shapes "$SHAPES" --seq-lens "$SEQ_LENS" --reps "${PEER_REPS:-20}" > "$DIR/fla.log" 2>&1
+  --shapes "$SHAPES" --seq-lens "$SEQ_LENS" --reps "${PEER_REPS:-10}" > "$DIR/fla.log" 2>&1
 rc=$?
 [ $rc = 0 ] || { echo "peer bench: fla_nsa_bench.py rc=$rc ($DIR/fla.log)"; tail -5 "$DIR/fla.log"; exit 4; }
 
