@@ -48,7 +48,8 @@ struct ModelConfig {
 // Every field of a config with its key, in one place: the YAML reader and
 // writer here and the JSON (de)serializer of a cell spec walk these lists, so a
 // new field is one line in each. `C` is the struct or its const; `visit(key,
-// field)` is called for each field in the order the files are written.
+// field)` is called for each field in the order the files are written. The two
+// lists have one shape (a duplicate finder pairs them): one list per struct.
 template <class C, class Visit>
 void visit_nsa_params(C& p, Visit&& visit) {
   visit("cmp_block", p.cmp_block);

@@ -1,6 +1,7 @@
 #include "nsa/faults.h"
 
 #include "nsa/name_list.h"
+#include "nsa/named_switches.h"
 
 #include <algorithm>
 
@@ -11,6 +12,7 @@ std::atomic<uint32_t> g_active_faults{0};
 
 namespace {
 using F = Fault;
+// One row per fault (rows of one shape by design: a table, not copies).
 const std::vector<FaultInfo> kFaults = {
     {F::step5_deadlock, "step5_deadlock",
      "Sequential prefill blocks forever at step 5: a true hang, no progress at all.", "sequential prefill"},
@@ -77,38 +79,20 @@ const std::vector<FaultInfo> kFaults = {
 };
 }  // namespace
 
+// The catalogue's API, each function one line into named_switches.h; mutations.cpp
+// has the same list for its own types (left as a pair: each names its own rows).
 const std::vector<FaultInfo>& fault_registry() { return kFaults; }
 
-const FaultInfo* find_fault(std::string_view name) {
-  for (auto& f : kFaults)
-    if (f.name == name) return &f;
-  return nullptr;
-}
+const FaultInfo* find_fault(std::string_view name) { return find_row(kFaults, name); }
 
 void enable_faults(const std::vector<std::string>& names) {
-  uint32_t mask = 0;
-  for (auto& n : names) {
-    if (n.empty() || n == "none") continue;
-    const FaultInfo* f = find_fault(n);
-    if (!f) {
-      std::string known;
-      for (auto& k : kFaults) known += (known.empty() ? "" : ", ") + std::string(k.name);
-      throw FaultError("unknown fault '" + n + "' (known: " + known + ")");
-    }
-    mask |= 1u << static_cast<uint32_t>(f->id);
-  }
-  detail::g_active_faults.fetch_or(mask, std::memory_order_relaxed);
+  switch_on<FaultError>(detail::g_active_faults, kFaults, names, "fault");
 }
 
 void enable_faults_csv(std::string_view csv) { enable_faults(split_name_list(csv)); }
 
 void disable_all_faults() { detail::g_active_faults.store(0, std::memory_order_relaxed); }
 
-std::vector<std::string> active_fault_names() {
-  std::vector<std::string> out;
-  for (auto& f : kFaults)
-    if (fault_on(f.id)) out.emplace_back(f.name);
-  return out;
-}
+std::vector<std::string> active_fault_names() { return names_on(detail::g_active_faults, kFaults); }
 
 }  // namespace nsa

@@ -3,6 +3,7 @@
 #include "nsa/flags.h"
 
 #include "nsa/edit_distance.h"
+#include "nsa/named_switches.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -57,11 +58,7 @@ std::string lower(std::string_view s) {
 
 const std::vector<FlagInfo>& flag_registry() { return kFlags; }
 
-const FlagInfo* find_flag(std::string_view name) {
-  for (auto& f : kFlags)
-    if (f.name == name) return &f;
-  return nullptr;
-}
+const FlagInfo* find_flag(std::string_view name) { return find_row(kFlags, name); }
 
 std::vector<std::string> close_flag_matches(std::string_view name) {
   std::vector<std::pair<size_t, std::string>> scored;
@@ -79,12 +76,9 @@ std::vector<std::string> close_flag_matches(std::string_view name) {
 }
 
 std::string_view to_string(FlagType t) {
-  switch (t) {
-    case FlagType::boolean: return "bool";
-    case FlagType::integer: return "int";
-    case FlagType::string: return "string";
-  }
-  return "?";
+  constexpr std::string_view kNames[] = {"bool", "int", "string"};  // in FlagType's order
+  const auto i = static_cast<size_t>(t);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 std::optional<std::string> check_flag_value(const FlagInfo& f, std::string_view value) {

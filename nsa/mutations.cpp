@@ -1,6 +1,7 @@
 #include "nsa/mutations.h"
 
 #include "nsa/name_list.h"
+#include "nsa/named_switches.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@ std::atomic<uint64_t> g_active_mutations{0};
 namespace {
 using M = Mutation;
 using S = MutationSite;
+// One row per mutation (rows of one shape by design: a table, not copies).
 const std::vector<MutationInfo> kMutations = {
     {M::rope_position_offset, "rope_position_offset", "RoPE positions (q, k of every branch)",
      "RoPE counts positions from 1 instead of 0. q·k of rotated pairs is unchanged, but the compression φ sees raw "
@@ -73,12 +75,6 @@ const std::vector<MutationInfo> kMutations = {
      "nsa_decode.cpp decode_step"},
 };
 
-std::string known_names() {
-  std::string known;
-  for (auto& m : kMutations) known += (known.empty() ? "" : ", ") + std::string(m.name);
-  return known;
-}
-
 // NSA_MUTATION from the environment, once at process start, so that any binary
 // linking the model (the unit tests first of all) runs mutated. A name that is
 // not a mutation stops the process here: a typo must never pass for a mutation
@@ -97,43 +93,26 @@ const bool kEnvironmentRead = [] {
 }  // namespace
 
 std::string_view to_string(MutationSite s) {
-  switch (s) {
-    case MutationSite::shared: return "shared (every path)";
-    case MutationSite::batched: return "batched prefill";
-    case MutationSite::sequential: return "sequential prefill / decode";
-  }
-  return "?";
+  constexpr std::string_view kNames[] = {"shared (every path)", "batched prefill", "sequential prefill / decode"};
+  const auto i = static_cast<size_t>(s);  // in MutationSite's order
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
+// The catalogue's API, each function one line into named_switches.h; faults.cpp
+// has the same list for its own types (left as a pair: each names its own rows).
 const std::vector<MutationInfo>& mutation_registry() { return kMutations; }
 
-const MutationInfo* find_mutation(std::string_view name) {
-  for (auto& m : kMutations)
-    if (m.name == name) return &m;
-  return nullptr;
-}
+const MutationInfo* find_mutation(std::string_view name) { return find_row(kMutations, name); }
 
 void enable_mutations(const std::vector<std::string>& names) {
-  uint64_t mask = 0;
-  for (auto& n : names) {
-    if (n.empty() || n == "none") continue;
-    const MutationInfo* m = find_mutation(n);
-    if (!m) throw MutationError("unknown mutation '" + n + "' (known: " + known_names() + ")");
-    mask |= uint64_t{1} << static_cast<uint32_t>(m->id);
-  }
-  detail::g_active_mutations.fetch_or(mask, std::memory_order_relaxed);
+  switch_on<MutationError>(detail::g_active_mutations, kMutations, names, "mutation");
 }
 
 void enable_mutations_csv(std::string_view csv) { enable_mutations(split_name_list(csv)); }
 
 void disable_all_mutations() { detail::g_active_mutations.store(0, std::memory_order_relaxed); }
 
-std::vector<std::string> active_mutation_names() {
-  std::vector<std::string> out;
-  for (auto& m : kMutations)
-    if (mutation_on(m.id)) out.emplace_back(m.name);
-  return out;
-}
+std::vector<std::string> active_mutation_names() { return names_on(detail::g_active_mutations, kMutations); }
 
 uint64_t active_mutation_mask() { return detail::g_active_mutations.load(std::memory_order_relaxed); }
 void set_active_mutation_mask(uint64_t mask) { detail::g_active_mutations.store(mask, std::memory_order_relaxed); }

@@ -14,23 +14,31 @@ std::vector<std::string> statements(const std::vector<Attribution>& as) {
   return s;
 }
 
+// The cells support exactly one attribution, equal to `want` in every field
+// `want` sets (an empty field is not compared).
+void expect_one(const std::vector<CellResult>& cells, const Attribution& want) {
+  auto as = attribute(cells);
+  ASSERT_EQ(as.size(), 1u) << ::testing::PrintToString(statements(as));
+  const Attribution& a = as[0];
+  if (!want.axis.empty()) EXPECT_EQ(a.axis, want.axis);
+  if (!want.failing_value.empty()) EXPECT_EQ(a.failing_value, want.failing_value);
+  if (!want.passing_value.empty()) EXPECT_EQ(a.passing_value, want.passing_value);
+  EXPECT_EQ(a.statement, want.statement);
+  if (!want.cells.empty()) EXPECT_EQ(a.cells, want.cells);
+}
+
 TEST(Attribution, ConsistentFlipSaysBypassesAndNamesTheFlag) {
   std::vector<CellResult> cells{
       make_cell({{"prefill", "sequential"}, {"seq_len", "128"}}, Outcome::hang, "stall", 5),
       make_cell({{"prefill", "batched"}, {"seq_len", "128"}}, Outcome::pass),
       make_cell({{"prefill", "sequential"}, {"seq_len", "512"}}, Outcome::hang, "stall", 5),
       make_cell({{"prefill", "batched"}, {"seq_len", "512"}}, Outcome::pass)};
-  auto as = attribute(cells);
   // seq_len pairs are both-fail or both-pass: no evidence on that axis.
-  ASSERT_EQ(as.size(), 1u);
-  EXPECT_EQ(as[0].axis, "prefill");
-  EXPECT_EQ(as[0].failing_value, "sequential");
-  EXPECT_EQ(as[0].passing_value, "batched");
-  EXPECT_EQ(as[0].statement,
-            "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) at step 5 seen with "
-            "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs");
-  EXPECT_EQ(as[0].cells, (std::vector<std::string>{"prefill=sequential,seq_len=128", "prefill=batched,seq_len=128",
-                                                   "prefill=sequential,seq_len=512", "prefill=batched,seq_len=512"}));
+  expect_one(cells, {"prefill", "sequential", "batched",
+                     "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) at step 5 seen with "
+                     "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs",
+                     {"prefill=sequential,seq_len=128", "prefill=batched,seq_len=128", "prefill=sequential,seq_len=512",
+                      "prefill=batched,seq_len=512"}});
 }
 
 TEST(Attribution, DifferentStepsAreNotSummarisedAsOne) {
@@ -82,12 +90,8 @@ TEST(Attribution, OneFailingValueAmongThreeIsAPartition) {
       cells.push_back(make_cell({{"seq_len", seq}, {"precision", p}},
                                 std::string(p) == "fp16" ? Outcome::fail : Outcome::pass,
                                 std::string(p) == "fp16" ? std::optional<std::string>("non_finite") : std::nullopt, 2));
-  auto as = attribute(cells);
-  ASSERT_EQ(as.size(), 1u);
-  EXPECT_EQ(as[0].axis, "precision");
-  EXPECT_EQ(as[0].failing_value, "fp16");
-  EXPECT_EQ(as[0].passing_value, "fp32, bf16");
-  EXPECT_EQ(as[0].statement, "Non-finite values (non_finite) at step 2 only with precision=fp16; fp32 and bf16 pass");
+  expect_one(cells, {"precision", "fp16", "fp32, bf16",
+                     "Non-finite values (non_finite) at step 2 only with precision=fp16; fp32 and bf16 pass", {}});
 }
 
 TEST(Attribution, SeveralFailingNumericValuesArePhrasedWithAt) {
@@ -96,9 +100,7 @@ TEST(Attribution, SeveralFailingNumericValuesArePhrasedWithAt) {
       make_cell({{"seq_len", "512"}}, Outcome::fail, "non_finite", 1),
       make_cell({{"seq_len", "1024"}}, Outcome::pass),
       make_cell({{"seq_len", "2048"}}, Outcome::fail, "non_finite", 3)};
-  auto as = attribute(cells);
-  ASSERT_EQ(as.size(), 1u);
-  EXPECT_EQ(as[0].statement, "Non-finite values (non_finite) only at seq_len=512, 2048; 128 and 1024 pass");
+  expect_one(cells, {"", "", "", "Non-finite values (non_finite) only at seq_len=512, 2048; 128 and 1024 pass", {}});
 }
 
 TEST(Attribution, NoPartitionWhenAPassingValueFailsTheSameWayElsewhere) {
@@ -128,12 +130,10 @@ TEST(Attribution, TheFaultAxisIsNeverAttributed) {
       make_cell({{"fault", "none"}, {"prefill", "batched"}}, Outcome::pass),
       make_cell({{"fault", "sync_per_token"}, {"prefill", "sequential"}}, Outcome::slow_step, "slow_host_syncs", 5),
       make_cell({{"fault", "sync_per_token"}, {"prefill", "batched"}}, Outcome::pass)};
-  auto as = attribute(cells);
-  ASSERT_EQ(as.size(), 1u);
-  EXPECT_EQ(as[0].axis, "prefill");
-  EXPECT_EQ(as[0].statement,
-            "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the slow step (slow_host_syncs) at step 5 seen with "
-            "prefill=sequential (NSA_PREFILL_BATCHED=0) in 1 of 1 pairs");
+  expect_one(cells, {"prefill", "", "",
+                     "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the slow step (slow_host_syncs) at step 5 seen "
+                     "with prefill=sequential (NSA_PREFILL_BATCHED=0) in 1 of 1 pairs",
+                     {}});
 }
 
 TEST(Attribution, NoFailuresNoStatements) {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/analysis/stats.h"
+#include "harness/core/stats.h"
 
 namespace harness {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "harness/analysis/axis_pairs.h"
-#include "harness/analysis/stats.h"
+#include "harness/core/stats.h"
 
 namespace harness {
 namespace {

@@ -38,16 +38,7 @@ TEST(DenseBaseline, PairsCellsThatDifferOnlyInTheAttentionLayer) {
   EXPECT_NEAR(d[0].noise, std::hypot(0.014826, 0.014826), 1e-4);
 }
 
-TEST(DenseBaseline, NoPartnerOrAFailedPartnerGivesNothing) {
-  std::vector<CellResult> alone = {measured({{"attention", "nsa"}}, 100.0, 10)};
-  EXPECT_TRUE(dense_comparisons(alone).empty());
-  std::vector<CellResult> failed = {measured({{"attention", "nsa"}}, 100.0, 10),
-                                    make_cell({{"attention", "dense"}}, Outcome::crash, "signal", 2)};
-  EXPECT_TRUE(dense_comparisons(failed).empty());
-  std::vector<CellResult> other = {measured({{"a", "1"}, {"attention", "nsa"}}, 100.0, 10),
-                                   measured({{"a", "2"}, {"attention", "dense"}}, 100.0, 10)};
-  EXPECT_TRUE(dense_comparisons(other).empty());
-}
+// No partner, a failed one, another axis: axis_pairs_test.cpp, with the observation cost.
 
 }  // namespace
 }  // namespace harness

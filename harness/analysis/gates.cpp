@@ -75,14 +75,15 @@ GateCheck require_loss_falls(const CellResult& c) {
 }
 
 // Every branch's mean gate share, in every layer, within the limits: the
-// extremes over layers (CellResult::branch_shares, from the gates probe).
+// extremes over layers of the gates probe's table (CellResult::gate_stats).
 GateCheck branch_share(const CellResult& c, bool is_min, double required) {
   GateCheck g{is_min ? "min_branch_share" : "max_branch_share", c.id,
               (is_min ? "every branch ≥ " : "every branch ≤ ") + num(required), "n/a (no gate statistics)", false};
   std::string worst_name;
   double worst = is_min ? INFINITY : -INFINITY;
   int worst_layer = -1;
-  for (auto& [name, share] : c.branch_shares) {
+  if (!c.gate_stats) return g;
+  for (auto& [name, share] : branch_shares(*c.gate_stats)) {
     const double x = is_min ? share.min : share.max;
     if (is_min ? x < worst : x > worst) worst = x, worst_name = name, worst_layer = is_min ? share.min_layer : share.max_layer;
   }

@@ -2,8 +2,8 @@
 // Acceptance gates vs what a cell measured (DESIGN §5 "acceptance gates vs
 // measured"). Each gate is judged here and only here, from the typed limits a
 // cell carries (CellResult::gates, "gates_spec" in results.json) and its typed
-// measurements (metrics, step noise, branch shares); unset limits are not
-// checked. Skipped cells are never checked: they measured nothing.
+// measurements (metrics, step noise, the gates probe's table): unset limits are
+// not checked. Skipped cells are never checked: they measured nothing.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "harness/analysis/axis_pairs.h"
-#include "harness/analysis/stats.h"
+#include "harness/core/stats.h"
 
 namespace harness {
 namespace {

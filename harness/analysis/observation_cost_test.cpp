@@ -30,16 +30,7 @@ TEST(ObservationCost, PairsCellsThatDifferOnlyInProbes) {
   EXPECT_NEAR(costs[1].cost, 0.05, 1e-12);  // 210 / 200 - 1
 }
 
-TEST(ObservationCost, NoPartnerOrFailedPartnerGivesNothing) {
-  std::vector<CellResult> alone = {timed({{"probes", "all"}}, 10.0, 1.0)};
-  EXPECT_TRUE(observation_costs(alone).empty());
-  std::vector<CellResult> failed = {timed({{"probes", "all"}}, 10.0, 1.0),
-                                    make_cell({{"probes", "none"}}, Outcome::crash, "signal", 2)};
-  EXPECT_TRUE(observation_costs(failed).empty());
-  std::vector<CellResult> other_axis = {timed({{"a", "1"}, {"probes", "all"}}, 10.0, 1.0),
-                                        timed({{"a", "2"}, {"probes", "none"}}, 10.0, 1.0)};
-  EXPECT_TRUE(observation_costs(other_axis).empty());
-}
+// No partner, a failed one, another axis: axis_pairs_test.cpp, with the dense baseline.
 
 TEST(ObservationCost, EachProbeSubsetIsComparedWithTheBareCell) {
   std::vector<CellResult> cells = {timed({{"probes", "all"}}, 120.0, 0.0), timed({{"probes", "cupti"}}, 110.0, 0.0),

@@ -6,6 +6,8 @@
 // An X-macro so the named constants (reason::stall, outcome.h) and the runtime
 // table (find_reason, reasons.cpp) come from the same rows: a new code is one row.
 // Codes are stable strings: scenarios' `expect:` and JSON consumers use them.
+// The rows share one shape on purpose (a duplicate finder pairs them): they
+// are one table, each row a different code, not copies of one another.
 
 // X(code, decides, meaning, advice)
 #define HARNESS_REASONS(X)                                                                                         \

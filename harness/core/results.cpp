@@ -41,13 +41,29 @@ void read_opt(const json& j, const char* key, std::optional<T>& v) {
 // A typed field, or (results.json written before it was one) the same record
 // under `extra`, moved out of it so a re-written file carries it once.
 template <class T>
-T typed_or_extra(const json& j, json& extra, const char* key, T fallback) {
+T typed_or_extra(const json& j, json& extra, const char* key, T fallback, const char* extra_key = nullptr) {
   if (j.contains(key)) return j.at(key).get<T>();
-  auto it = extra.find(key);
+  auto it = extra.find(extra_key ? extra_key : key);
   if (it == extra.end()) return fallback;
   T v = it->template get<T>();
   extra.erase(it);
   return v;
+}
+template <class T>
+std::optional<T> typed_or_extra_opt(const json& j, json& extra, const char* key, const char* extra_key) {
+  if (!j.contains(key) && !(extra.contains(extra_key) && extra.at(extra_key).is_object())) return std::nullopt;
+  return typed_or_extra(j, extra, key, T{}, extra_key);
+}
+// Before probe tables had their own field they sat in `extra` beside the notes;
+// the notes are text, the tables are objects or arrays.
+std::map<std::string, json> probe_tables_from(const json& j, json& extra) {
+  auto tables = j.value("probe_tables", std::map<std::string, json>{});
+  for (auto it = extra.begin(); it != extra.end();) {
+    if (!it->is_structured()) { ++it; continue; }
+    tables.emplace(it.key(), *it);
+    it = extra.erase(it);
+  }
+  return tables;
 }
 }  // namespace
 
@@ -171,7 +187,9 @@ void to_json(json& j, const CellResult& c) {
   if (!c.gpus.empty()) j["gpus"] = c.gpus;
   if (c.distributed) j["distributed"] = *c.distributed;
   if (c.gates) j["gates_spec"] = *c.gates;
-  if (!c.branch_shares.empty()) j["branch_shares"] = c.branch_shares;
+  if (c.gate_stats) j["gate_stats"] = *c.gate_stats;
+  if (c.trace) j["trace"] = *c.trace;
+  if (!c.probe_tables.empty()) j["probe_tables"] = c.probe_tables;
   if (c.step_noise) j["step_noise"] = *c.step_noise;
   if (c.load) j["load"] = *c.load;
   if (c.confirmation) j["confirmation"] = *c.confirmation;
@@ -217,21 +235,55 @@ void from_json(const json& j, CellResult& c) {
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
-  if (j.contains("gates_spec") && j.at("gates_spec").is_object()) c.gates = j.at("gates_spec").get<GateSpec>();
-  else if (c.extra.contains("gates_spec") && c.extra.at("gates_spec").is_object())  // results.json before the field
-    c.gates = c.extra.at("gates_spec").get<GateSpec>();
-  c.branch_shares = j.value("branch_shares", std::map<std::string, BranchShare>{});
   read_opt(j, "step_noise", c.step_noise);
   read_opt(j, "load", c.load);
   read_opt(j, "confirmation", c.confirmation);
-  // Records that results.json kept under `extra` before they had fields.
+  // Records that results.json kept under `extra` before they had fields; each
+  // is moved out of it, so a re-written file carries it once.
   c.probe_costs = typed_or_extra(j, c.extra, "probe_costs", std::vector<ProbeCost>{});
   c.escalation = typed_or_extra(j, c.extra, "escalation", std::vector<EscalationRecord>{});
-  if (j.contains("flight_recorder") || c.extra.contains("flight_recorder"))
-    c.flight_recorder = typed_or_extra(j, c.extra, "flight_recorder", FlightRecord{});
+  c.flight_recorder = typed_or_extra_opt<FlightRecord>(j, c.extra, "flight_recorder", "flight_recorder");
   c.malformed_event_lines = typed_or_extra(j, c.extra, "malformed_event_lines", 0);
+  c.gates = typed_or_extra_opt<GateSpec>(j, c.extra, "gates_spec", "gates_spec");
+  // The gates probe's table was extra.gates ("branch_shares" beside it was
+  // derived from it, and is again: branch_shares()); the trace was extra.trace.
+  c.gate_stats = typed_or_extra_opt<GateStats>(j, c.extra, "gate_stats", "gates");
+  c.trace = typed_or_extra_opt<TraceSummary>(j, c.extra, "trace", "trace");
+  c.probe_tables = probe_tables_from(j, c.extra);
   if (j.contains("expect") && !j.at("expect").is_null()) c.expect = j.at("expect");
   if (j.contains("expect_met") && !j.at("expect_met").is_null()) c.expect_met = j.at("expect_met").get<bool>();
+}
+
+// A layer's statistics, listed once for writing and reading.
+template <class G, class Visit>
+void visit_layer_gates(G& g, Visit&& visit) {
+  visit("share_cmp", g.share_cmp), visit("share_slc", g.share_slc), visit("share_win", g.share_win);
+  visit("std_over_tokens", g.std_over_tokens), visit("saturated_fraction", g.saturated_fraction);
+  visit("mean_gate", g.mean_gate), visit("fc2_norm", g.fc2_norm);
+}
+void to_json(json& j, const LayerGateStats& g) {
+  j = json{{"layer", g.layer}};
+  visit_layer_gates(g, [&j](const char* key, double v) { j[key] = v; });  // NaN → null
+}
+void from_json(const json& j, LayerGateStats& g) {
+  g.layer = j.value("layer", -1);
+  visit_layer_gates(g, [&j](const char* key, double& v) { v = number_from(j.value(key, json())); });
+}
+
+std::map<std::string, BranchShare> branch_shares(const GateStats& stats) {
+  std::map<std::string, BranchShare> out;
+  for (const auto& row : stats.layers) {
+    const std::pair<const char*, double> shares[] = {
+        {"cmp", row.share_cmp}, {"slc", row.share_slc}, {"win", row.share_win}};
+    for (auto [b, x] : shares) {
+      if (!std::isfinite(x)) continue;
+      auto [e, fresh] = out.try_emplace(b, BranchShare{x, x, row.layer, row.layer});
+      if (fresh) continue;
+      if (x < e->second.min) e->second.min = x, e->second.min_layer = row.layer;
+      if (x > e->second.max) e->second.max = x, e->second.max_layer = row.layer;
+    }
+  }
+  return out;
 }
 
 void to_json(json& j, const Attribution& a) {

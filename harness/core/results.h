@@ -1,7 +1,10 @@
 #pragma once
 // Runs as plain values (nvbench's State/Summary idea): what a cell did and what
 // the analysis concluded. Writers only render these; nothing here runs anything.
-// JSON field names are the contract of DESIGN.md §6 (results.json).
+// JSON field names are the contract of DESIGN.md §6 (results.json). A record
+// with a hand-written (de)serializer declares it inside itself (a friend that
+// nlohmann's lookup finds) and results.cpp defines it; the plain ones use
+// nlohmann's field-list macro.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "harness/core/distributed.h"
 #include "harness/core/outcome.h"
 #include "harness/core/placement.h"
+#include "harness/core/trace_summary.h"
 
 namespace harness {
 
@@ -29,6 +33,9 @@ struct Finding {
   std::optional<int> step;
   std::string location;   // "layer 1 / slc / softmax", "kernel nsa_window_fwd", "phase forward/layer 0"
   nlohmann::json evidence = nlohmann::json::object();  // raw facts: values, stack, kernel list, paths
+
+  friend void to_json(nlohmann::json& j, const Finding& v);
+  friend void from_json(const nlohmann::json& j, Finding& v);
 };
 
 struct StepRecord {
@@ -40,6 +47,9 @@ struct StepRecord {
   int host_syncs = 0;
   double probe_ms = 0.0;      // observing outside the timed step (probe hooks, snapshots); 0 = none
   std::optional<bool> observed;  // under `probes: alternate`: did the probes watch this step?
+
+  friend void to_json(nlohmann::json& j, const StepRecord& v);
+  friend void from_json(const nlohmann::json& j, StepRecord& v);
 };
 
 // Acceptance gates; unset = not checked. Each CellResult carries the limits it
@@ -51,14 +61,41 @@ struct GateSpec {
   bool require_loss_falls = false;
   std::optional<double> min_branch_share;  // every branch's mean gate share ≥ this, in every layer
   std::optional<double> max_branch_share;
+
+  friend void to_json(nlohmann::json& j, const GateSpec& v);
+  friend void from_json(const nlohmann::json& j, GateSpec& v);
 };
 
-// A branch's mean gate share over tokens and heads, extremes over the layers
-// (from the gates probe's last table).
+// The gates probe's statistics of one layer at its last observed step: each
+// branch's mean share of the gate mass (over tokens and heads), how much gates
+// vary over positions, the saturated fraction, the mean gate, the fc2 norm.
+// A value the probe could not measure (non-finite gates) is NaN: null in
+// results.json, as the probe always wrote it.
+struct LayerGateStats {
+  int layer = -1;
+  double share_cmp = 0.0, share_slc = 0.0, share_win = 0.0;
+  double std_over_tokens = 0.0;
+  double saturated_fraction = 0.0;
+  double mean_gate = 0.0;
+  double fc2_norm = 0.0;
+
+  friend void to_json(nlohmann::json& j, const LayerGateStats& v);
+  friend void from_json(const nlohmann::json& j, LayerGateStats& v);
+};
+struct GateStats {
+  int step = 0;
+  std::vector<LayerGateStats> layers;
+};
+
+// A branch's mean gate share, extremes over the layers: what the branch-share
+// gates judge (analysis/gates.cpp).
 struct BranchShare {
   double min = 0.0, max = 0.0;
   int min_layer = -1, max_layer = -1;
 };
+// "cmp", "slc", "win" → their extremes over the layers of `stats` (a
+// non-finite share is no measurement; a branch with none has no entry).
+std::map<std::string, BranchShare> branch_shares(const GateStats& stats);
 
 // The noise a cell's step times carry: median and scaled MAD (1.4826·MAD, the
 // standard deviation for normal noise, robust to the outliers it judges) of
@@ -96,7 +133,7 @@ struct Confirmation {
 
 // Each plain record below has one (de)serializer, generated from its field
 // list; a key absent from the JSON keeps the field's default.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BranchShare, min, max, min_layer, max_layer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GateStats, step, layers)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepNoise, median_ms, mad_ms, steps)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MachineLoad, start, end, cpus)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Confirmation, first_reason, first_title, rerun_reason, repeated,
@@ -145,6 +182,9 @@ struct CellMetrics {
   std::optional<double> peak_mem_bytes;
   std::optional<double> first_loss;
   std::optional<double> last_loss;
+
+  friend void to_json(nlohmann::json& j, const CellMetrics& v);
+  friend void from_json(const nlohmann::json& j, CellMetrics& v);
 };
 
 struct CellResult {
@@ -171,7 +211,8 @@ struct CellResult {
   std::vector<std::string> faults;
   std::vector<std::string> from_environment;
   std::optional<GateSpec> gates;  // the limits it was judged against; unset: none checked
-  std::map<std::string, BranchShare> branch_shares;  // "cmp", "slc", "win"
+  std::optional<GateStats> gate_stats;  // the gates probe's last table, when it ran
+  std::optional<TraceSummary> trace;    // the CUPTI probe's summary, when it traced
   std::optional<StepNoise> step_noise;
   std::optional<MachineLoad> load;
   std::optional<Confirmation> confirmation;
@@ -187,9 +228,15 @@ struct CellResult {
   std::vector<EscalationRecord> escalation;   // empty: the cell was not re-run
   std::optional<FlightRecord> flight_recorder;  // set for a failed cell whose recorder was read
   int malformed_event_lines = 0;               // events.jsonl lines that were not events
-  // Probe tables kept as the child wrote them (CUPTI trace summary, gate
-  // statistics, precision audit, …) and free-form notes shown as text.
+  // Probe tables that no stage reads (precision audit, routing, memory, …),
+  // kept as the child wrote them for a person reading results.json. A table a
+  // stage reads becomes a typed field above (gate_stats, trace, probe_costs).
+  std::map<std::string, nlohmann::json> probe_tables;
+  // Free-form notes shown as text (e.g. "result_write_error").
   nlohmann::json extra = nlohmann::json::object();
+
+  friend void to_json(nlohmann::json& j, const CellResult& v);
+  friend void from_json(const nlohmann::json& j, CellResult& v);
 };
 
 // "Flipping X turns fail into pass": one line of differential attribution.
@@ -199,6 +246,9 @@ struct Attribution {
   std::string passing_value;
   std::string statement;      // "NSA_PREFILL_BATCHED=1 bypasses the step-5 hang"
   std::vector<std::string> cells;  // ids that support it
+
+  friend void to_json(nlohmann::json& j, const Attribution& v);
+  friend void from_json(const nlohmann::json& j, Attribution& v);
 };
 
 struct GateCheck {
@@ -210,6 +260,9 @@ struct GateCheck {
   // false: a timing gate measured on a machine too busy to judge it (the
   // measurement is the machine's, not the model's); never a failure, a warning.
   bool judged = true;
+
+  friend void to_json(nlohmann::json& j, const GateCheck& v);
+  friend void from_json(const nlohmann::json& j, GateCheck& v);
 };
 
 enum class Decision { go, conditional_go, no_go };
@@ -247,23 +300,9 @@ struct RunResult {
   RunCompletion completion;
   std::optional<ShardInfo> shard;          // set when this run is one slice of the matrix (run --shard)
   std::vector<MergeSource> merged_from;    // set when this run was merged from shards
-};
 
-void to_json(nlohmann::json& j, const Finding& f);
-void from_json(const nlohmann::json& j, Finding& f);
-void to_json(nlohmann::json& j, const StepRecord& s);
-void from_json(const nlohmann::json& j, StepRecord& s);
-void to_json(nlohmann::json& j, const GateSpec& g);
-void from_json(const nlohmann::json& j, GateSpec& g);
-void to_json(nlohmann::json& j, const CellMetrics& m);
-void from_json(const nlohmann::json& j, CellMetrics& m);
-void to_json(nlohmann::json& j, const CellResult& c);
-void from_json(const nlohmann::json& j, CellResult& c);
-void to_json(nlohmann::json& j, const Attribution& a);
-void from_json(const nlohmann::json& j, Attribution& a);
-void to_json(nlohmann::json& j, const GateCheck& g);
-void from_json(const nlohmann::json& j, GateCheck& g);
-void to_json(nlohmann::json& j, const RunResult& r);
-void from_json(const nlohmann::json& j, RunResult& r);
+  friend void to_json(nlohmann::json& j, const RunResult& v);
+  friend void from_json(const nlohmann::json& j, RunResult& v);
+};
 
 }  // namespace harness

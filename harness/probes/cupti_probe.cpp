@@ -131,12 +131,10 @@ class CuptiProbe : public Probe {
     writer_->close(retained_.counters, tr::CuptiTracer::timestamp_ns());
     retained_.counters.events_dropped_writer_behind = writer_->events_dropped();
     auto summary = tr::process_trace(retained_.events, retained_.counters);
-    nlohmann::json s = summary;
-    s["trace_every"] = every_;
-    s["file"] = {{"budget_mb", budget_mb_}, {"bytes", writer_->file_bytes()},
-                 {"events_over_budget", writer_->events_over_budget()}};
-    s["traced_steps"] = traced_steps_;
-    ctx.table("trace", s);
+    summary.trace_every = every_;
+    summary.file = TraceFile{budget_mb_, writer_->file_bytes(), writer_->events_over_budget()};
+    summary.traced_steps = traced_steps_;
+    ctx.table("trace", summary);
     nlohmann::json kernels = nlohmann::json::array();
     for (size_t i = 0; i < summary.kernels.size() && i < 15; ++i) kernels.push_back(summary.kernels[i]);
     ctx.table("kernels", kernels);

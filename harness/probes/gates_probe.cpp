@@ -35,23 +35,15 @@ class GatesProbe : public Probe {
     auto norms = at::stack(at::_foreach_norm(fc2, 2, at::kFloat)).to(per_layer.front().device(), at::kFloat);
     auto host = at::cat({at::cat(per_layer), norms.unsqueeze(1)}, 1).to(at::kCPU, at::kDouble).contiguous();
     auto v = host.accessor<double, 2>();
-    nlohmann::json layers = nlohmann::json::array();
+    GateStats stats{ctx.step, {}};
     for (size_t i = 0; i < layer_ids.size(); ++i) {
-      nlohmann::json row = {{"layer", layer_ids[i]},
-                            {"share_cmp", v[i][0]},
-                            {"share_slc", v[i][1]},
-                            {"share_win", v[i][2]},
-                            {"std_over_tokens", v[i][3]},
-                            {"saturated_fraction", v[i][4]},
-                            {"mean_gate", v[i][5]},
-                            {"fc2_norm", v[i][6]}};
-      layers.push_back(row);
-      check(ctx, layer_ids[i], row, v[i][3], v[i][4]);
+      stats.layers.push_back({layer_ids[i], v[i][0], v[i][1], v[i][2], v[i][3], v[i][4], v[i][5], v[i][6]});
+      check(ctx, stats.layers.back());
     }
-    last_ = {{"step", ctx.step}, {"layers", layers}};
+    last_ = std::move(stats);
   }
   void on_run_end(ProbeContext& ctx) override {
-    if (!last_.is_null()) ctx.table("gates", last_);
+    if (last_) ctx.table("gates", *last_);
   }
 
  private:
@@ -74,39 +66,40 @@ class GatesProbe : public Probe {
     return {};
   }
 
-  void check(ProbeContext& ctx, int layer, const nlohmann::json& row, double spread, double saturated) {
-    if (spread < 1e-6 && !warned_constant_) {
+  void check(ProbeContext& ctx, const LayerGateStats& row) {
+    const int layer = row.layer;
+    if (row.std_over_tokens < 1e-6 && !warned_constant_) {
       warned_constant_ = true;
       Finding f;
       f.code = std::string(reason::gates_constant);
       f.severity = Severity::warning;
       f.title = "gates are constant over tokens in layer " + std::to_string(layer) + " (mean " +
-                fmt_double(row["mean_gate"].get<double>()) + ")";
+                fmt_double(row.mean_gate) + ")";
       f.detail = "Every token gets the same gate values, so the three branches are mixed in fixed proportions. With a "
-                 "zero-initialised gate fc2 (norm " + fmt_double(row["fc2_norm"].get<double>()) +
+                 "zero-initialised gate fc2 (norm " + fmt_double(row.fc2_norm) +
                  ") the gates are exactly sigmoid(0) = 0.5 until fc2 learns. This slows learning; it does not make "
                  "values non-finite.";
       f.location = "layer " + std::to_string(layer) + " / gate";
       f.evidence = row;
       ctx.report(f);
     }
-    if (saturated > 0.9 && !warned_saturated_) {
+    if (row.saturated_fraction > 0.9 && !warned_saturated_) {
       warned_saturated_ = true;
       Finding f;
       f.code = std::string(reason::gates_saturated);
       f.severity = Severity::warning;
       f.title = "gates saturated in layer " + std::to_string(layer);
-      f.detail = fmt_double(100 * saturated) + "% of gate values are below 0.01 or above 0.99: those branches get no gradient through the gate.";
+      f.detail = fmt_double(100 * row.saturated_fraction) + "% of gate values are below 0.01 or above 0.99: those branches get no gradient through the gate.";
       f.location = "layer " + std::to_string(layer) + " / gate";
       f.evidence = row;
       ctx.report(f);
     }
     // The branch-share limits (gates.min/max_branch_share) are judged once, in
-    // the analysis (analysis/gates.cpp), from this probe's table.
+    // the analysis (analysis/gates.cpp), from this probe's table (CellResult::gate_stats).
   }
 
   ProbeSpec spec_;
-  nlohmann::json last_;
+  std::optional<GateStats> last_;
   bool warned_constant_ = false, warned_saturated_ = false;
 };
 

@@ -57,7 +57,10 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   GateSpec g;
   g.max_step_ms = 800;
   c.gates = g;
-  c.branch_shares = {{"cmp", {0.2, 0.4, 1, 0}}, {"slc", {0.3, 0.35, 0, 1}}};
+  c.gate_stats = GateStats{6, {LayerGateStats{0, 0.4, 0.35, 0.25, 0.1, 0.0, 0.5, 1.5},
+                               LayerGateStats{1, 0.2, 0.3, 0.5, 0.1, 0.0, 0.5, 1.25}}};
+  c.trace = testing::trace_summary_fixture();
+  c.probe_tables["memory"] = {{"median", 1024}};
   c.step_noise = StepNoise{700, 25, 7};
   c.load = MachineLoad{7.5, 8.1, 2};
   c.confirmation = Confirmation{"slow_step", "slow step 3", "", false, "cells/x/confirm"};
@@ -69,9 +72,14 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   RunResult back = load_results(dir.str());
   EXPECT_EQ(nlohmann::json(back), nlohmann::json(run));
   const CellResult& b = back.cells.front();
-  ASSERT_EQ(b.branch_shares.size(), 2u);
-  EXPECT_DOUBLE_EQ(b.branch_shares.at("slc").max, 0.35);
-  EXPECT_EQ(b.branch_shares.at("cmp").max_layer, 0);
+  ASSERT_TRUE(b.gate_stats);
+  ASSERT_EQ(b.gate_stats->layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.gate_stats->layers[0].share_slc, 0.35);
+  EXPECT_EQ(b.gate_stats->layers[1].layer, 1);
+  ASSERT_TRUE(b.trace);
+  EXPECT_EQ(b.trace->kernels.size(), 2u);
+  EXPECT_EQ(b.trace->steps[1].stream_syncs, 40);
+  EXPECT_EQ(b.probe_tables.at("memory").at("median"), 1024);
   ASSERT_TRUE(b.step_noise && b.load && b.confirmation);
   EXPECT_EQ(b.step_noise->steps, 7);
   EXPECT_DOUBLE_EQ(b.load->end, 8.1);
@@ -87,7 +95,7 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   EXPECT_EQ(b.flight_recorder->last[0].step, 4);
   EXPECT_EQ(b.malformed_event_lines, 3);
   // Typed records are not also kept as untyped notes.
-  EXPECT_FALSE(b.extra.contains("probe_costs"));
+  EXPECT_TRUE(b.extra.empty()) << b.extra.dump();
 }
 
 // results.json written before these records had fields kept them under `extra`:
@@ -99,8 +107,20 @@ TEST(JsonWriter, ReadsRecordsAnOlderFileKeptUnderExtra) {
   cell["extra"]["probe_costs"] = nlohmann::json::array({{{"name", "finite"}, {"median_ms", 1.5}, {"steps", 8}}});
   cell["extra"]["malformed_event_lines"] = 2;
   cell["extra"]["flight_recorder"] = {{"launches", 9}, {"last", nlohmann::json::array()}};
+  cell["extra"]["gates"] = {{"step", 6}, {"layers", {{{"layer", 2}, {"share_cmp", 0.5}, {"share_slc", 0.01}}}}};
+  cell["extra"]["trace"] = nlohmann::json(testing::trace_summary_fixture());
+  cell["extra"]["gates_spec"] = {{"min_branch_share", 0.05}};
+  cell["extra"]["precision"] = {{"audit", nlohmann::json::array()}};
   cell["extra"]["note"] = "kept";
   CellResult back = cell.get<CellResult>();
+  ASSERT_TRUE(back.gate_stats);
+  EXPECT_DOUBLE_EQ(back.gate_stats->layers.at(0).share_slc, 0.01);
+  EXPECT_EQ(back.gate_stats->layers.at(0).layer, 2);
+  ASSERT_TRUE(back.trace);
+  EXPECT_EQ(back.trace->kernel_count, 16u);
+  ASSERT_TRUE(back.gates && back.gates->min_branch_share);
+  EXPECT_DOUBLE_EQ(*back.gates->min_branch_share, 0.05);
+  EXPECT_EQ(back.probe_tables.at("precision"), (nlohmann::json{{"audit", nlohmann::json::array()}}));
   ASSERT_EQ(back.probe_costs.size(), 1u);
   EXPECT_EQ(back.probe_costs[0].steps, 8);
   EXPECT_EQ(back.malformed_event_lines, 2);

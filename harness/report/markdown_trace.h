@@ -1,6 +1,6 @@
 #pragma once
 // One CUDA cell's GPU trace in report.md, from the CUPTI summary the cell
-// recorded (results.json: cell.extra.trace): where GPU time went by kernel and
+// recorded (CellResult::trace): where GPU time went by kernel and
 // by phase, and how often the host waited for the device in each step.
 #include <string>
 

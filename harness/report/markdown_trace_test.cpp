@@ -10,27 +10,21 @@ namespace harness {
 namespace {
 
 CellResult traced_cell() {
-  CellResult c;
-  c.id = "probes=all";
-  c.outcome = Outcome::pass;
-  c.extra["trace"] = testing::trace_summary_fixture();
+  CellResult c = testing::make_cell({{"probes", "all"}}, Outcome::pass);
+  c.trace = testing::trace_summary_fixture();
   return c;
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(MarkdownTrace, NoTraceNoSection) {
-  CellResult c;
-  c.id = "cpu";
-  EXPECT_EQ(render_trace_section(c), "");
-  c.extra["trace"] = {{"kernels", nlohmann::json::array()}};  // a summary without phases or steps
-  EXPECT_EQ(render_trace_section(c), "");
+  EXPECT_EQ(render_trace_section(testing::make_cell({{"device", "cpu"}}, Outcome::pass)), "");
 }
 
 TEST(MarkdownTrace, IdenticalStepsReadAsOneSentence) {
   CellResult c = traced_cell();
-  auto step = c.extra["trace"]["steps"][0];
-  c.extra["trace"]["steps"] = {step, step, step};
+  auto step = c.trace->steps[0];
+  c.trace->steps = {step, step, step};
   const std::string s = render_trace_section(c);
   EXPECT_TRUE(has(s, "Each of the 3 steps: 2 stream, 0 device, 0 event syncs; 3 device→host copies (1 blocking) — "
                      "3 host syncs per step.\n"))
@@ -40,13 +34,11 @@ TEST(MarkdownTrace, IdenticalStepsReadAsOneSentence) {
 
 TEST(MarkdownTrace, ManyStepsShowTheWorstInStepOrder) {
   CellResult c = traced_cell();
-  nlohmann::json steps = nlohmann::json::array();
+  c.trace->steps.clear();
   for (int i = 1; i <= 20; ++i) {
     const int syncs = i == 17 ? 500 : i;  // one storm
-    steps.push_back({{"step", i}, {"stream_syncs", syncs}, {"device_syncs", 0}, {"event_syncs", 0},
-                     {"dtoh_copies", 0}, {"dtoh_blocking", 0}, {"host_syncs", syncs}});
+    c.trace->steps.push_back(StepSyncs{i, syncs, 0, 0, 0, 0});
   }
-  c.extra["trace"]["steps"] = steps;
   const std::string s = render_trace_section(c);
   // The 12 steps with the most syncs are 9..20, listed by step.
   EXPECT_TRUE(has(s, "| 9 | 9 | 9 | 0 | 0 | 0 (0) |\n| 10 |")) << s;
@@ -58,7 +50,7 @@ TEST(MarkdownTrace, ManyStepsShowTheWorstInStepOrder) {
 TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
   CellResult c = traced_cell();
   c.artifacts = {"cells/probes=all/events.jsonl", "cells/probes=all/trace.json"};
-  c.extra["trace"]["truncated"] = true;
+  c.trace->truncated = true;
   const std::string s = render_trace_section(c);
   EXPECT_TRUE(has(s, "16 kernels, 2.0 ms of GPU time (CUPTI activity records; timeline in `cells/probes=all/trace.json`). "
                      "**The trace is truncated**"))
@@ -67,20 +59,20 @@ TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
 
 TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
   CellResult c = traced_cell();
-  c.extra["trace"]["trace_every"] = 10;
-  c.extra["trace"]["traced_steps"] = {1, 2, 10, 20};
+  c.trace->trace_every = 10;
+  c.trace->traced_steps = {1, 2, 10, 20};
   const std::string s = render_trace_section(c);
   EXPECT_TRUE(has(s, "(CUPTI activity records). Kernel and API records cover steps 1, 2, 10, 20 only "
                      "(`cupti: {every: 10}`); the flight recorder saw every launch.\n"))
       << s;
-  c.extra["trace"]["trace_every"] = 1;
+  c.trace->trace_every = 1;
   EXPECT_FALSE(has(render_trace_section(c), "cover steps"));
 }
 
 TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
   CellResult c = traced_cell();
   const std::string functor(200, 'x');
-  c.extra["trace"]["kernels"][0]["display_name"] = "void at::native::elementwise_kernel<128, 4, " + functor + ">(int)";
+  c.trace->kernels[0].display_name = "void at::native::elementwise_kernel<128, 4, " + functor + ">(int)";
   const std::string s = render_trace_section(c);
   // "elementwise_kernel<128, 4, " is 27 characters; 52 x's make 79, then "…".
   EXPECT_TRUE(has(s, "| `elementwise_kernel<128, 4, " + std::string(52, 'x') + "…` | 8 |")) << s;
@@ -88,11 +80,13 @@ TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
 
 TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
   CellResult c = traced_cell();
-  nlohmann::json kernels = nlohmann::json::array();
-  for (int i = 0; i < 12; ++i)
-    kernels.push_back({{"name", "k" + std::to_string(i)}, {"count", 1}, {"total_ns", 1000}, {"mean_ns", 1000.0},
-                       {"share", 1.0 / 12}});
-  c.extra["trace"]["kernels"] = kernels;
+  c.trace->kernels.clear();
+  for (int i = 0; i < 12; ++i) {
+    KernelRow k;
+    k.name = "k" + std::to_string(i);
+    k.count = 1, k.total_ns = 1000, k.mean_ns = 1000.0, k.share = 1.0 / 12;
+    c.trace->kernels.push_back(k);
+  }
   const std::string s = render_trace_section(c);
   EXPECT_TRUE(has(s, "| `k9` | 1 | 0.00 | 1.0 | 8.3 % |\n\n(2 more kernels, 16.7 % of GPU time)\n")) << s;
 }

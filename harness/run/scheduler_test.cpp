@@ -127,7 +127,7 @@ TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
     ASSERT_TRUE(s.results[i]);
     const CellResult& r = *s.results[i];
     EXPECT_EQ(r.outcome, Outcome::pass) << (r.findings.empty() ? "" : r.findings[0].title);
-    const std::string cuda = r.extra["env"]["cuda"];
+    const std::string cuda = r.probe_tables.at("env")["cuda"];
     if (cs[i].device == "cpu") {
       EXPECT_EQ(cuda, "");  // set, and empty: no GPU at all
       EXPECT_TRUE(r.gpus.empty());
@@ -164,7 +164,7 @@ TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
     SCOPED_TRACE(r->id);
     EXPECT_EQ(r->outcome, Outcome::pass);
     ASSERT_EQ(r->gpus.size(), 2u);  // --gpus-per-cell 2: a pair, in the driver's order
-    const std::string cuda = r->extra["env"]["cuda"];
+    const std::string cuda = r->probe_tables.at("env")["cuda"];
     EXPECT_TRUE(cuda == "GPU-aaa,GPU-bbb" || cuda == "GPU-ccc,GPU-ddd") << cuda;
   }
 }
@@ -197,7 +197,7 @@ TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
   for (size_t i = 1; i < 3; ++i) {
     SCOPED_TRACE(cs[i].id);
     EXPECT_EQ(s.results[i]->outcome, Outcome::pass);
-    EXPECT_EQ(s.results[i]->extra["env"]["cuda"], other);
+    EXPECT_EQ(s.results[i]->probe_tables.at("env")["cuda"], other);
   }
 }
 

@@ -146,12 +146,24 @@ void parse_gates(const YNode& n, Checker& check, CellDraft& base) {
                 "is above gates.max_branch_share: no cell could pass");
 }
 
+// The sections read by a parser of one shape: the accepted keys and the
+// dispatch in parse_settings both come from this table.
+struct Section {
+  const char* key;
+  void (*parse)(const YNode&, Checker&, CellDraft&);
+};
+constexpr Section kSections[] = {{"train", parse_train},   {"flags", parse_flags},       {"faults", parse_faults},
+                                 {"probes", parse_probes}, {"watchdog", parse_watchdog}, {"gates", parse_gates}};
+
 }  // namespace
 
 const std::vector<std::string>& top_level_keys() {
-  static const std::vector<std::string> keys = {"name",   "description", "extends", "device", "model",
-                                                "train",  "flags",       "faults",  "probes", "watchdog",
-                                                "gates",  "matrix",      "expect"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"name", "description", "extends", "device", "model"};
+    for (const auto& s : kSections) k.emplace_back(s.key);
+    k.insert(k.end(), {"matrix", "expect"});
+    return k;
+  }();
   return keys;
 }
 
@@ -203,20 +215,11 @@ void parse_settings(const YNode& root, Checker& check, ModelLibrary& models, Cel
       base.origins["device"] = Origin{e.value.pos, "device"};
     } else if (e.key == "model") {
       parse_model(e, check, models, base);
-    } else if (e.key == "train") {
-      parse_train(e.value, check, base);
-    } else if (e.key == "flags") {
-      parse_flags(e.value, check, base);
-    } else if (e.key == "faults") {
-      parse_faults(e.value, check, base);
-    } else if (e.key == "probes") {
-      parse_probes(e.value, check, base);
-    } else if (e.key == "watchdog") {
-      parse_watchdog(e.value, check, base);
-    } else if (e.key == "gates") {
-      parse_gates(e.value, check, base);
     } else if (e.key == "expect") {
       base.spec.expect = parse_expect(e.value, "expect", check);
+    } else {
+      for (const auto& s : kSections)
+        if (e.key == s.key) s.parse(e.value, check, base);
     }
   }
   base.spec.scenario_name = header.name;

@@ -11,11 +11,7 @@
 
 namespace harness::supervisor {
 namespace {
-using testing::gone_within;
-using testing::read_file;
-using testing::read_pids;
-using testing::ScratchDir;
-using testing::test_child;
+using namespace testing;  // the helper child, scratch dirs, pid files (harness/testing/child_helpers.h)
 
 TEST(ChildProcess, RunsInItsOwnProcessGroupWithOutputInTheLog) {
   ScratchDir dir;

@@ -111,25 +111,23 @@ Decision decide_exit(const SupervisedRun& run, const std::vector<Finding>& found
 }
 }  // namespace
 
-// Each branch's share extremes over layers, from the gates probe's table
-// ({"layers": [{"layer", "share_cmp", "share_slc", "share_win"}, …]}).
-static std::map<std::string, BranchShare> branch_shares_from(const json& extra) {
-  std::map<std::string, BranchShare> out;
-  auto it = extra.find("gates");
-  if (it == extra.end() || !it->is_object() || !it->contains("layers")) return out;
-  for (const auto& row : it->at("layers")) {
-    const int layer = row.value("layer", -1);
-    for (const char* b : {"cmp", "slc", "win"}) {
-      auto v = row.find(std::string("share_") + b);
-      if (v == row.end() || !v->is_number()) continue;
-      const double x = v->get<double>();
-      auto [e, fresh] = out.try_emplace(b, BranchShare{x, x, layer, layer});
-      if (fresh) continue;
-      if (x < e->second.min) e->second.min = x, e->second.min_layer = layer;
-      if (x > e->second.max) e->second.max = x, e->second.max_layer = layer;
+// The tables a later stage reads land in typed fields; the rest are kept as
+// written. A table that does not parse is kept as written too, with a note
+// saying why: the cell's outcome does not hang on an observer's record.
+static void read_probe_tables(const std::vector<json>& events, CellResult& r) {
+  for (const auto& p : events_of(events, protocol::ev::probe)) {
+    const std::string name = p.value("name", "unnamed");
+    const json data = p.value("data", json::object());
+    try {
+      if (name == "probe_costs") r.probe_costs = data.get<std::vector<ProbeCost>>();
+      else if (name == "gates") r.gate_stats = data.get<GateStats>();
+      else if (name == "trace") r.trace = data.get<TraceSummary>();
+      else r.probe_tables[name] = data;
+    } catch (const json::exception& e) {
+      r.probe_tables[name] = data;
+      r.extra["unreadable_probe_table"] = name + ": " + e.what();
     }
   }
-  return out;
 }
 
 bool expectation_met(const json& expect, Outcome outcome, const std::optional<std::string>& reason,
@@ -179,11 +177,7 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.artifacts = artifacts(run);
   if (!spec.scenario_file.empty())
     r.repro_command = "nsa-harness run " + shell_quote(spec.scenario_file) + " --only " + shell_quote(spec.id);
-  for (const auto& p : events_of(run.events, protocol::ev::probe)) {
-    const std::string name = p.value("name", "unnamed");
-    if (name == "probe_costs") r.probe_costs = p.value("data", std::vector<ProbeCost>{});
-    else r.extra[name] = p.value("data", json::object());
-  }
+  read_probe_tables(run.events, r);
   r.malformed_event_lines = run.malformed_lines;
 
   std::vector<Finding> found = child_findings(run.events);
@@ -192,7 +186,6 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.from_environment = spec.from_environment;
   r.gates = spec.gates;
   r.step_noise = step_noise(r.steps);
-  r.branch_shares = branch_shares_from(r.extra);
   if (run.load_start) r.load = MachineLoad{*run.load_start, run.load_end.value_or(*run.load_start), run.cpus};
   // The step-time limit is not judged on a busy machine (results.h machine_busy); the
   // relative check (k × the cell's own median, beyond its noise) still is.

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/analysis/distributed/rank_diagnosis.h"
+#include "harness/supervisor/distributed/rank_diagnosis.h"
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/rank_group.h"
@@ -60,11 +60,11 @@ CellResult classify_ranks(const CellSpec& spec, const SupervisedRun& group) {
   }
 
   // What the ranks' event streams show side by side.
-  std::vector<analysis::dist::RankStream> streams;
+  std::vector<dist::RankStream> streams;
   for (size_t r = 0; r < group.ranks.size(); ++r)
-    streams.push_back(analysis::dist::read_rank_stream_file(
+    streams.push_back(dist::read_rank_stream_file(
         static_cast<int>(r), (fs::path(group.ranks[r].cell_dir) / protocol::kEventsFile).string()));
-  auto diag = analysis::dist::diagnose_ranks(streams);
+  auto diag = dist::diagnose_ranks(streams);
   diag.facts.backend = streams.front().device.rfind("cuda", 0) == 0 ? "nccl" : "gloo";
   for (size_t r = 0; r < results.size() && r < diag.facts.ranks.size(); ++r) {
     diag.facts.ranks[r].outcome = group.ranks[r].stopped_with_group ? "stopped" : std::string(to_string(results[r].outcome));

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/core/stats.h"
+
 namespace harness::supervisor {
 namespace {
 using nlohmann::json;
@@ -49,13 +51,6 @@ std::optional<std::pair<size_t, size_t>> growth_run(const std::vector<StepRecord
   return std::nullopt;
 }
 }  // namespace
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
   std::vector<StepRecord> out;
@@ -105,20 +100,12 @@ CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector
   return m;
 }
 
-double scaled_mad(const std::vector<double>& v) {
-  if (v.empty()) return std::nan("");
-  const double med = median(v);
-  std::vector<double> dev;
-  for (double x : v) dev.push_back(std::abs(x - med));
-  return 1.4826 * median(dev);
-}
-
 std::optional<StepNoise> step_noise(const std::vector<StepRecord>& steps) {
   std::vector<double> ms;
   for (size_t i : timed(steps))
     if (std::isfinite(steps[i].step_ms) && steps[i].step_ms > 0) ms.push_back(steps[i].step_ms);
   if (ms.empty()) return std::nullopt;
-  return StepNoise{median(ms), scaled_mad(ms), static_cast<int>(ms.size())};
+  return StepNoise{median(ms), mad_spread(ms), static_cast<int>(ms.size())};
 }
 
 std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
@@ -138,7 +125,7 @@ std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, cons
     // other steps' own spread: on a shared CPU a 100 ms step can take 600 ms
     // when another process runs, and such scheduling noise is not a diagnosis.
     // (The max_step_ms gate is judged once, in the analysis, on the median.)
-    const double spread = others.size() >= 3 ? scaled_mad(others) : 0.0;
+    const double spread = others.size() >= 3 ? mad_spread(others) : 0.0;
     bool over_factor = others.size() >= 2 && steps[i].step_ms > watchdog.slow_step_factor * med &&
                        steps[i].step_ms - med > std::max(kMinSlowExcessMs, kSlowNoiseMultiple * spread);
     if (over_factor) slow.push_back({i, med});

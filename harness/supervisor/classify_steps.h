@@ -49,10 +49,7 @@ CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector
 std::optional<Finding> find_slow_step(const std::vector<StepRecord>& steps, const WatchdogSpec& watchdog,
                                       std::optional<double> max_step_ms = std::nullopt);
 
-// Median and scaled MAD of the warm steps; nullopt without timed steps.
+// Median and scaled MAD (core/stats.h) of the warm steps; nullopt without timed steps.
 std::optional<StepNoise> step_noise(const std::vector<StepRecord>& steps);
-
-double median(std::vector<double> v);  // NaN for an empty vector
-double scaled_mad(const std::vector<double>& v);  // 1.4826 × median absolute deviation
 
 }  // namespace harness::supervisor

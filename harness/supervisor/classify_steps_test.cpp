@@ -19,12 +19,6 @@ std::vector<StepRecord> records(const std::vector<double>& ms, const std::vector
   return steps_from_events(ev);
 }
 
-TEST(Median, OddEvenEmpty) {
-  EXPECT_EQ(median({3, 1, 2}), 2);
-  EXPECT_EQ(median({4, 1, 2, 3}), 2.5);
-  EXPECT_TRUE(std::isnan(median({})));
-}
-
 TEST(StepsFromEvents, ReadsEveryFieldAndNonFiniteLoss) {
   std::vector<json> ev = {{{"ev", "step_begin"}, {"step", 0}}, step_end(0, 10, 3, "nan"), step_end(1, 20, 4, nullptr)};
   auto s = steps_from_events(ev);

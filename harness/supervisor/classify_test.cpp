@@ -44,8 +44,10 @@ SupervisedRun clean_run(std::vector<json> middle) {
 
 TEST(Classify, CleanRunPassesWithStepsMetricsAndProbes) {
   SupervisedRun run = clean_run({step_end(0, 100), step_end(1, 10), step_end(2, 12),
-                                 {{"ev", "probe"}, {"name", "gates"}, {"data", {{"v", 1}}}},
-                                 {{"ev", "probe"}, {"name", "gates"}, {"data", {{"v", 2}}}},
+                                 {{"ev", "probe"}, {"name", "memory"}, {"data", {{"v", 1}}}},
+                                 {{"ev", "probe"}, {"name", "memory"}, {"data", {{"v", 2}}}},
+                                 {{"ev", "probe"}, {"name", "gates"},
+                                  {"data", {{"step", 2}, {"layers", {{{"layer", 1}, {"share_slc", 0.25}}}}}}},
                                  finding("gates_constant", "warning", 1)});
   CellResult r = classify(spec_with_steps(3), run);
   EXPECT_EQ(r.outcome, Outcome::pass);
@@ -54,7 +56,12 @@ TEST(Classify, CleanRunPassesWithStepsMetricsAndProbes) {
   EXPECT_EQ(r.steps_completed, 3);
   EXPECT_EQ(r.steps_planned, 3);
   EXPECT_EQ(r.metrics.step_ms_median, 11);
-  EXPECT_EQ(r.extra["gates"]["v"], 2);  // the last probe event wins
+  EXPECT_EQ(r.probe_tables["memory"]["v"], 2);  // the last probe event wins
+  ASSERT_TRUE(r.gate_stats);                    // a table the analysis reads lands typed
+  ASSERT_EQ(r.gate_stats->layers.size(), 1u);
+  EXPECT_EQ(r.gate_stats->layers[0].layer, 1);
+  EXPECT_DOUBLE_EQ(r.gate_stats->layers[0].share_slc, 0.25);
+  EXPECT_TRUE(r.extra.empty()) << r.extra.dump();
   ASSERT_EQ(r.findings.size(), 1u);     // the warning is kept
   EXPECT_EQ(r.findings[0].code, "gates_constant");
   EXPECT_EQ(r.exit_code, 0);

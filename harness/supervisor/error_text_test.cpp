@@ -111,26 +111,30 @@ TEST(ErrorText, LastKernelFromFlightRecorder) {
 // Both allocators' messages, as PyTorch 2.11 words them (the CPU one captured
 // from torch.empty(1 << 40) on a 24 GiB machine; the CUDA one from its docs).
 TEST(ErrorText, OutOfMemoryOfEitherAllocatorIsItsOwnReasonWithTheSizes) {
-  const std::string cpu =
-      "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
-      "allocate 1099511627776 bytes. Error code 12 (Cannot allocate memory)";
-  auto d = diagnose_error_text({error_event(cpu)}, "");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->reason, "out_of_memory");
-  auto s = parse_oom_sizes(cpu);
-  EXPECT_EQ(s.requested_bytes, 1099511627776.0);
-  EXPECT_FALSE(s.free_bytes);
-
-  const std::string cuda =
-      "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.25 GiB "
-      "is free. Of the allocated memory 70.00 GiB is allocated by PyTorch";
-  auto c = diagnose_error_text({error_event(cuda)}, "");
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->reason, "out_of_memory");
-  auto cs = parse_oom_sizes(cuda);
-  EXPECT_EQ(cs.requested_bytes, 20.0 * 1073741824.0);
-  EXPECT_EQ(cs.total_bytes, 79.19 * 1073741824.0);
-  EXPECT_EQ(cs.free_bytes, 1.25 * 1073741824.0);
+  constexpr double GiB = 1073741824.0;
+  struct Case {
+    std::string text;
+    double requested;
+    std::optional<double> total, free;
+  };
+  const Case cases[] = {
+      {"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+       "allocate 1099511627776 bytes. Error code 12 (Cannot allocate memory)",
+       1099511627776.0, std::nullopt, std::nullopt},
+      {"CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.25 GiB "
+       "is free. Of the allocated memory 70.00 GiB is allocated by PyTorch",
+       20.0 * GiB, 79.19 * GiB, 1.25 * GiB},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto d = diagnose_error_text({error_event(c.text)}, "");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->reason, "out_of_memory");
+    auto sizes = parse_oom_sizes(c.text);
+    EXPECT_EQ(sizes.requested_bytes, c.requested);
+    if (c.total) EXPECT_EQ(sizes.total_bytes, *c.total);
+    EXPECT_EQ(sizes.free_bytes, c.free);
+  }
 }
 
 TEST(ErrorText, ASanitizerReportIsACrashNotAnException) {

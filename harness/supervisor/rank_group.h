@@ -24,7 +24,7 @@ SupervisedRun supervise_rank_group(const CellSpec& cell, const ArgvBuilder& argv
 // The cell's result from its ranks: each rank classified alone, the deciding
 // rank's outcome and findings, rank 0's steps and metrics (its losses are the
 // global batch's), and the distributed diagnosis from the ranks' event files
-// (analysis/distributed): which rank is stuck, diverging or straggling. A
+// (supervisor/distributed/): which rank is stuck, diverging or straggling. A
 // blocking distributed finding turns a pass into a fail and names a hang.
 CellResult classify_ranks(const CellSpec& spec, const SupervisedRun& group);
 

@@ -141,8 +141,8 @@ TEST(RunCells, DeviceSlotsAndEnvironmentReachTheChild) {
   for (const auto& r : results) {
     SCOPED_TRACE(r.id);
     EXPECT_EQ(r.outcome, Outcome::pass);
-    EXPECT_EQ(r.extra["env"]["value"], "hello");
-    std::string cuda = r.extra["env"]["cuda"];
+    EXPECT_EQ(r.probe_tables.at("env")["value"], "hello");
+    std::string cuda = r.probe_tables.at("env")["cuda"];
     EXPECT_TRUE(cuda == "0" || cuda == "1") << cuda;
   }
 }

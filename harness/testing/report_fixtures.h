@@ -71,8 +71,9 @@ inline RunResult prefill_hang_run() {
   return r;
 }
 
-// A CUPTI trace summary as the child records it (results.json: extra.trace).
-inline nlohmann::json trace_summary_fixture() {
+// A CUPTI trace summary as the child records it (its "trace" probe table),
+// read through the summary's one deserializer.
+inline TraceSummary trace_summary_fixture() {
   using nlohmann::json;
   auto syncs = [](int step, int stream, int device, int dtoh, int blocking) {
     return json{{"step", step},          {"stream_syncs", stream}, {"device_syncs", device}, {"event_syncs", 0},
@@ -94,7 +95,8 @@ inline nlohmann::json trace_summary_fixture() {
         {{"path", "backward"}, {"kernels", 6}, {"gpu_ns", 500000}, {"share", 0.25}}}},
       {"steps", {syncs(1, 2, 0, 3, 1), syncs(2, 40, 1, 40, 0)}},
       {"outside_steps", syncs(-1, 0, 1, 0, 0)},
-      {"truncated", false}};
+      {"truncated", false}}
+      .get<TraceSummary>();
 }
 // fp16 goes non-finite at step 2; an fp32 cell passes at another length; bf16 is skipped.
 inline RunResult fp16_nan_run() {
@@ -108,7 +110,7 @@ inline RunResult fp16_nan_run() {
   fp32.metrics.last_loss = 2.5;
   fp32.metrics.tok_s = 300.0;
   fp32.metrics.step_ms_median = 10.0;
-  fp32.extra["trace"] = trace_summary_fixture();
+  fp32.trace = trace_summary_fixture();
   fp32.expect = nlohmann::json{{"outcome", "pass"}};
   fp32.expect_met = true;
 

@@ -14,6 +14,7 @@ namespace {
 
 using nlohmann::json;
 using testing::read_file;
+using testing::run_then_sigkill;
 using testing::scratch_dir;
 
 constexpr std::uint32_t kPid = 4242;
@@ -132,26 +133,12 @@ TEST(ChromeTraceWriter, OpenFailureNamesThePath) {
 // array) and recover_trace makes strict.
 TEST(ChromeTraceWriter, FileOfAKilledWriterRecoversToEveryFlushedEvent) {
   const auto path = scratch_dir() / "trace.json";
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const pid_t child = run_then_sigkill([&](const testing::Die& die) {
     ChromeTraceWriter w(path.string(), {1, kPid, "host"});
-    for (std::uint32_t i = 1; i <= 50; ++i) {
-      w.write({TraceEvent::make_kernel("k", 0, 7, i, i * 100, i * 100 + 50)});
-    }
-    const char byte = 1;
-    (void)!write(ready[1], &byte, 1);
-    raise(SIGKILL);  // no close(), no destructor
-  }
-  close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+    for (std::uint32_t i = 1; i <= 50; ++i) w.write({TraceEvent::make_kernel("k", 0, 7, i, i * 100, i * 100 + 50)});
+    die();  // no close(), no destructor
+  });
+  ASSERT_GT(child, 0);
 
   EXPECT_FALSE(json::accept(read_file(path)));  // no closing bracket yet
   const TraceRecovery r = recover_trace(path.string());

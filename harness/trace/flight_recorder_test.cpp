@@ -14,6 +14,7 @@ namespace harness::trace {
 namespace {
 
 using testing::read_file;
+using testing::run_then_sigkill;
 using testing::scratch_dir;
 using testing::write_file;
 
@@ -97,26 +98,15 @@ TEST(FlightRecorder, ConcurrentWritersLoseNoSequenceNumbers) {
 // launches readable by its parent.
 TEST(FlightRecorder, SurvivesTheWriterBeingKilled) {
   const auto path = scratch_dir() / kFlightRecorderFile;
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const pid_t child = run_then_sigkill([&](const testing::Die& die) {
     FlightRecorder rec(path.string(), 8);
     for (int i = 1; i <= 20; ++i) {
       rec.set_step(i / 5);
       rec.record("kernel_" + std::to_string(i), 1000 + i, i, 42, "forward/layer " + std::to_string(i % 3));
     }
-    const char byte = 1;
-    (void)!write(ready[1], &byte, 1);
-    raise(SIGKILL);  // no unmap, no flush, no destructor
-  }
-  close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status));
+    die();  // no unmap, no flush, no destructor
+  });
+  ASSERT_GT(child, 0);
 
   const FlightLog log = read_flight_log(path.string());
   EXPECT_EQ(log.pid, static_cast<std::uint32_t>(child));

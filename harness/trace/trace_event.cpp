@@ -145,29 +145,9 @@ constexpr EnumName<EventKind> kEventKinds[] = {
 constexpr EnumName<CopyKind> kCopyKinds[] = {
     {CopyKind::unknown, "unknown"}, {CopyKind::htod, "HtoD"}, {CopyKind::dtoh, "DtoH"},
     {CopyKind::dtod, "DtoD"},       {CopyKind::htoh, "HtoH"}, {CopyKind::peer, "PtoP"}};
-constexpr EnumName<RangeSource> kRangeSources[] = {
-    {RangeSource::none, "none"}, {RangeSource::cupti_marker, "cupti_marker"},
-    {RangeSource::host_recorder, "host_recorder"}, {RangeSource::gpu_projection, "gpu_projection"}};
 }  // namespace
 
 std::string_view to_string(EventKind k) { return name_in(kEventKinds, k); }
 std::string_view to_string(CopyKind k) { return name_in(kCopyKinds, k); }
-std::string_view to_string(RangeSource s) { return name_in(kRangeSources, s); }
-
-const TraceCounters::Field TraceCounters::kFields[8] = {
-    {"records_dropped_by_cupti", &TraceCounters::records_dropped_by_cupti},
-    {"buffer_requests_refused", &TraceCounters::buffer_requests_refused},
-    {"events_dropped_store_full", &TraceCounters::events_dropped_store_full},
-    {"events_dropped_retained_full", &TraceCounters::events_dropped_retained_full},
-    {"ranges_dropped", &TraceCounters::ranges_dropped},
-    {"events_dropped_writer_behind", &TraceCounters::events_dropped_writer_behind},
-    {"records_ignored", &TraceCounters::records_ignored},
-    {"tracing_errors", &TraceCounters::tracing_errors},
-};
-
-TraceCounters& TraceCounters::operator+=(const TraceCounters& o) {
-  for (const auto& f : kFields) this->*f.member += o.*f.member;
-  return *this;
-}
 
 }  // namespace harness::trace

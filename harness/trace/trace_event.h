@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "harness/core/trace_summary.h"
+
 namespace harness::trace {
 
 enum class EventKind : std::uint8_t {
@@ -27,9 +29,10 @@ enum class CopyKind : std::uint8_t { unknown, htod, dtoh, dtod, htoh, peer };
 enum class MemoryKind : std::uint8_t { unknown, pageable, pinned, device, array, managed };
 enum class ApiDomain : std::uint8_t { runtime, driver };
 enum class MarkerPhase : std::uint8_t { start, end, instant };
-// Where a host range came from; the summary reports which one it used.
-// gpu_projection: a host range redrawn on a stream's track (gpu_projection.h).
-enum class RangeSource : std::uint8_t { none, cupti_marker, host_recorder, gpu_projection };
+// RangeSource and TraceCounters are part of the summary every stage reads
+// (core/trace_summary.h); the trace stage names them as its own.
+using harness::RangeSource;
+using harness::TraceCounters;
 
 struct Dim3 {
   std::int32_t x = 1, y = 1, z = 1;
@@ -103,34 +106,5 @@ std::string demangle(const std::string& name);
 
 std::string_view to_string(EventKind k);
 std::string_view to_string(CopyKind k);
-std::string_view to_string(RangeSource s);
-
-// Counters of everything the tracing lost or refused: the report shows them and
-// any non-zero `dropped` count marks the trace as truncated.
-struct TraceCounters {
-  std::uint64_t records_dropped_by_cupti = 0;   // CUPTI had no buffer (pool exhausted)
-  std::uint64_t buffer_requests_refused = 0;    // buffer requests the bounded pool refused
-  std::uint64_t events_dropped_store_full = 0;  // converted events over the pending cap
-  std::uint64_t events_dropped_retained_full = 0;  // events over the whole-run cap
-  std::uint64_t ranges_dropped = 0;             // host ranges over the recorder's cap
-  std::uint64_t events_dropped_writer_behind = 0;  // trace-file batches over the writer's queue cap
-  std::uint64_t records_ignored = 0;            // CUPTI record kinds we do not convert
-  std::uint64_t tracing_errors = 0;             // failed CUPTI calls (tracing degraded)
-
-  std::uint64_t dropped() const {
-    return records_dropped_by_cupti + events_dropped_store_full + events_dropped_retained_full +
-           ranges_dropped + events_dropped_writer_behind;
-  }
-  bool truncated() const { return dropped() > 0 || buffer_requests_refused > 0; }
-  TraceCounters& operator+=(const TraceCounters& o);
-
-  // Every counter with its name, in one place: sums, results.json and the
-  // trace's truncation mark all walk this list.
-  struct Field {
-    const char* name;
-    std::uint64_t TraceCounters::*member;
-  };
-  static const Field kFields[8];
-};
 
 }  // namespace harness::trace

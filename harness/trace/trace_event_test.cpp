@@ -6,12 +6,13 @@ namespace harness::trace {
 namespace {
 
 TEST(StripApiSuffix, DropsCuptiVersionAndPerThreadStreamSuffixes) {
-  EXPECT_EQ(strip_api_suffix("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
-  EXPECT_EQ(strip_api_suffix("cudaLaunchKernel_ptsz_v7000"), "cudaLaunchKernel");
-  EXPECT_EQ(strip_api_suffix("cudaMemcpyAsync_ptsz_v7000"), "cudaMemcpyAsync");
-  EXPECT_EQ(strip_api_suffix("cudaStreamSynchronize"), "cudaStreamSynchronize");
-  EXPECT_EQ(strip_api_suffix("cuMemcpy_v2"), "cuMemcpy");
-  EXPECT_EQ(strip_api_suffix("my_vector"), "my_vector");  // "_v" not followed by digits only
+  // CUPTI's callback name → the API's name.
+  const std::pair<const char*, const char*> names[] = {
+      {"cudaLaunchKernel_v7000", "cudaLaunchKernel"},     {"cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel"},
+      {"cudaMemcpyAsync_ptsz_v7000", "cudaMemcpyAsync"},  {"cudaStreamSynchronize", "cudaStreamSynchronize"},
+      {"cuMemcpy_v2", "cuMemcpy"},                        {"my_vector", "my_vector"},  // "_v" + non-digits stays
+  };
+  for (auto [cupti, api] : names) EXPECT_EQ(strip_api_suffix(cupti), api) << cupti;
 }
 
 TEST(ClassifySyncApi, KnowsStreamDeviceAndEventSyncsInBothApis) {

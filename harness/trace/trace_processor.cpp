@@ -17,6 +17,22 @@ bool inside_runtime_call(const CorrelationIndex& idx, std::uint32_t thread, std:
   return pos->first <= t && t <= pos->second;
 }
 
+// The rows of a by-name table with their names and shares of all kernel
+// time, most GPU time first (ties by name, so the order is stable).
+template <class Row>
+std::vector<Row> ranked(const std::map<std::string, Row>& by_name, std::string Row::*name, std::uint64_t Row::*ns,
+                        std::uint64_t total_ns) {
+  std::vector<Row> out;
+  for (const auto& [key, row] : by_name) {
+    out.push_back(row);
+    out.back().*name = key;
+    out.back().share = total_ns ? static_cast<double>(row.*ns) / total_ns : 0.0;
+  }
+  std::sort(out.begin(), out.end(),
+            [&](const Row& a, const Row& b) { return a.*ns != b.*ns ? a.*ns > b.*ns : a.*name < b.*name; });
+  return out;
+}
+
 class Pass2 {
  public:
   Pass2(const CorrelationIndex& idx, const ProcessorOptions& opt) : idx_(idx), opt_(opt) {}
@@ -58,23 +74,11 @@ class Pass2 {
 
   void finish(TraceSummary& s) {
     for (auto& [name, row] : kernels_) {
-      row.name = name;
       row.display_name = demangle(name);
       row.mean_ns = static_cast<double>(row.total_ns) / static_cast<double>(row.count);
-      row.share = s.kernel_ns ? static_cast<double>(row.total_ns) / s.kernel_ns : 0.0;
-      s.kernels.push_back(row);
     }
-    std::sort(s.kernels.begin(), s.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
-      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
-    });
-    for (auto& [path, row] : phases_) {
-      row.path = path;
-      row.share = s.kernel_ns ? static_cast<double>(row.gpu_ns) / s.kernel_ns : 0.0;
-      s.phases.push_back(row);
-    }
-    std::sort(s.phases.begin(), s.phases.end(), [](const PhaseRow& a, const PhaseRow& b) {
-      return a.gpu_ns != b.gpu_ns ? a.gpu_ns > b.gpu_ns : a.path < b.path;
-    });
+    s.kernels = ranked(kernels_, &KernelRow::name, &KernelRow::total_ns, s.kernel_ns);
+    s.phases = ranked(phases_, &PhaseRow::path, &PhaseRow::gpu_ns, s.kernel_ns);
     for (auto& [step, syncs] : steps_) {
       syncs.step = step;
       if (step < 0) {

@@ -9,10 +9,10 @@
 #include <optional>
 #include <vector>
 
-#include "harness/analysis/distributed/rank_stream.h"
+#include "harness/supervisor/distributed/rank_stream.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 
 std::optional<CollectiveStall> find_collective_stall(const std::vector<RankStream>& ranks);
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

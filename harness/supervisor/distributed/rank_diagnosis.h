@@ -6,10 +6,10 @@
 //   straggler (warning)                               — one rank's work is slower
 #include <vector>
 
-#include "harness/analysis/distributed/rank_stream.h"
+#include "harness/supervisor/distributed/rank_stream.h"
 #include "harness/core/results.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 
 struct RankDiagnosis {
   DistributedFacts facts;          // ranks[] carry the streams' facts; outcome/steps are the caller's
@@ -20,4 +20,4 @@ RankDiagnosis diagnose_ranks(const std::vector<RankStream>& ranks);
 
 std::string describe(const CollectiveRef& c);  // "allreduce #12 (step 3, bucket 0)"
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

@@ -1,13 +1,13 @@
-#include "harness/analysis/distributed/rank_diagnosis.h"
+#include "harness/supervisor/distributed/rank_diagnosis.h"
 
 #include <fmt/format.h>
 
-#include "harness/analysis/distributed/collective_match.h"
-#include "harness/analysis/distributed/rank_checks.h"
-#include "harness/analysis/stats.h"
+#include "harness/supervisor/distributed/collective_match.h"
+#include "harness/supervisor/distributed/rank_checks.h"
+#include "harness/core/stats.h"
 #include "harness/core/outcome.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 namespace {
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -120,4 +120,4 @@ RankDiagnosis diagnose_ranks(const std::vector<RankStream>& ranks) {
   return d;
 }
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

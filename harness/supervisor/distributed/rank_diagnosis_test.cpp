@@ -1,7 +1,7 @@
 // The distributed diagnosis from synthetic per-rank event streams: each test
 // writes the events two or three ranks would have written and checks which
 // rank, collective and step the analysis names.
-#include "harness/analysis/distributed/rank_diagnosis.h"
+#include "harness/supervisor/distributed/rank_diagnosis.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 namespace {
 using nlohmann::json;
 
@@ -203,4 +203,4 @@ TEST(RankDiagnosis, TornLinesAndForeignEventsAreSkipped) {
 }
 
 }  // namespace
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

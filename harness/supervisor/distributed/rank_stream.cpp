@@ -1,10 +1,10 @@
-#include "harness/analysis/distributed/rank_stream.h"
+#include "harness/supervisor/distributed/rank_stream.h"
 
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 namespace {
 int state_rank(const std::string& s) {
   if (s == "scheduled") return 0;
@@ -69,4 +69,4 @@ RankStream read_rank_stream_file(int rank, const std::string& path) {
   return read_rank_stream(rank, in);
 }
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

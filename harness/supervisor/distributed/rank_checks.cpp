@@ -1,13 +1,13 @@
-#include "harness/analysis/distributed/rank_checks.h"
+#include "harness/supervisor/distributed/rank_checks.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
-#include "harness/analysis/stats.h"
+#include "harness/core/stats.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 namespace {
 
 bool same_checksum(const std::pair<double, double>& a, const std::pair<double, double>& b) {
@@ -97,4 +97,4 @@ std::vector<Straggler> find_stragglers(const std::vector<RankStream>& ranks) {
   return out;
 }
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

@@ -11,7 +11,7 @@
 
 #include "harness/core/distributed.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 
 struct CollectiveEntry {
   CollectiveRef ref;
@@ -42,4 +42,4 @@ RankStream read_rank_stream(int rank, std::istream& events);
 // Missing file: an empty stream (the rank never started).
 RankStream read_rank_stream_file(int rank, const std::string& path);
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

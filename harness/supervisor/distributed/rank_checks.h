@@ -8,9 +8,9 @@
 #include <optional>
 #include <vector>
 
-#include "harness/analysis/distributed/rank_stream.h"
+#include "harness/supervisor/distributed/rank_stream.h"
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 
 // Checksums equal within this relative difference are the same parameters
 // (identical ranks agree bit for bit; the margin only absorbs printing).
@@ -33,4 +33,4 @@ std::vector<Straggler> find_stragglers(const std::vector<RankStream>& ranks);
 // step_ms − comm_ms of the warm steps.
 std::vector<double> own_work_ms(const RankStream& r);
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

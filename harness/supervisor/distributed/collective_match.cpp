@@ -1,10 +1,10 @@
-#include "harness/analysis/distributed/collective_match.h"
+#include "harness/supervisor/distributed/collective_match.h"
 
 #include <map>
 #include <set>
 #include <tuple>
 
-namespace harness::analysis::dist {
+namespace harness::supervisor::dist {
 namespace {
 
 using Key = std::tuple<std::string, int, int>;  // op, step, bucket: what a collective is, apart from its seq
@@ -113,4 +113,4 @@ std::optional<CollectiveStall> find_collective_stall(const std::vector<RankStrea
   return s;
 }
 
-}  // namespace harness::analysis::dist
+}  // namespace harness::supervisor::dist

@@ -1,4 +1,4 @@
-#include "harness/analysis/stats.h"
+#include "harness/core/stats.h"
 
 #include <algorithm>
 #include <cmath>

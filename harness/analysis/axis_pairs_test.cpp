@@ -1,0 +1,65 @@
+// The tables built from cells that differ in one axis only (axis_pairs.h):
+// each gives a row for a pair of passing cells, and nothing for a cell alone,
+// a failed partner, or a partner that differs in another axis too.
+#include "harness/analysis/axis_pairs.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/analysis/dense_baseline.h"
+#include "harness/analysis/observation_cost.h"
+#include "harness/testing/results.h"
+
+namespace harness {
+namespace {
+using testing::make_cell;
+
+struct PairTable {
+  const char* name;
+  const char* axis;
+  const char* value;    // the cell the row is about
+  const char* partner;  // the value its partner takes on the axis
+  size_t (*rows)(const std::vector<CellResult>&);
+};
+
+const PairTable kTables[] = {
+    {"DenseBaseline", "attention", "nsa", "dense",
+     [](const std::vector<CellResult>& c) { return dense_comparisons(c).size(); }},
+    {"ObservationCost", "probes", "all", "none",
+     [](const std::vector<CellResult>& c) { return observation_costs(c).size(); }},
+};
+
+// A passing cell with every measurement either table reads: throughput, a
+// median step, probe time, and five warm steps after a slow first one.
+CellResult measured(AxisValues axes) {
+  CellResult c = make_cell(std::move(axes), Outcome::pass);
+  c.metrics.tok_s = 100.0;
+  c.metrics.step_ms_median = 10.0;
+  c.metrics.probe_ms_median = 1.0;
+  for (double ms : {100.0, 9.8, 9.9, 10.0, 10.1, 10.2}) {
+    c.steps.push_back(StepRecord{});
+    c.steps.back().step_ms = ms;
+  }
+  return c;
+}
+
+class PairedTable : public ::testing::TestWithParam<PairTable> {};
+
+TEST_P(PairedTable, APairOfPassingCellsGivesOneRow) {
+  const PairTable& t = GetParam();
+  const std::vector<CellResult> pair = {measured({{"seq_len", "512"}, {t.axis, t.value}}),
+                                        measured({{"seq_len", "512"}, {t.axis, t.partner}})};
+  EXPECT_EQ(t.rows(pair), 1u);
+}
+
+TEST_P(PairedTable, NoPartnerAFailedPartnerOrAnotherAxisGivesNothing) {
+  const PairTable& t = GetParam();
+  EXPECT_EQ(t.rows({measured({{t.axis, t.value}})}), 0u);
+  EXPECT_EQ(t.rows({measured({{t.axis, t.value}}), make_cell({{t.axis, t.partner}}, Outcome::crash, "signal", 2)}), 0u);
+  EXPECT_EQ(t.rows({measured({{"a", "1"}, {t.axis, t.value}}), measured({{"a", "2"}, {t.axis, t.partner}})}), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AxisPairs, PairedTable, ::testing::ValuesIn(kTables),
+                         [](const ::testing::TestParamInfo<PairTable>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace harness
