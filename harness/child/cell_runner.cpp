@@ -111,7 +111,8 @@ at::Device resolve_device(const std::string& wanted, int local_rank) {
   if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
   const bool cuda = wanted == "cuda" || (wanted == "auto" && have_cuda);
   if (!cuda) return at::Device(at::kCPU);
-  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(nsa::dist::rank_gpu(local_rank, at::getNumGPUs())));
+  const int gpu = nsa::dist::rank_gpu(local_rank, static_cast<int>(at::getNumGPUs()));
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu));
 }
 
 // Every wait of a rank (store, collectives) ends by this deadline; the
@@ -187,8 +188,8 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::DataSource data(spec.train.data, spec.train.seed);
     std::unique_ptr<DistRank> dist;
     if (rank_env) {
-      const std::string backend =
-          nsa::dist::choose_backend(device.is_cuda(), world_size, device.is_cuda() ? at::getNumGPUs() : 0);
+      const int gpus = device.is_cuda() ? static_cast<int>(at::getNumGPUs()) : 0;
+      const std::string backend = nsa::dist::choose_backend(device.is_cuda(), world_size, gpus);
       dist = std::make_unique<DistRank>(*rank_env, backend, dist_timeout_s(spec), events);
       dist->data_parallel().broadcast_parameters(model);
       trainer.set_grad_sync(&dist->data_parallel());
