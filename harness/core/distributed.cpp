@@ -74,7 +74,8 @@ static void from_json(const json& j, RankDesync& d) {
   d.rank = j.value("rank", -1);
   d.diverging_ranks = j.value("diverging_ranks", std::vector<int>{});
   d.first_step = j.value("first_step", 0);
-  d.last_agreeing_step = j.value("last_agreeing_step", 0);
+  // Results written before checksums were sampled had one every step.
+  d.last_agreeing_step = j.value("last_agreeing_step", d.first_step - 1);
   d.reference_ranks = j.value("reference_ranks", std::vector<int>{});
   d.rank_sum = j.value("rank_sum", 0.0);
   d.reference_sum = j.value("reference_sum", 0.0);

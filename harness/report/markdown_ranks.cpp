@@ -55,10 +55,10 @@ std::string cell_block(const CellResult& c, const DistributedFacts& d) {
     // Sampled checksums bound the diverging update: after the last step they agreed, by the first they did not.
     const auto& ds = *d.desync;
     const std::string when = ds.first_step - ds.last_agreeing_step > 1
-                                 ? fmt::format("between step {} and {} (sampled checksums)", ds.last_agreeing_step + 1,
-                                               ds.first_step)
-                                 : fmt::format("from step {}", ds.first_step);
-    s += fmt::format("- **Desynchronised:** rank(s) {} differ from rank(s) {} {} (parameter checksum).\n",
+                                 ? fmt::format("between step {} and {} (sampled parameter checksums)",
+                                               ds.last_agreeing_step + 1, ds.first_step)
+                                 : fmt::format("from step {} (parameter checksum)", ds.first_step);
+    s += fmt::format("- **Desynchronised:** rank(s) {} differ from rank(s) {} {}.\n",
                      ranks_text(ds.diverging_ranks), ranks_text(ds.reference_ranks), when);
   }
   for (auto& st : d.stragglers)
