@@ -96,15 +96,25 @@ message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL}, CUDA 
 # config defines USE_C10D_GLOO / USE_C10D_NCCL / USE_DISTRIBUTED for every
 # target that links it), but their headers include gloo's and NCCL's own
 # headers, which the wheel does not carry. Only nsa/dist/process_group.cpp
-# includes them, under NSA_WITH_GLOO / NSA_WITH_NCCL. Gloo's come
-# from the system (Debian: libgloo-dev; headers only: the symbols are
-# libtorch's), NCCL's from the nvidia-nccl wheel torch depends on. A build
-# without one compiles, and its world_size > 1 cells on that device are skipped.
+# includes them, under NSA_WITH_GLOO / NSA_WITH_NCCL. Gloo's are vendored in
+# third_party/gloo at the commit the pinned torch was built from
+# (third_party/gloo/README.md), and used even where a system copy exists: a
+# different snapshot declares other classes (Debian's 2022 one has no IStore
+# base under gloo::rendezvous::Store, which c10d's GlooStore derives from),
+# and the symbols are libtorch's, built from these. NCCL's come from the
+# nvidia-nccl wheel torch depends on. A build without one compiles, and its
+# world_size > 1 cells that need it are skipped.
 set(NSA_HAVE_GLOO OFF)
 set(NSA_HAVE_NCCL OFF)
+set(NSA_GLOO_VENDORED_FOR "2.11.0")
 if(NSA_TORCH)
-  find_path(NSA_GLOO_INCLUDE gloo/algorithm.h)
-  if(NSA_GLOO_INCLUDE)
+  set(NSA_GLOO_HEADERS "${CMAKE_CURRENT_LIST_DIR}/gloo" CACHE PATH
+      "gloo headers matching libtorch's gloo (default: the vendored copy)")
+  if(NOT NSA_TORCH_VERSION VERSION_EQUAL NSA_GLOO_VENDORED_FOR)
+    message(WARNING "third_party/gloo matches torch ${NSA_GLOO_VENDORED_FOR}, the build is pinned to "
+                    "${NSA_TORCH_VERSION}: refresh it (third_party/gloo/README.md)")
+  endif()
+  if(EXISTS "${NSA_GLOO_HEADERS}/gloo/algorithm.h")
     set(NSA_HAVE_GLOO ON)
   endif()
   if(NSA_HAVE_CUDA)

@@ -104,15 +104,15 @@ void snapshot_parameters(nsa::Model& model, std::vector<at::Tensor>& into) {
 }
 
 // `local_rank`: a world_size > 1 cell's rank takes the GPU of its own index
-// among the ones the supervisor gave the cell.
+// among the ones the supervisor gave the cell, or shares them round-robin
+// when the ranks outnumber them (nsa/dist/process_group.h: Gloo then).
 at::Device resolve_device(const std::string& wanted, int local_rank) {
   const bool have_cuda = at::hasCUDA();
   if (wanted == "cuda" && !have_cuda) throw std::runtime_error("no_cuda: the cell asks for CUDA and no CUDA device is available");
   const bool cuda = wanted == "cuda" || (wanted == "auto" && have_cuda);
-  if (cuda && local_rank >= static_cast<int>(at::getNumGPUs()))
-    throw std::runtime_error("rank " + std::to_string(local_rank) + " has no GPU of its own: the cell sees " +
-                             std::to_string(at::getNumGPUs()) + " (give each cell world_size GPUs: run --gpus-per-cell)");
-  return cuda ? at::Device(at::kCUDA, local_rank) : at::Device(at::kCPU);
+  if (!cuda) return at::Device(at::kCPU);
+  const int gpu = nsa::dist::rank_gpu(local_rank, static_cast<int>(at::getNumGPUs()));
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu));
 }
 
 // Every wait of a rank (store, collectives) ends by this deadline; the
@@ -188,7 +188,9 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::DataSource data(spec.train.data, spec.train.seed);
     std::unique_ptr<DistRank> dist;
     if (rank_env) {
-      dist = std::make_unique<DistRank>(*rank_env, device.is_cuda() ? "nccl" : "gloo", dist_timeout_s(spec), events);
+      const int gpus = device.is_cuda() ? static_cast<int>(at::getNumGPUs()) : 0;
+      const std::string backend = nsa::dist::choose_backend(device.is_cuda(), world_size, gpus);
+      dist = std::make_unique<DistRank>(*rank_env, backend, dist_timeout_s(spec), events);
       dist->data_parallel().broadcast_parameters(model);
       trainer.set_grad_sync(&dist->data_parallel());
     }
@@ -199,8 +201,10 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     events.emit(ev::start, {{"pid", ::getpid()}, {"cell", spec.id}, {"steps", spec.train.steps},
                             {"device", device.str()}, {"platform", platform_json(device)},
                             {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()},
-                            {"rank", rank_env ? rank_env->rank : 0}, {"world_size", world_size}});
+                            {"rank", rank_env ? rank_env->rank : 0}, {"world_size", world_size},
+                            {"backend", dist ? dist->backend() : ""}});
     ProbeContext ctx{spec, model, trainer, rt, events, tap, device, out_dir};
+    ctx.rank = rank_env ? rank_env->rank : 0;
     for (auto& p : probes) p->on_start(ctx);
 
     // Each rank trains on its slice of the global batch (tokens counted per rank).
@@ -257,7 +261,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
         // comm_ms: blocked in collectives, i.e. waiting for the slowest rank;
         // step_ms − comm_ms is this rank's own work (what finds a straggler).
         e["rank"] = rank_env->rank;
-        e["comm_ms"] = dist->after_step(step, model);
+        e["comm_ms"] = dist->take_wait_ms();
       }
       events.emit(ev::step_end, std::move(e));
       ctx.step = step;

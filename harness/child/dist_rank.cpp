@@ -41,7 +41,7 @@ RankEnv rank_env_from_environment(int world_size) {
 }
 
 DistRank::DistRank(const RankEnv& env, const std::string& backend, double timeout_s, protocol::EventWriter& events)
-    : env_(env), events_(events) {
+    : env_(env), backend_(backend), events_(events) {
   const int rank = env.rank;
   log_.set_listener([this, rank](const nsa::dist::CollectiveRecord& r) {
     events_.emit(protocol::ev::collective, record_json(rank, r));
@@ -83,11 +83,7 @@ void DistRank::heartbeat_loop() {
   }
 }
 
-double DistRank::after_step(int step, nsa::Model& model) {
-  const auto [sum, sq] = nsa::dist::parameter_checksum(model);
-  events_.emit(protocol::ev::checksum, {{"rank", env_.rank}, {"step", step}, {"sum", sum}, {"sq", sq}});
-  return comm_->take_wait_ms();
-}
+double DistRank::take_wait_ms() { return comm_->take_wait_ms(); }
 
 void DistRank::finish() {
   // A phase of its own, so a rank that waits here for a peer that never

@@ -6,7 +6,8 @@
 // as events (protocol/events.h):
 //   collective  {rank, seq, op, step, bucket, numel, bytes, state, wait_ms?}   every state change
 //   heartbeat   {rank, step, last_seq, pending_seq?, pending_op?, pending_step?}   every kHeartbeatS
-//   checksum    {rank, step, sum, sq}                                           after every step's update
+// and the checksum probe (harness/probes/checksum_probe.cpp) adds
+//   checksum    {rank, step, sum, sq}                                           after a sampled step's update
 // Heartbeats prove the process is alive, not that it progresses: the
 // supervisor's stall deadline ignores them.
 #include <atomic>
@@ -43,9 +44,10 @@ class DistRank {
 
   nsa::dist::DataParallel& data_parallel() { return *dp_; }
   const RankEnv& env() const { return env_; }
+  const std::string& backend() const { return backend_; }
   void set_step(int step) { step_.store(step); }
-  // After a step: the parameter checksum event; returns ms blocked in collectives during the step.
-  double after_step(int step, nsa::Model& model);
+  // Milliseconds blocked in collectives since the last call (once per step).
+  double take_wait_ms();
   // Every rank done: no rank leaves while another still needs rank 0's store.
   void finish();
 
@@ -53,6 +55,7 @@ class DistRank {
   void heartbeat_loop();
 
   RankEnv env_;
+  std::string backend_;
   protocol::EventWriter& events_;
   nsa::dist::CollectiveLog log_;
   std::unique_ptr<nsa::dist::Comm> comm_;

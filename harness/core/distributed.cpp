@@ -27,7 +27,7 @@ void from_json(const json& j, CollectiveRef& c) {
 }
 
 static void to_json(json& j, const RankFacts& r) {
-  j = json{{"rank", r.rank}, {"outcome", r.outcome}, {"steps_completed", r.steps_completed},
+  j = json{{"rank", r.rank}, {"outcome", r.outcome}, {"device", r.device}, {"steps_completed", r.steps_completed},
            {"last_completed_seq", r.last_completed_seq}, {"phase", r.phase}};
   put(j, "step_ms_median", r.step_ms_median);
   put(j, "compute_ms_median", r.compute_ms_median);
@@ -38,6 +38,7 @@ static void to_json(json& j, const RankFacts& r) {
 static void from_json(const json& j, RankFacts& r) {
   r.rank = j.value("rank", 0);
   r.outcome = j.value("outcome", "");
+  r.device = j.value("device", "");
   r.steps_completed = j.value("steps_completed", 0);
   r.last_completed_seq = j.value("last_completed_seq", int64_t{0});
   r.phase = j.value("phase", "");
@@ -66,12 +67,15 @@ static void from_json(const json& j, CollectiveStall& s) {
 
 static void to_json(json& j, const RankDesync& d) {
   j = json{{"rank", d.rank},           {"diverging_ranks", d.diverging_ranks}, {"first_step", d.first_step},
+           {"last_agreeing_step", d.last_agreeing_step},
            {"reference_ranks", d.reference_ranks}, {"rank_sum", d.rank_sum}, {"reference_sum", d.reference_sum}};
 }
 static void from_json(const json& j, RankDesync& d) {
   d.rank = j.value("rank", -1);
   d.diverging_ranks = j.value("diverging_ranks", std::vector<int>{});
   d.first_step = j.value("first_step", 0);
+  // Results written before checksums were sampled had one every step.
+  d.last_agreeing_step = j.value("last_agreeing_step", d.first_step - 1);
   d.reference_ranks = j.value("reference_ranks", std::vector<int>{});
   d.rank_sum = j.value("rank_sum", 0.0);
   d.reference_sum = j.value("reference_sum", 0.0);

@@ -24,6 +24,7 @@ struct CollectiveRef {
 struct RankFacts {
   int rank = 0;
   std::string outcome;                     // the rank's own outcome, as classified alone
+  std::string device;                      // where it computed ("cpu", "cuda:0"; ranks may share a GPU under Gloo)
   int steps_completed = 0;
   std::optional<double> step_ms_median;    // warm steps
   std::optional<double> compute_ms_median; // step_ms − comm_ms: its own work, without waiting for others
@@ -50,13 +51,17 @@ struct CollectiveStall {
 
 // Parameter checksums that stopped agreeing: `rank` differs from the
 // reference ranks (the majority; on a tie the group holding rank 0, whose
-// parameters every rank started from) from `first_step` on.
+// parameters every rank started from) from `first_step` on. Checksums are
+// sampled (the checksum probe's `every`): the ranks last agreed after
+// `last_agreeing_step` (0: the set-up broadcast), so the update that
+// diverged is one of the steps last_agreeing_step + 1 … first_step.
 struct RankDesync {
   int rank = -1;
   std::vector<int> diverging_ranks;
   int first_step = 0;
   std::vector<int> reference_ranks;
   double rank_sum = 0.0, reference_sum = 0.0;
+  int last_agreeing_step = 0;
 };
 
 // A rank whose own work per step (compute_ms) is slower than the others' by a
@@ -71,7 +76,7 @@ struct Straggler {
 
 struct DistributedFacts {
   int world_size = 1;
-  std::string backend;  // gloo | nccl
+  std::string backend;  // gloo | nccl, as the ranks ran it (Gloo also over CUDA tensors when ranks share GPUs)
   std::vector<RankFacts> ranks;
   std::optional<CollectiveStall> stall;
   std::optional<RankDesync> desync;

@@ -33,6 +33,8 @@ const std::vector<ProbeInfo>& probe_registry() {
       {"gates", "per layer branch shares, spread over tokens, saturation, constant gates, fc2 norm", make_gates_probe, true},
       {"grad_coverage", "parameters that never receive a non-zero gradient", make_grad_coverage_probe},
       {"learning", "the loss falls on the synthetic task", make_learning_probe},
+      {"checksum", "world_size > 1: each rank's parameter checksum, compared across ranks (desync); first, every "
+       "N-th (default 10: a host sync over every parameter) and last step", make_checksum_probe},
   };
   return kProbes;
 }

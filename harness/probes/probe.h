@@ -47,6 +47,7 @@ struct ProbeContext {
   at::Tensor batch;                  // that step's batch [B,S+1] on the device
   nsa::StepStats stats;              // that step's stats
   std::vector<at::Tensor> params_before;  // parameter values before the step (when a probe asked for them)
+  int rank = 0;                      // this process's rank (world_size > 1 cells)
 
   void report(Finding f) const;      // emits a `finding` event
   void table(const std::string& probe, nlohmann::json data) const;  // emits a `probe` event

@@ -20,6 +20,9 @@ std::unique_ptr<Probe> make_gates_probe(const ProbeSpec&);
 std::unique_ptr<Probe> make_grad_coverage_probe(const ProbeSpec&);
 std::unique_ptr<Probe> make_learning_probe(const ProbeSpec&);
 std::unique_ptr<Probe> make_cupti_probe(const ProbeSpec&);
+std::unique_ptr<Probe> make_checksum_probe(const ProbeSpec&);
+// The steps the checksum probe samples: the first, every `every`-th, the last.
+bool checksum_due(int step, int every, int last_step);
 
 // Helpers shared by probes.
 bool all_finite(const at::Tensor& t);

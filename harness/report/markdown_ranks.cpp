@@ -1,5 +1,7 @@
 #include "harness/report/markdown_ranks.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace harness {
@@ -18,7 +20,15 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }
 
 std::string cell_block(const CellResult& c, const DistributedFacts& d) {
-  std::string s = fmt::format("### `{}` — {} ranks ({})\n\n", c.id, d.world_size, d.backend);
+  std::vector<std::string> seen;  // each distinct device once, in rank order
+  std::string devices;
+  for (auto& r : d.ranks)
+    if (!r.device.empty() && std::find(seen.begin(), seen.end(), r.device) == seen.end()) {
+      devices += (devices.empty() ? "" : ", ") + r.device;
+      seen.push_back(r.device);
+    }
+  std::string s = fmt::format("### `{}` — {} ranks ({}{})\n\n", c.id, d.world_size, d.backend,
+                              devices.empty() ? "" : " on " + devices);
   s += "| rank | outcome | steps | step ms | own work ms | waiting ms | last completed | blocked in |\n";
   s += "|---|---|---|---|---|---|---|---|\n";
   for (auto& r : d.ranks)
@@ -41,10 +51,16 @@ std::string cell_block(const CellResult& c, const DistributedFacts& d) {
       s += fmt::format("; rank(s) {} wait in {}", ranks_text(st.waiting_ranks), coll(*st.waiting_in));
     s += ".\n";
   }
-  if (d.desync)
-    s += fmt::format("- **Desynchronised:** rank(s) {} differ from rank(s) {} from step {} (parameter checksum).\n",
-                     ranks_text(d.desync->diverging_ranks), ranks_text(d.desync->reference_ranks),
-                     d.desync->first_step);
+  if (d.desync) {
+    // Sampled checksums bound the diverging update: after the last step they agreed, by the first they did not.
+    const auto& ds = *d.desync;
+    const std::string when = ds.first_step - ds.last_agreeing_step > 1
+                                 ? fmt::format("between step {} and {} (sampled parameter checksums)",
+                                               ds.last_agreeing_step + 1, ds.first_step)
+                                 : fmt::format("from step {} (parameter checksum)", ds.first_step);
+    s += fmt::format("- **Desynchronised:** rank(s) {} differ from rank(s) {} {}.\n",
+                     ranks_text(ds.diverging_ranks), ranks_text(ds.reference_ranks), when);
+  }
   for (auto& st : d.stragglers)
     s += fmt::format("- **Straggler:** rank {}: {:.1f} ms own work per step vs {:.1f} ms on the others ({:.1f}×, "
                      "their noise {:.1f} ms).\n",

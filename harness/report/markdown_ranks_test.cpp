@@ -36,7 +36,7 @@ CellResult hung_cell() {
   st.waiting_in = CollectiveRef{37, "allreduce", 6, 0};
   st.rank_last_step = 6;
   d.stall = st;
-  d.desync = RankDesync{1, {1}, 3, {0}, 1.5, 1.25};
+  d.desync = RankDesync{1, {1}, 3, {0}, 1.5, 1.25, /*last_agreeing_step=*/2};
   d.stragglers = {Straggler{1, 450, 100, 4, 4.5}};
   c.distributed = d;
   return c;
@@ -53,6 +53,18 @@ TEST(MarkdownRanks, NamesStuckDivergingAndStragglingRanks) {
   EXPECT_NE(md.find("rank(s) 0 wait in allreduce #37"), std::string::npos) << md;
   EXPECT_NE(md.find("rank(s) 1 differ from rank(s) 0 from step 3"), std::string::npos) << md;
   EXPECT_NE(md.find("**Straggler:** rank 1"), std::string::npos) << md;
+}
+
+// Sampled checksums: the ranks last agreed after step 1 and differ at step 10,
+// so the diverging update is one of steps 2-10, said as that range.
+TEST(MarkdownRanks, SampledDesyncIsARange) {
+  CellResult c = hung_cell();
+  c.distributed->desync = RankDesync{1, {1}, 10, {0}, 1.5, 1.25, /*last_agreeing_step=*/1};
+  RunResult run;
+  run.cells = {c};
+  const std::string md = render_ranks_section(run);
+  EXPECT_NE(md.find("rank(s) 1 differ from rank(s) 0 between step 2 and 10 (sampled parameter checksums)"), std::string::npos)
+      << md;
 }
 
 TEST(MarkdownRanks, EmptyWithoutDistributedCells) {

@@ -48,12 +48,15 @@ CellResult skipped(const CellSpec& c, std::string_view code, const std::string& 
 #ifndef NSA_HARNESS_HAVE_NCCL
 #define NSA_HARNESS_HAVE_NCCL 0
 #endif
-std::optional<std::string> missing_backend(const CellSpec& c, bool have_cuda) {
+// The child's rule (nsa/dist/process_group.h): NCCL when each rank has a GPU
+// of its own, which the pool gives when it lists enough (gpu_pool.h); Gloo on
+// the CPU and when ranks share GPUs.
+std::optional<std::string> missing_backend(const CellSpec& c, bool have_cuda, size_t gpus_listed) {
   if (c.train.world_size <= 1) return std::nullopt;
-  const bool on_gpu = needs_gpu(c, have_cuda);
-  if (on_gpu ? NSA_HARNESS_HAVE_NCCL : NSA_HARNESS_HAVE_GLOO) return std::nullopt;
-  return std::string("world_size ") + std::to_string(c.train.world_size) + " needs the " +
-         (on_gpu ? "NCCL" : "Gloo") + " process group, which this build does not have";
+  const bool nccl = needs_gpu(c, have_cuda) && gpus_listed >= static_cast<size_t>(c.train.world_size);
+  if (nccl ? NSA_HARNESS_HAVE_NCCL : NSA_HARNESS_HAVE_GLOO) return std::nullopt;
+  return std::string("world_size ") + std::to_string(c.train.world_size) + " needs the " + (nccl ? "NCCL" : "Gloo") +
+         " process group, which this build does not have";
 }
 
 // CUDA crashes re-run with more instruments; escalate_crashes wants the
@@ -93,7 +96,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   for (auto& c : cells) {
     if (c.device == "cuda" && !o.have_cuda)
       skips.push_back(skipped(c, reason::no_cuda, "the cell needs a CUDA device and none is available here"));
-    else if (auto why = missing_backend(c, o.have_cuda))
+    else if (auto why = missing_backend(c, o.have_cuda, o.gpus.size()))
       skips.push_back(skipped(c, reason::no_backend, *why));
     else
       runnable.push_back(c);
@@ -141,7 +144,9 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   // They run one at a time after the schedule, when every GPU group is free: the first serves.
   auto run_attempt = [&](const supervisor::EscalationAttempt& a, const std::string& attempt_dir) {
     const bool on_gpu = placement.pool && placement.needs_gpu(a.cell);
-    const std::vector<VisibleGpu>* group = on_gpu ? &pool->group(0) : nullptr;
+    const std::vector<VisibleGpu> held =
+        on_gpu ? pool->gpus_of(GpuBlock{0, pool->count_for(a.cell.train.world_size)}) : std::vector<VisibleGpu>{};
+    const std::vector<VisibleGpu>* group = on_gpu ? &held : nullptr;
     supervisor::RunOptions aro = placed_options(ro, placement, group);
     for (const auto& [k, v] : a.env) aro.env[k] = v;
     for (const auto& k : a.drop_env) aro.env.erase(k);

@@ -1,5 +1,6 @@
 #include "harness/run/gpu_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -12,35 +13,48 @@ namespace {
 constexpr auto kStopPoll = std::chrono::milliseconds(50);
 }  // namespace
 
-GpuPool::GpuPool(std::vector<VisibleGpu> gpus, int per_cell) {
-  const size_t k = per_cell < 1 ? 1 : static_cast<size_t>(per_cell);
-  size_t i = 0;
-  for (; i + k <= gpus.size(); i += k) groups_.emplace_back(gpus.begin() + i, gpus.begin() + i + k);
-  unused_.assign(gpus.begin() + i, gpus.end());
-  busy_.assign(groups_.size(), false);
+GpuPool::GpuPool(std::vector<VisibleGpu> gpus, int per_cell)
+    : gpus_(std::move(gpus)), per_cell_(per_cell < 1 ? 1 : static_cast<size_t>(per_cell)), busy_(gpus_.size(), false) {}
+
+std::vector<VisibleGpu> GpuPool::unused() const {
+  return std::vector<VisibleGpu>(gpus_.begin() + static_cast<long>(groups() * per_cell_), gpus_.end());
 }
 
-std::optional<size_t> GpuPool::acquire(const std::function<bool()>& stop, double deadline_s) {
+std::vector<VisibleGpu> GpuPool::gpus_of(const GpuBlock& b) const {
+  if (b.first + b.count > gpus_.size()) return {};
+  return std::vector<VisibleGpu>(gpus_.begin() + static_cast<long>(b.first),
+                                 gpus_.begin() + static_cast<long>(b.first + b.count));
+}
+
+size_t GpuPool::count_for(int world_size) const {
+  const size_t ranks = world_size < 1 ? 1 : static_cast<size_t>(world_size);
+  return ranks > 1 && ranks <= gpus_.size() ? std::max(ranks, per_cell_) : per_cell_;
+}
+
+std::optional<GpuBlock> GpuPool::acquire(size_t count, const std::function<bool()>& stop, double deadline_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  if (count == 0 || count > gpus_.size()) return std::nullopt;
   std::unique_lock<std::mutex> lock(mu_);
-  while (!groups_.empty()) {
-    for (size_t i = 0; i < busy_.size(); ++i)
-      if (!busy_[i]) {
-        busy_[i] = true;
-        return i;
-      }
+  while (true) {
+    for (size_t first = 0; first + count <= gpus_.size(); first += count) {
+      bool free = true;
+      for (size_t i = first; i < first + count && free; ++i) free = !busy_[i];
+      if (!free) continue;
+      for (size_t i = first; i < first + count; ++i) busy_[i] = true;
+      return GpuBlock{first, count};
+    }
     if ((stop && stop()) || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     freed_.wait_for(lock, kStopPoll);
   }
-  return std::nullopt;
 }
 
-void GpuPool::release(size_t i) {
+void GpuPool::release(const GpuBlock& b) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    busy_.at(i) = false;
+    for (size_t i = b.first; i < b.first + b.count && i < busy_.size(); ++i) busy_[i] = false;
   }
-  freed_.notify_one();
+  // Blocks of other sizes may wait on these GPUs: wake every waiter.
+  freed_.notify_all();
 }
 
 std::string cuda_visible_devices(const std::vector<VisibleGpu>& group) {

@@ -5,9 +5,10 @@
 // its watchdog kills it, and no two running cells ever share a GPU. CPU cells
 // take no group and are shown no GPU at all.
 //
-// Groups are fixed, consecutive runs of the visible list: neighbours in the
-// driver's order are usually the NVLink/PCIe-switch peers a multi-GPU cell
-// wants, and a fixed partition cannot fragment.
+// Groups are consecutive runs of the visible list, aligned to their size:
+// neighbours in the driver's order are usually the NVLink/PCIe-switch peers a
+// multi-GPU cell wants. A world_size cell takes a GPU per rank when there are
+// enough (count_for), each rank the one of its LOCAL_RANK among them.
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -20,44 +21,64 @@
 
 namespace harness::run {
 
+// A run of consecutive GPUs of the pool: [first, first + count).
+struct GpuBlock {
+  size_t first = 0;
+  size_t count = 0;
+  bool operator==(const GpuBlock& o) const { return first == o.first && count == o.count; }
+  bool operator!=(const GpuBlock& o) const { return !(*this == o); }
+};
+
 class GpuPool {
  public:
-  // `gpus.size() / per_cell` groups; the leftover GPUs (unused()) are never handed out.
+  // `per_cell` GPUs to a cell by default; blocks of n GPUs start at multiples
+  // of n, so cells of one size never fragment the pool, and with per_cell
+  // alone the leftover GPUs (unused()) are never handed out.
   GpuPool(std::vector<VisibleGpu> gpus, int per_cell);
   GpuPool(const GpuPool&) = delete;
   GpuPool& operator=(const GpuPool&) = delete;
 
-  size_t groups() const { return groups_.size(); }
-  const std::vector<VisibleGpu>& group(size_t i) const { return groups_.at(i); }
-  std::vector<VisibleGpu> unused() const { return unused_; }
+  size_t groups() const { return per_cell_ ? gpus_.size() / per_cell_ : 0; }  // per_cell blocks
+  std::vector<VisibleGpu> group(size_t i) const { return gpus_of(GpuBlock{i * per_cell_, per_cell_}); }
+  std::vector<VisibleGpu> unused() const;
+  std::vector<VisibleGpu> gpus_of(const GpuBlock& b) const;
 
-  // The lowest free group, waiting for one: nullopt when `stop` (polled) turns
-  // true or `deadline_s` passes first, or when there are no groups.
-  std::optional<size_t> acquire(const std::function<bool()>& stop, double deadline_s);
-  void release(size_t i);
+  // How many GPUs a cell of `world_size` ranks holds: one per rank when the
+  // pool has that many (NCCL, each rank its own), else per_cell (the ranks
+  // share them over Gloo: nsa/dist/process_group.h); never fewer than per_cell.
+  size_t count_for(int world_size) const;
+
+  // The lowest free block of `count`, waiting for one: nullopt when `stop`
+  // (polled) turns true or `deadline_s` passes first, or when no block of
+  // that size fits the pool. Without `count`: per_cell.
+  std::optional<GpuBlock> acquire(size_t count, const std::function<bool()>& stop, double deadline_s);
+  std::optional<GpuBlock> acquire(const std::function<bool()>& stop, double deadline_s) {
+    return acquire(per_cell_, stop, deadline_s);
+  }
+  void release(const GpuBlock& b);
 
  private:
-  std::vector<std::vector<VisibleGpu>> groups_;
-  std::vector<VisibleGpu> unused_;
-  std::vector<bool> busy_;
+  std::vector<VisibleGpu> gpus_;
+  size_t per_cell_;
+  std::vector<bool> busy_;  // per GPU
   std::mutex mu_;
   std::condition_variable freed_;
 };
 
-// Releases its group when it goes out of scope.
+// Releases its block when it goes out of scope.
 class GpuLease {
  public:
-  GpuLease(GpuPool& pool, size_t group) : pool_(&pool), group_(group) {}
-  GpuLease(GpuLease&& o) noexcept : pool_(o.pool_), group_(o.group_) { o.pool_ = nullptr; }
+  GpuLease(GpuPool& pool, GpuBlock block) : pool_(&pool), block_(block) {}
+  GpuLease(GpuLease&& o) noexcept : pool_(o.pool_), block_(o.block_) { o.pool_ = nullptr; }
   GpuLease(const GpuLease&) = delete;
   GpuLease& operator=(const GpuLease&) = delete;
   GpuLease& operator=(GpuLease&&) = delete;
-  ~GpuLease() { if (pool_) pool_->release(group_); }
-  size_t group() const { return group_; }
+  ~GpuLease() { if (pool_) pool_->release(block_); }
+  const GpuBlock& block() const { return block_; }
 
  private:
   GpuPool* pool_;
-  size_t group_;
+  GpuBlock block_;
 };
 
 // The group as the child's CUDA_VISIBLE_DEVICES: the tokens, comma-separated.

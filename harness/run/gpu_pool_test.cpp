@@ -61,6 +61,44 @@ TEST(GpuPool, LeaseReleasesOnScopeExit) {
   EXPECT_TRUE(pool.acquire(nullptr, 0));
 }
 
+// A world_size cell: a GPU per rank when the pool has that many, else the
+// cell's default (its ranks then share them over Gloo); never fewer than per_cell.
+TEST(GpuPool, WorldSizeCellsTakeAGpuPerRankWhenThereAreEnough) {
+  GpuPool four(gpus(4), 1);
+  EXPECT_EQ(four.count_for(1), 1u);
+  EXPECT_EQ(four.count_for(2), 2u);
+  EXPECT_EQ(four.count_for(4), 4u);
+  EXPECT_EQ(four.count_for(8), 1u);  // more ranks than GPUs: one GPU, shared
+  GpuPool pairs(gpus(4), 2);
+  EXPECT_EQ(pairs.count_for(1), 2u);
+  EXPECT_EQ(pairs.count_for(3), 3u);
+  EXPECT_EQ(pairs.count_for(5), 2u);
+}
+
+// Blocks of different sizes never overlap, and a block starts at a multiple
+// of its size (a pair is GPUs 0-1 or 2-3, never 1-2).
+TEST(GpuPool, BlocksOfMixedSizesNeverShareAGpu) {
+  GpuPool pool(gpus(4), 1);
+  auto one = pool.acquire(1, nullptr, 1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(*one, (GpuBlock{0, 1}));
+  auto pair = pool.acquire(2, nullptr, 1);
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(*pair, (GpuBlock{2, 2}));  // 0-1 is half held
+  EXPECT_EQ(cuda_visible_devices(pool.gpus_of(*pair)), "2,3");
+  EXPECT_FALSE(pool.acquire(2, nullptr, 0.1));  // 0-1 still half held, 2-3 held
+  auto other = pool.acquire(1, nullptr, 1);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other, (GpuBlock{1, 1}));
+  EXPECT_FALSE(pool.acquire(4, nullptr, 0.1));
+  pool.release(*one);
+  pool.release(*other);
+  auto again = pool.acquire(2, nullptr, 1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, (GpuBlock{0, 2}));
+  EXPECT_FALSE(pool.acquire(5, nullptr, 60));  // larger than the pool: nothing to wait for
+}
+
 TEST(NeedsGpu, AutoFollowsCudaAvailability) {
   CellSpec c;
   c.device = "auto";

@@ -67,7 +67,9 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
       const std::string dir = (fs::path(options.run_dir) / "cells" / supervisor::cell_dir_name(cell.id)).string();
       std::optional<GpuLease> lease;  // held until the child's group is reaped
       if (gpus.pool && gpus.needs_gpu && gpus.needs_gpu(cell)) {
-        auto group = gpus.pool->acquire(ro.cancelled, gpus.wait_deadline_s);
+        // A world_size cell: a GPU per rank where the pool has enough (gpu_pool.h).
+        auto group = gpus.pool->acquire(gpus.pool->count_for(cell.train.world_size), ro.cancelled,
+                                        gpus.wait_deadline_s);
         if (!group && ro.cancelled()) continue;  // stopped while waiting: not started, not run
         if (!group) {
           fail(cell.id, fmt::format("no GPU group came free for cell '{}' within {:.0f} s, longer than every "
@@ -76,7 +78,8 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
         }
         lease.emplace(*gpus.pool, *group);
       }
-      const std::vector<VisibleGpu>* group = lease ? &gpus.pool->group(lease->group()) : nullptr;
+      const std::vector<VisibleGpu> held = lease ? gpus.pool->gpus_of(lease->block()) : std::vector<VisibleGpu>{};
+      const std::vector<VisibleGpu>* group = lease ? &held : nullptr;
       progress.started(cell.id);
       supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, placed_options(ro, gpus, group), dir, slot);
       lease.reset();

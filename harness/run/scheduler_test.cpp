@@ -4,6 +4,8 @@
 #include "harness/run/scheduler.h"
 
 #include <filesystem>
+#include <fstream>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -167,6 +169,55 @@ TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
     const std::string cuda = r->probe_tables.at("env")["cuda"];
     EXPECT_TRUE(cuda == "GPU-aaa,GPU-bbb" || cuda == "GPU-ccc,GPU-ddd") << cuda;
   }
+}
+
+// world_size cells on three faked GPUs: two ranks take two GPUs, one per
+// rank (each rank's LOCAL_RANK indexes its own in CUDA_VISIBLE_DEVICES);
+// four ranks outnumber the GPUs and share one (Gloo's case); no two cells
+// running at once hold the same GPU.
+TEST(ScheduleOnGpus, WorldSizeCellsGetAGpuPerRankWhenThereAreEnough) {
+  harness::testing::TempDir dir;
+  std::vector<CellSpec> cs = cells(3);
+  for (auto& c : cs) c.device = "cuda";
+  cs[0].train.world_size = 2;
+  cs[2].train.world_size = 4;
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C"), std::nullopt, notes), 1);
+  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = 3;
+  auto argv = [](const CellSpec&, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "pass_env", d};
+  };
+  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  ASSERT_FALSE(s.harness_failure) << s.harness_failure->cause;
+  const std::vector<size_t> expected_gpus = {2, 1, 1};
+  for (size_t i = 0; i < cs.size(); ++i) {
+    SCOPED_TRACE(cs[i].id);
+    ASSERT_TRUE(s.results[i]);
+    const CellResult& r = *s.results[i];
+    EXPECT_EQ(r.outcome, Outcome::pass) << (r.findings.empty() ? "" : r.findings[0].title);
+    ASSERT_EQ(r.gpus.size(), expected_gpus[i]);
+    std::string uuids;
+    for (auto& g : r.gpus) uuids += (uuids.empty() ? "" : ",") + g.uuid;
+    EXPECT_EQ(r.extra["env"]["cuda"], uuids);  // the child saw exactly what the result records
+  }
+  // Each rank of the two-rank cell saw both GPUs and took the one of its own index.
+  std::set<std::string> local_ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(dir.path() / "cells" / supervisor::cell_dir_name(cs[0].id) / ("rank" + std::to_string(rank)) /
+                     "events.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("name", "") == "env") {
+        EXPECT_EQ(e["data"]["cuda"], "GPU-aaa,GPU-bbb");
+        local_ranks.insert(e["data"]["local_rank"].get<std::string>());
+      }
+    }
+  }
+  EXPECT_EQ(local_ranks, (std::set<std::string>{"0", "1"}));
 }
 
 // A hung cell holds its own GPU until its watchdog kills it, and only that

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/scenario/matrix.h"
+#include "harness/scenario/settings.h"
 
 namespace harness {
 namespace {
@@ -43,10 +44,11 @@ TEST(Scenario, DefaultScenarioIsPrefillTimesPrecision) {
     EXPECT_EQ(c.device, "auto");
     EXPECT_EQ(c.model_name, "tiny");
     EXPECT_EQ(c.model.d_model, 64);
-    EXPECT_EQ(c.probes.size(), 13u);
+    EXPECT_EQ(c.probes.size(), 14u);
     for (auto& [name, p] : c.probes) {
       EXPECT_TRUE(p.enabled) << name;
-      EXPECT_EQ(p.every, 1) << name;
+      // Every step, but the checksum (a host sync over every parameter) samples.
+      EXPECT_EQ(p.every, name == "checksum" ? kChecksumEveryDefault : 1) << name;
     }
     EXPECT_FALSE(c.expect.has_value());
   }

@@ -33,13 +33,20 @@ std::vector<std::string> ModelLibrary::names() const { return nsa::builtin_confi
 const std::vector<std::string>& probe_names() {
   static const std::vector<std::string> names = {"timing", "memory",    "finite", "precision", "gates",
                                                  "grad_coverage", "learning", "parity", "causality",
-                                                 "invariants", "syncs", "cupti", "routing"};
+                                                 "invariants", "syncs", "cupti", "routing", "checksum"};
   return names;
+}
+
+ProbeSpec default_probe(const std::string& name) {
+  ProbeSpec p;
+  // The checksum reads every parameter back to the host: sampled unless asked otherwise.
+  if (name == "checksum") p.every = kChecksumEveryDefault;
+  return p;
 }
 
 std::map<std::string, ProbeSpec> default_probes() {
   std::map<std::string, ProbeSpec> probes;
-  for (auto& name : probe_names()) probes[name] = ProbeSpec{};
+  for (auto& name : probe_names()) probes[name] = default_probe(name);
   return probes;
 }
 

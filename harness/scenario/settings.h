@@ -40,6 +40,10 @@ class ModelLibrary {
 
 // The probe names of DESIGN §4, in report order.
 const std::vector<std::string>& probe_names();
+// A probe's settings when the file names it without `every` (`true`, or a
+// mapping of options only): every step, except the checksum probe's sampling.
+ProbeSpec default_probe(const std::string& name);
+inline constexpr int kChecksumEveryDefault = 10;
 std::map<std::string, ProbeSpec> default_probes();
 
 }  // namespace harness

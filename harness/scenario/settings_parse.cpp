@@ -87,16 +87,16 @@ void parse_probes(const YNode& n, Checker& check, CellDraft& base) {
     const std::string path = "probes." + e.key;
     ProbeSpec& p = it->second;
     if (e.value.is_scalar() && !e.value.quoted && parse_bool(e.value.text)) {
-      p = ProbeSpec{};
+      p = default_probe(e.key);
       p.enabled = *parse_bool(e.value.text);
-      p.every = p.enabled ? 1 : 0;
+      if (!p.enabled) p.every = 0;
       continue;
     }
     if (!e.value.is_map()) {
       check.error(e.value.pos, path, "expected false, true or a mapping {every: N, ...}, got " + e.value.describe());
       continue;
     }
-    p = ProbeSpec{};
+    p = default_probe(e.key);
     std::vector<std::string> known = {"every"};
     if (auto it = probe_options().find(e.key); it != probe_options().end())
       known.insert(known.end(), it->second.begin(), it->second.end());

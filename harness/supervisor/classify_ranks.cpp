@@ -65,7 +65,9 @@ CellResult classify_ranks(const CellSpec& spec, const SupervisedRun& group) {
     streams.push_back(dist::read_rank_stream_file(
         static_cast<int>(r), (fs::path(group.ranks[r].cell_dir) / protocol::kEventsFile).string()));
   auto diag = dist::diagnose_ranks(streams);
-  diag.facts.backend = streams.front().device.rfind("cuda", 0) == 0 ? "nccl" : "gloo";
+  // As the ranks ran it (the child chooses: nsa/dist/process_group.h), from the first rank that started.
+  for (auto& st : streams)
+    if (diag.facts.backend.empty()) diag.facts.backend = st.backend;
   for (size_t r = 0; r < results.size() && r < diag.facts.ranks.size(); ++r) {
     diag.facts.ranks[r].outcome = group.ranks[r].stopped_with_group ? "stopped" : std::string(to_string(results[r].outcome));
     diag.facts.ranks[r].steps_completed = results[r].steps_completed;

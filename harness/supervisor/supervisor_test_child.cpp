@@ -81,7 +81,10 @@ int main(int argc, char** argv) {
   if (mode == "pass_env") {  // proves the extra environment reached the child
     const char* v = std::getenv("SUPERVISOR_TEST_VALUE");
     const char* cuda = std::getenv("CUDA_VISIBLE_DEVICES");
-    w.emit("probe", {{"name", "env"}, {"data", {{"value", v ? v : ""}, {"cuda", cuda ? cuda : "(unset)"}}}});
+    const char* local_rank = std::getenv("LOCAL_RANK");  // a rank of a world_size cell
+    w.emit("probe", {{"name", "env"},
+                     {"data", {{"value", v ? v : ""}, {"cuda", cuda ? cuda : "(unset)"},
+                               {"local_rank", local_rank ? local_rank : ""}}}});
     steps(w, 0, 2);
     w.emit("done", {{"steps_completed", 2}});
     return 0;

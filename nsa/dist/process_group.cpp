@@ -64,6 +64,12 @@ class C10dComm : public Comm {
 
 }  // namespace
 
+std::string choose_backend(bool cuda, int world_size, int visible_gpus) {
+  return cuda && world_size <= visible_gpus ? "nccl" : "gloo";
+}
+
+int rank_gpu(int local_rank, int visible_gpus) { return visible_gpus > 0 ? local_rank % visible_gpus : 0; }
+
 bool backend_compiled(const std::string& backend) {
 #ifdef NSA_WITH_GLOO
   if (backend == "gloo") return true;

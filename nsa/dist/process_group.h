@@ -21,11 +21,20 @@ struct DistConfig {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
-  std::string backend = "gloo";  // gloo (CPU tensors) | nccl (CUDA tensors)
+  std::string backend = "gloo";  // gloo (CPU or CUDA tensors) | nccl (CUDA tensors); see choose_backend
   // Store connect and waits, and each collective. The supervisor's own stall
   // deadline should fire first, so a hang is diagnosed before it times out here.
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
 };
+
+// The process group of a world_size cell's ranks. NCCL needs a GPU per rank
+// (it refuses two ranks on one device); when the ranks share GPUs, or run on
+// the CPU, Gloo: c10d's Gloo backend takes CUDA tensors too and stages them
+// through host memory itself. `visible_gpus`: the GPUs the cell sees.
+std::string choose_backend(bool cuda, int world_size, int visible_gpus);
+// The GPU of `local_rank` among `visible_gpus`: its own while there are
+// enough, else shared round-robin (the Gloo case above).
+int rank_gpu(int local_rank, int visible_gpus);
 
 // Was this backend compiled in? (Gloo needs gloo's headers at build time,
 // NCCL a CUDA build with nccl.h.) A world_size > 1 cell without it is skipped.

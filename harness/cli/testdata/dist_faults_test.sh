@@ -4,7 +4,9 @@
 # results.json's typed fields:
 #   rank_skips_allreduce → hang, collective_mismatch: rank 1 skipped the
 #                          all-reduce of step 3, at the seq rank 0 logged for it;
-#   rank_param_drift     → fail, rank_desync: rank 1 from step 3;
+#   rank_param_drift     → fail, rank_desync: rank 1 from step 3 (checksums
+#                          every step); under the default sampling, between
+#                          step 2 and 10 (scenarios/dist_desync_sampled.yaml);
 #   slow_rank            → straggler: rank 1.
 # After the hang no rank process is left (the supervisor kills every rank's group).
 # Usage: dist_faults_test.sh NSA_HARNESS_BINARY WORK_DIR   (run from the source tree)
@@ -44,6 +46,7 @@ print("stall:", st)
 
 drift = by_fault["rank_param_drift"]["distributed"]["desync"]
 assert drift["rank"] == 1 and drift["first_step"] == 3 and drift["reference_ranks"] == [0], drift
+assert drift["last_agreeing_step"] == 2, drift  # the catalogue checksums every step: the exact step
 print("desync:", drift)
 
 slow = by_fault["slow_rank"]["distributed"]
@@ -53,4 +56,22 @@ print("straggler:", slow["stragglers"][0])
 PY
 grep -q "rank 1 skipped allreduce #" "$work/run/report.md" || fail "report does not name the skipped collective"
 grep -q "Straggler:\*\* rank 1" "$work/run/report.md" || fail "report does not name the straggler"
+
+# The same drift under the checksum probe's default sampling (steps 1, 10, 12
+# of 12): the bound must hold the planted step 3 — last agreed after step 1,
+# differs by step 10 — and the report says so as a range.
+"$bin" run scenarios/dist_desync_sampled.yaml --out "$work/sampled" > "$work/sampled.out" 2> "$work/sampled.err"
+rc=$?
+[ $rc -eq 1 ] || fail "sampled run: exit $rc (expected NO-GO)"
+python3 - "$work/sampled/results.json" << 'PY' || fail "sampled desync bound"
+import json, sys
+(c,) = json.load(open(sys.argv[1]))["cells"]
+assert c.get("expect_met") is True, (c["outcome"], c["reason"], [x["title"] for x in c["findings"]])
+d = c["distributed"]["desync"]
+planted = 3
+assert d["rank"] == 1 and d["last_agreeing_step"] < planted <= d["first_step"], d
+assert (d["last_agreeing_step"], d["first_step"]) == (1, 10), d
+print("sampled desync:", d)
+PY
+grep -q "between step 2 and 10" "$work/sampled/report.md" || fail "report does not bound the sampled desync"
 echo "PASS"

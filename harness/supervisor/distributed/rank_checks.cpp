@@ -24,6 +24,7 @@ std::optional<RankDesync> find_desync(const std::vector<RankStream>& ranks) {
   std::set<int> steps;
   for (auto& r : ranks)
     for (auto& [step, sum] : r.checksums) steps.insert(step);
+  int last_agreeing = 0;  // the set-up broadcast made every rank rank 0's copy
   for (int step : steps) {
     // Group the ranks that logged this step by checksum.
     std::vector<std::vector<const RankStream*>> groups;
@@ -39,7 +40,10 @@ std::optional<RankDesync> find_desync(const std::vector<RankStream>& ranks) {
         }
       if (!placed) groups.push_back({&r});
     }
-    if (groups.size() < 2) continue;
+    if (groups.size() < 2) {
+      if (groups.size() == 1 && groups.front().size() == ranks.size()) last_agreeing = step;
+      continue;
+    }
     // Reference: the largest group; on a tie the one holding the lowest rank
     // (rank 0's parameters are the ones every rank started from).
     size_t ref = 0;
@@ -49,6 +53,7 @@ std::optional<RankDesync> find_desync(const std::vector<RankStream>& ranks) {
         ref = g;
     RankDesync d;
     d.first_step = step;
+    d.last_agreeing_step = last_agreeing;
     for (auto* r : groups[ref]) d.reference_ranks.push_back(r->rank);
     for (size_t g = 0; g < groups.size(); ++g)
       if (g != ref)

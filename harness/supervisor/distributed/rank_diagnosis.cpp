@@ -19,6 +19,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 RankFacts facts_of(const RankStream& r) {
   RankFacts f;
   f.rank = r.rank;
+  f.device = r.device;
   std::vector<double> step_ms, comm_ms;
   for (auto& s : r.steps)
     if (s.step > 1) step_ms.push_back(s.step_ms), comm_ms.push_back(s.comm_ms);
@@ -77,12 +78,17 @@ Finding desync_finding(const RankDesync& d) {
   f.code = std::string(reason::rank_desync);
   f.severity = Severity::blocking;
   f.step = d.first_step;
-  f.title = fmt::format("rank {} parameters diverge from rank(s) {} at step {}", d.rank,
-                        rank_list(d.reference_ranks), d.first_step);
+  f.title = fmt::format("rank {} parameters diverge from rank(s) {} {}", d.rank, rank_list(d.reference_ranks),
+                        desync_when(d));
   f.detail = fmt::format(
       "After step {} the parameter checksum of rank(s) {} ({:.9g}) differs from that of rank(s) {} ({:.9g}); "
-      "data-parallel ranks apply the same averaged gradients and must stay identical.",
-      d.first_step, rank_list(d.diverging_ranks), d.rank_sum, rank_list(d.reference_ranks), d.reference_sum);
+      "data-parallel ranks apply the same averaged gradients and must stay identical.{}",
+      d.first_step, rank_list(d.diverging_ranks), d.rank_sum, rank_list(d.reference_ranks), d.reference_sum,
+      d.first_step - d.last_agreeing_step > 1
+          ? fmt::format(" Checksums are sampled (the checksum probe's `every`): they last agreed after step {}; "
+                        "`probes: {{checksum: {{every: 1}}}}` finds the exact step.",
+                        d.last_agreeing_step)
+          : "");
   f.location = fmt::format("rank {}", d.rank);
   return f;
 }
@@ -102,6 +108,11 @@ Finding straggler_finding(const Straggler& s) {
 }
 
 }  // namespace
+
+std::string desync_when(const RankDesync& d) {
+  if (d.first_step - d.last_agreeing_step <= 1) return fmt::format("at step {}", d.first_step);
+  return fmt::format("between step {} and {}", d.last_agreeing_step + 1, d.first_step);
+}
 
 std::string describe(const CollectiveRef& c) {
   return fmt::format("{} #{} (step {}, bucket {})", c.op, c.seq, c.step, c.bucket);

@@ -19,5 +19,7 @@ struct RankDiagnosis {
 RankDiagnosis diagnose_ranks(const std::vector<RankStream>& ranks);
 
 std::string describe(const CollectiveRef& c);  // "allreduce #12 (step 3, bucket 0)"
+// "at step 3", or "between step 2 and 10" when the checksums sampled skipped the steps in between.
+std::string desync_when(const RankDesync& d);
 
 }  // namespace harness::supervisor::dist

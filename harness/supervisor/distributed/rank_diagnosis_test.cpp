@@ -154,6 +154,41 @@ TEST(RankDiagnosis, DivergingChecksumNamesRankAndFirstStep) {
   EXPECT_EQ(d.findings.at(0).code, "rank_desync");
 }
 
+// Checksums sampled at steps 1, 4, 8 and 10 (the checksum probe with every 4
+// over 10 steps) while rank 1's update diverged at step 6: the analysis can
+// only bound it, and the bound must hold the true step: after step 4 (the
+// last sample that agreed), by step 8 (the first that did not).
+TEST(RankDiagnosis, SampledChecksumsBoundTheDivergingStep) {
+  const int diverged_at = 6;
+  Stream r0(0), r1(1);
+  for (int k : {1, 4, 8, 10}) {
+    r0.step(k).end(k, 100, 10, 1.0 + k);
+    r1.step(k).end(k, 100, 10, 1.0 + k + (k >= diverged_at ? 1e-3 : 0.0));
+  }
+  auto d = diagnose_ranks({r0.read(), r1.read()});
+  ASSERT_TRUE(d.facts.desync);
+  EXPECT_EQ(d.facts.desync->rank, 1);
+  EXPECT_EQ(d.facts.desync->first_step, 8);
+  EXPECT_EQ(d.facts.desync->last_agreeing_step, 4);
+  EXPECT_LT(d.facts.desync->last_agreeing_step, diverged_at);
+  EXPECT_GE(d.facts.desync->first_step, diverged_at);
+  EXPECT_NE(d.findings.at(0).title.find("between step 5 and 8"), std::string::npos) << d.findings.at(0).title;
+}
+
+// Every step sampled: the bound is the step itself, said as one step.
+TEST(RankDiagnosis, EveryStepSampledNamesTheExactStep) {
+  Stream r0(0), r1(1);
+  for (int k = 1; k <= 5; ++k) {
+    r0.step(k).end(k, 100, 10, 1.0 + k);
+    r1.step(k).end(k, 100, 10, 1.0 + k + (k >= 3 ? 1e-3 : 0.0));
+  }
+  auto d = diagnose_ranks({r0.read(), r1.read()});
+  ASSERT_TRUE(d.facts.desync);
+  EXPECT_EQ(d.facts.desync->first_step, 3);
+  EXPECT_EQ(d.facts.desync->last_agreeing_step, 2);
+  EXPECT_NE(d.findings.at(0).title.find("at step 3"), std::string::npos) << d.findings.at(0).title;
+}
+
 TEST(RankDiagnosis, TwoRanksTieGoesToRankZero) {
   Stream r0(0), r1(1);
   for (int k = 1; k <= 4; ++k) {

@@ -35,6 +35,7 @@ RankStream read_rank_stream(int rank, std::istream& in) {
         if (!fresh && state_rank(c.state) >= state_rank(it->second.state)) it->second = c;
       } else if (kind == "start") {
         r.device = e.value("device", "");
+        r.backend = e.value("backend", "");
       } else if (kind == "step_begin") {
         r.last_step_begun = e.value("step", r.last_step_begun);
       } else if (kind == "step_end") {

@@ -28,9 +28,10 @@ struct StepTiming {
 struct RankStream {
   int rank = 0;
   std::string device;                                 // from its start event ("cpu", "cuda:0")
+  std::string backend;                                // the process group it ran ("gloo", "nccl")
   std::vector<CollectiveEntry> collectives;           // by seq, ascending
   std::vector<StepTiming> steps;                      // step_end order
-  std::map<int, std::pair<double, double>> checksums; // step → (sum, sq)
+  std::map<int, std::pair<double, double>> checksums; // step → (sum, sq), the sampled steps
   int last_step_begun = 0;
   std::string last_phase;                             // innermost phase open at the end ("" none)
   std::optional<double> last_heartbeat_s;
