@@ -40,12 +40,13 @@ std::vector<CellProblem> impossible_combinations(const CellDraft& d, bool device
     }
   }
   // A model field set by an axis can make a config no file would pass (n_heads 4
-  // with n_kv_groups 3): the config's own checks, at the line of the axis value.
-  const bool model_axis = std::any_of(s.axes.begin(), s.axes.end(),
-                                      [](const auto& kv) { return kv.first.rfind("model.", 0) == 0; });
-  if (model_axis)
+  // with n_kv_groups 3): the config's own checks, at the line of the field's
+  // axis value, or of the cell's first model-field axis when another field is named.
+  const auto model_axis = std::find_if(s.axes.begin(), s.axes.end(),
+                                       [](const auto& kv) { return kv.first.rfind("model.", 0) == 0; });
+  if (model_axis != s.axes.end())
     for (const auto& issue : nsa::validate(s.model))
-      out.push_back({origin_or(d, "model." + issue.key, "model"), "model." + issue.key + ": " + issue.message});
+      out.push_back({origin_or(d, "model." + issue.key, model_axis->first), "model." + issue.key + ": " + issue.message});
   if (!s.train.master_weights && s.train.precision == "fp32")
     out.push_back({origin_or(d, "train.master_weights", "train.precision"),
                    "master_weights: false with precision fp32 is meaningless: fp32 parameters are their own "
