@@ -5,7 +5,8 @@
 # --out (DIR untouched) and into DIR itself; `--dry-run` lists just the cell it
 # would re-run. Then `compare`: two runs of this scenario compare (exit 0, the
 # noise of each cell printed); a run of another scenario is refused (exit 2)
-# unless --allow-different.
+# unless --allow-different. `flight` on a missing cell or one without a
+# recorder: exit 2.
 # Usage: run_rerun_failed_test.sh NSA_HARNESS_BINARY WORK_DIR   (run from the source tree)
 set -u
 bin=$1; work=$2
@@ -67,4 +68,15 @@ grep -q "different scenarios: A is 'rerun' (hash [0-9a-f]*), B is 'axes' (hash [
 "$bin" compare "$work/a" "$work/other" --allow-different > "$work/allowed.out" 2>&1
 rc=$?
 case $rc in 0|1) ;; *) cat "$work/allowed.out"; fail "compare --allow-different: exit $rc, want 0 or 1" ;; esac
+
+# flight: a cell that does not exist, and a CPU cell (no recorder): exit 2, saying which.
+"$bin" flight "$work/a" --cell fault=nonesuch > /dev/null 2> "$work/flight.err"
+rc=$?
+[ $rc -eq 2 ] || fail "flight of a missing cell: exit $rc, want 2"
+grep -q "has no cell 'fault=nonesuch' (cells: fault=none, fault=empty_row_nan)" "$work/flight.err" ||
+  { cat "$work/flight.err"; fail "the refusal does not list the cells"; }
+"$bin" flight "$work/a" --cell fault=none > /dev/null 2> "$work/flight.err"
+rc=$?
+[ $rc -eq 2 ] || fail "flight of a cell without a recorder: exit $rc, want 2"
+grep -q "cell 'fault=none' has no flight recorder" "$work/flight.err" || { cat "$work/flight.err"; fail "no reason given"; }
 echo ok
