@@ -27,6 +27,8 @@ need libbenchmark-dev   have_cmake_pkg benchmark
 need zlib1g-dev         test -f /usr/include/zlib.h
 # gloo's headers only (libtorch carries the code): world_size > 1 cells on the CPU.
 need libgloo-dev        test -f /usr/include/gloo/algorithm.h
+# The JSON Schema validator the results.json schema test uses (cli.results_schema).
+need python3-jsonschema /usr/bin/python3 -c "import jsonschema"
 # ccache is optional: used when present, never installed on its own.
 # `install-deps.sh fuzz`: also clang with libFuzzer (scripts/fuzz-scenarios.sh, CI).
 if [ "${1:-}" = fuzz ]; then

@@ -50,6 +50,10 @@ bool Comparison::has_regression() const {
 }
 
 std::optional<StepTimeStats> step_time_stats(const CellResult& cell) {
+  // The cell's own record first: the noise its run measured is the noise its report showed.
+  if (cell.step_noise && cell.step_noise->steps > 0)
+    return StepTimeStats{cell.step_noise->median_ms, cell.step_noise->mad_ms,
+                         static_cast<size_t>(cell.step_noise->steps)};
   std::vector<double> ms;
   for (auto& s : cell.steps)
     if (!s.skipped && std::isfinite(s.step_ms) && s.step_ms > 0) ms.push_back(s.step_ms);
@@ -80,8 +84,11 @@ Comparison compare(const RunResult& a, const RunResult& b) {
       out.changes.push_back({cb.id, k, outcome_text(*ca), outcome_text(cb), ""});
     }
     auto sa = step_time_stats(*ca), sb = step_time_stats(cb);
+    if (!sa || !sb) continue;
     double threshold = 0;
-    if (sa && sb && step_time_changed(*sa, *sb, &threshold)) {
+    const bool beyond = step_time_changed(*sa, *sb, &threshold);
+    out.noise.push_back({cb.id, *sa, *sb, threshold, beyond});
+    if (beyond) {
       double rel = 100.0 * (sb->median_ms - sa->median_ms) / sa->median_ms;
       out.changes.push_back({cb.id, sb->median_ms > sa->median_ms ? ChangeKind::slower : ChangeKind::faster,
                              fmt::format("{:.1f} ms", sa->median_ms), fmt::format("{:.1f} ms", sb->median_ms),
@@ -93,6 +100,18 @@ Comparison compare(const RunResult& a, const RunResult& b) {
     if (!find_cell(b, ca.id))
       out.changes.push_back({ca.id, ChangeKind::removed_cell, outcome_text(ca), "", "only in A"});
   return out;
+}
+
+std::optional<std::string> different_scenarios(const RunResult& a, const RunResult& b) {
+  auto hash = [](const RunResult& r) {
+    return r.scenario.is_object() && r.scenario.contains("hash") && r.scenario["hash"].is_string()
+               ? r.scenario["hash"].get<std::string>()
+               : std::string();
+  };
+  const std::string ha = hash(a), hb = hash(b);
+  if (ha.empty() || hb.empty() || ha == hb) return std::nullopt;
+  return fmt::format("the runs are of different scenarios: A is '{}' (hash {}), B is '{}' (hash {})", scenario_name(a),
+                     ha, scenario_name(b), hb);
 }
 
 int compare_exit_code(const Comparison& c) { return c.has_regression() ? 1 : 0; }

@@ -93,6 +93,41 @@ TEST(Compare, ASpeedUpIsReportedButIsNoRegression) {
   EXPECT_EQ(compare_exit_code(c), 0);
 }
 
+// The cell's own recorded noise decides, and every timed cell shows it: the
+// same +15% is noise for a cell whose warm steps spread 10 ms (threshold
+// 3 × 10 = 30 ms) and a slowdown for one whose steps spread 1 ms (threshold
+// max(10% of 100, 3) = 10 ms).
+TEST(Compare, EachCellIsJudgedAgainstItsOwnRecordedNoise) {
+  auto noisy_a = make_cell({{"c", "noisy"}}, Outcome::pass), noisy_b = noisy_a;
+  auto quiet_a = make_cell({{"c", "quiet"}}, Outcome::pass), quiet_b = quiet_a;
+  noisy_a.step_noise = StepNoise{100, 10, 20};
+  noisy_b.step_noise = StepNoise{115, 10, 20};
+  quiet_a.step_noise = StepNoise{100, 1, 20};
+  quiet_b.step_noise = StepNoise{115, 1, 20};
+  auto c = compare(run_of({noisy_a, quiet_a}), run_of({noisy_b, quiet_b}));
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].cell, "c=quiet");
+  EXPECT_EQ(c.changes[0].kind, ChangeKind::slower);
+  ASSERT_EQ(c.noise.size(), 2u);
+  EXPECT_EQ(c.noise[0].cell, "c=noisy");
+  EXPECT_DOUBLE_EQ(c.noise[0].threshold_ms, 30.0);
+  EXPECT_FALSE(c.noise[0].beyond_noise);
+  EXPECT_DOUBLE_EQ(c.noise[1].threshold_ms, 10.0);
+  EXPECT_TRUE(c.noise[1].beyond_noise);
+}
+
+TEST(Compare, RunsOfDifferentScenariosAreNamedAndRunsWithoutAHashAreNot) {
+  RunResult a = run_of({}), b = run_of({});
+  a.scenario["hash"] = "1111";
+  b.scenario = {{"name", "t"}, {"hash", "2222"}};
+  EXPECT_EQ(different_scenarios(a, b),
+            "the runs are of different scenarios: A is 's' (hash 1111), B is 't' (hash 2222)");
+  b.scenario["hash"] = "1111";
+  EXPECT_FALSE(different_scenarios(a, b));
+  b.scenario.erase("hash");
+  EXPECT_FALSE(different_scenarios(a, b));
+}
+
 TEST(StepTimeStats, DropsTheWarmUpStepAndSkippedSteps) {
   auto c = make_cell({}, Outcome::pass);
   add_steps(c, {5000, 10, 12, 1000});

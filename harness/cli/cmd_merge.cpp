@@ -13,7 +13,7 @@
 #include "harness/run/platform.h"
 #include "harness/report/render_all.h"
 #include "harness/run/merge.h"
-#include "harness/run/run_lock.h"
+#include "harness/run/run_dir.h"
 
 namespace harness::cli {
 using run::now_iso8601;
@@ -32,19 +32,7 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& out, cons
   for (const auto& s : shards)
     if (!s.result) fmt::print(stderr, "nsa-harness: merge: {} has no results.json (the shard did not finish)\n", s.dir);
 
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) {
-    fmt::print(stderr, "nsa-harness: harness failure: cannot create {}: {}\n", out, ec.message());
-    return kExitHarnessFailure;
-  }
-  std::optional<run::RunLock> lock;
-  try {
-    lock.emplace(run::RunLock::acquire(out, now_iso8601()));
-  } catch (const run::LockBusy& e) {
-    fmt::print(stderr, "nsa-harness: {}; not merging into it\n", e.what());
-    return kExitInvalidInput;
-  }
+  const run::RunLock lock = run::lock_run_dir(out, now_iso8601(), "not merging into it");
   merged.command_line = command_line;
   analyze(merged);
   // Any exception from here on (a full disk, permissions) is the harness's: main maps it to exit 4.

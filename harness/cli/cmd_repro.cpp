@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/run/minimize.h"
+#include "harness/run/run_dir.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/text.h"
 #include "harness/report/render_all.h"
@@ -27,14 +28,8 @@ CellSpec load_cell_spec(const std::string& run_dir, const std::string& id) {
 
 int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, const std::string& out,
               const std::string& self_exe) {
-  RunResult run = load_results(dir);
-  const CellResult* result = nullptr;
-  for (auto& c : run.cells)
-    if (c.id == cell) result = &c;
-  if (!result) {
-    fmt::print(stderr, "nsa-harness repro: {} has no cell '{}'\n", dir, cell);
-    return kExitInvalidInput;
-  }
+  const RunResult run = run::load_run_dir(dir);
+  const CellResult* result = &run::find_cell_or_throw(run, dir, cell);
   CellSpec spec = load_cell_spec(dir, cell);
   std::string comment = "Reproduces cell '" + cell + "' of " + dir + " (outcome " + std::string(to_string(result->outcome)) +
                         (result->reason ? ", reason " + *result->reason : "") + ").";

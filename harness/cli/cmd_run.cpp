@@ -7,6 +7,7 @@
 // (full disk, no permission, no binary) is exit 4 with its cause, never a verdict.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -17,7 +18,9 @@
 #include "harness/report/render_all.h"
 #include "harness/run/cancellation.h"
 #include "harness/run/gpu_pool.h"
-#include "harness/run/run_lock.h"
+#include "harness/run/dry_run.h"
+#include "harness/run/rerun_failed.h"
+#include "harness/run/run_dir.h"
 #include "harness/run/shard.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/select.h"
@@ -53,36 +56,54 @@ int finish(const RunResult& run, const std::string& dir, int signal) {
   return exit_code_for(run.decision);
 }
 
+// The cells this invocation runs: --only, then one --shard slice of them.
+// Nothing (after printing why) on bad input.
+std::optional<std::vector<CellSpec>> cells_to_run(const RunOptions& o, const Scenario& sc, const std::string& path,
+                                                  std::optional<ShardInfo>& shard) {
+  auto cells = o.only.empty() ? sc.cells : select_cells(sc.cells, o.only);
+  if (cells.empty()) {
+    fmt::print(stderr, "{}: no cell matches --only '{}'\n", path, o.only);
+    return std::nullopt;
+  }
+  // One slice of the matrix (after --only): merge needs the whole list to tell what is missing.
+  if (o.shard.empty()) return cells;
+  try {
+    const run::ShardSlice slice = run::parse_shard(o.shard);
+    shard = run::shard_info(cells, slice, sc.hash, source_revision());
+    cells = run::shard_cells(cells, slice);
+  } catch (const run::ShardError& e) {
+    fmt::print(stderr, "nsa-harness: {}\n", e.what());
+    return std::nullopt;
+  }
+  if (cells.empty())
+    fmt::print(stderr, "nsa-harness: shard {} has no cells (the matrix has {}); its results.json says so for merge\n",
+               o.shard, shard->matrix_cells.size());
+  return cells;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& o) {
-  namespace fs = std::filesystem;
-  std::string path = o.scenario.empty() ? default_scenario_path() : o.scenario;
+  // --rerun-failed DIR: DIR's scenario (unless given) and its cells that did not pass.
+  std::optional<run::RerunPlan> rerun;
+  if (!o.rerun_failed.empty()) rerun = run::plan_rerun_failed(run::load_run_dir(o.rerun_failed), o.scenario);
+  std::string path = rerun ? rerun->scenario_path : o.scenario.empty() ? default_scenario_path() : o.scenario;
   LoadOptions lo;
   if (!o.device.empty()) lo.device_override = o.device;
   auto loaded = load_scenario_to_run(path, lo);
   if (!loaded) return kExitInvalidInput;
   Scenario& sc = *loaded;
   for (auto& w : sc.warnings) fmt::print(stderr, "{}: warning: {}\n", path, w);
-  auto cells = o.only.empty() ? sc.cells : select_cells(sc.cells, o.only);
-  if (cells.empty()) {
-    fmt::print(stderr, "{}: no cell matches --only '{}'\n", path, o.only);
-    return kExitInvalidInput;
-  }
-  // One slice of the matrix (after --only): merge needs the whole list to tell what is missing.
   std::optional<ShardInfo> shard;
-  if (!o.shard.empty()) {
-    try {
-      const run::ShardSlice slice = run::parse_shard(o.shard);
-      shard = run::shard_info(cells, slice, sc.hash, source_revision());
-      cells = run::shard_cells(cells, slice);
-    } catch (const run::ShardError& e) {
-      fmt::print(stderr, "nsa-harness: {}\n", e.what());
-      return kExitInvalidInput;
-    }
-    if (cells.empty())
-      fmt::print(stderr, "nsa-harness: shard {} has no cells (the matrix has {}); its results.json says so for merge\n",
-                 o.shard, shard->matrix_cells.size());
+  auto selected = cells_to_run(o, sc, path, shard);
+  if (!selected) return kExitInvalidInput;
+  std::vector<CellSpec>& cells = *selected;
+  if (o.dry_run) {
+    if (rerun)  // what --rerun-failed would start
+      cells.erase(std::remove_if(cells.begin(), cells.end(), [&](const CellSpec& c) { return !rerun->rerun.count(c.id); }),
+                  cells.end());
+    fmt::print("{}", run::render_listing(run::list_cells(cells)));
+    return 0;
   }
   run::GpuDiscovery gpus;
   try {
@@ -92,23 +113,13 @@ int cmd_run(const RunOptions& o) {
     return kExitInvalidInput;
   }
   for (auto& note : gpus.notes) fmt::print(stderr, "nsa-harness: note: {}\n", note);
-  std::string dir = o.out.empty() ? "runs/" + sc.name + "-" + now_compact() : o.out;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    fmt::print(stderr, "nsa-harness: harness failure: cannot create the run directory {}: {}\n", dir, ec.message());
-    return kExitHarnessFailure;
-  }
-  std::optional<run::RunLock> lock;
-  try {
-    lock.emplace(run::RunLock::acquire(dir, now_iso8601()));
-  } catch (const run::LockBusy& e) {
-    fmt::print(stderr, "nsa-harness: {}; not starting a second run into it (wait for it, or choose another --out)\n",
-               e.what());
-    return kExitInvalidInput;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "nsa-harness: harness failure: {}\n", e.what());
-    return kExitHarnessFailure;
+  std::string dir = !o.out.empty() ? o.out : rerun ? o.rerun_failed : "runs/" + sc.name + "-" + now_compact();
+  const run::RunLock lock = run::lock_run_dir(
+      dir, now_iso8601(), "not starting a second run into it (wait for it, or choose another --out)");
+  if (rerun) {
+    run::carry_kept_cells(*rerun, o.rerun_failed, dir);
+    fmt::print(stderr, "nsa-harness: re-running {} cell(s) of {} that did not pass; keeping {} passed\n",
+               rerun->rerun.size(), o.rerun_failed, rerun->kept.size());
   }
   fmt::print(stderr, "nsa-harness: {} — {} cell(s){} → {}\n", sc.name, cells.size(),
              shard ? fmt::format(" (shard {})", o.shard) : "", dir);
@@ -119,7 +130,8 @@ int cmd_run(const RunOptions& o) {
   // Installed for the reports too: a signal while they are written lets them finish.
   run::SignalCancellation cancel(&std::cerr, supervisor::SupervisorOptions{}.kill_grace_s);
   run::ExecuteOptions eo = execute_options(dir, o.jobs, o.self_exe, path);
-  eo.resume = o.resume;
+  eo.resume = o.resume || rerun.has_value();
+  if (rerun) eo.rerun = rerun->rerun;
   eo.gpus = gpus.gpus;
   eo.gpus_per_cell = o.gpus_per_cell;
   eo.escalate = o.escalate;

@@ -23,6 +23,8 @@ struct RunOptions {
   std::string shard;        // --shard I/N; empty: the whole matrix
   bool resume = false;
   bool escalate = true;     // --no-escalate: no re-runs of CUDA crashes
+  bool dry_run = false;     // --dry-run: list the cells, run nothing
+  std::string rerun_failed; // --rerun-failed DIR: only DIR's cells that did not pass
   std::string self_exe;     // path of this executable (children are spawned from it)
   std::string command_line;
 };
@@ -30,7 +32,9 @@ struct RunOptions {
 int cmd_run(const RunOptions& o);
 int cmd_validate(const std::vector<std::string>& files);
 int cmd_report(const std::string& dir, const std::string& out_file);
-int cmd_compare(const std::string& a, const std::string& b);
+int cmd_compare(const std::string& a, const std::string& b, bool allow_different);
+// `flight DIR --cell ID`: the cell's flight recorder (harness/trace/flight_reader.h).
+int cmd_flight(const std::string& dir, const std::string& cell, int last);
 int cmd_repro(const std::string& dir, const std::string& cell, bool minimize, const std::string& out,
               const std::string& self_exe);
 int cmd_selftest(const std::string& self_exe, const std::string& out, int jobs);

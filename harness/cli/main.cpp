@@ -4,12 +4,22 @@
 #include <fmt/core.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/usage_hint.h"
 #include "harness/core/text.h"
+#include "harness/run/run_dir.h"
+#include "harness/run/version_info.h"
 
 int main(int argc, char** argv) {
   using namespace harness::cli;
   CLI::App app{"nsa-harness: run NSA scenario matrices, watch every run, write go/no-go reports"};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version",
+      [] {
+        std::string text = harness::run::render_versions(harness::run::build_versions());
+        return text.substr(0, text.size() - 1);  // CLI11 ends the line itself
+      },
+      "print the version, the git revision and the torch, CUDA and cuDNN versions built in, and exit");
   std::string self = self_executable(argv[0]);
 
   RunOptions run;
@@ -24,6 +34,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   c_run->add_option("--shard", run.shard, "run only slice I of N of the matrix (I/N, from 0); `merge` joins slices");
   c_run->add_flag("--resume", run.resume, "skip cells that already have a result in --out");
+  c_run->add_flag("--dry-run", run.dry_run, "list the cells (id, device, every setting that differs) and exit");
+  c_run->add_option("--rerun-failed", run.rerun_failed,
+                    "re-run the cells of run DIR that did not pass (scenario: DIR's, unless given), into DIR or "
+                    "--out, keeping its passed cells; the report covers the whole matrix");
   bool no_escalate = false;
   c_run->add_flag("--no-escalate", no_escalate,
                   "do not re-run CUDA crashes with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer");
@@ -41,6 +55,16 @@ int main(int argc, char** argv) {
   auto* c_compare = app.add_subcommand("compare", "outcome and step-time changes between two runs");
   c_compare->add_option("a", cmp_a, "baseline run directory")->required();
   c_compare->add_option("b", cmp_b, "new run directory")->required();
+  bool allow_different = false;
+  c_compare->add_flag("--allow-different", allow_different,
+                      "compare runs of different scenarios (different scenario hash; refused otherwise)");
+
+  std::string flight_dir, flight_cell;
+  int flight_last = 8;
+  auto* c_flight = app.add_subcommand("flight", "read a cell's flight recorder: last kernels per stream, launches in flight");
+  c_flight->add_option("dir", flight_dir, "run directory")->required();
+  c_flight->add_option("--cell", flight_cell, "cell id")->required();
+  c_flight->add_option("--last", flight_last, "kernels shown per stream")->check(CLI::PositiveNumber);
 
   std::string repro_dir, repro_cell, repro_out;
   bool minimize = false;
@@ -92,6 +116,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A misspelled name gets its closest real ones; other usage errors CLI11's message.
+    const std::string hint = e.get_exit_code() == 0 ? "" : usage_hint(app, {argv + 1, argv + argc});
+    if (!hint.empty()) {
+      fmt::print(stderr, "nsa-harness: {}\n", hint);
+      return kExitInvalidInput;
+    }
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitInvalidInput;
   }
@@ -103,7 +133,8 @@ int main(int argc, char** argv) {
     if (*c_run) return cmd_run(run);
     if (*c_validate) return cmd_validate(validate_files);
     if (*c_report) return cmd_report(report_dir, report_out);
-    if (*c_compare) return cmd_compare(cmp_a, cmp_b);
+    if (*c_compare) return cmd_compare(cmp_a, cmp_b, allow_different);
+    if (*c_flight) return cmd_flight(flight_dir, flight_cell, flight_last);
     if (*c_repro) return cmd_repro(repro_dir, repro_cell, minimize, repro_out, self);
     if (*c_selftest && !selftest_mutations.empty())
       return cmd_selftest_mutations({selftest_mutations, selftest_out, selftest_tests_filter, selftest_jobs, self});
@@ -115,6 +146,9 @@ int main(int argc, char** argv) {
       return cmd_slurm(slurm);
     }
     if (*c_cell) return cmd_cell(cell_spec, cell_out);
+  } catch (const harness::run::InputError& e) {
+    fmt::print(stderr, "nsa-harness: {}\n", e.what());
+    return kExitInvalidInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "nsa-harness: {}\n", e.what());
     return kExitHarnessFailure;

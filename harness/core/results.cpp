@@ -312,7 +312,8 @@ void from_json(const json& j, GateCheck& g) {
 }
 
 void to_json(json& j, const RunResult& r) {
-  j = json{{"scenario", r.scenario},   {"platform", r.platform},
+  j = json{{"schema_version", kResultsSchemaVersion},
+           {"scenario", r.scenario},   {"platform", r.platform},
            {"decision", to_string(r.decision)}, {"summary", r.summary},
            {"cells", r.cells},         {"attributions", r.attributions},
            {"gates", r.gates},         {"next_actions", r.next_actions},
@@ -329,6 +330,11 @@ void to_json(json& j, const RunResult& r) {
   if (!r.merged_from.empty()) j["merged_from"] = r.merged_from;
 }
 void from_json(const json& j, RunResult& r) {
+  // Files written before the field are version 0: every field they have still means what it meant.
+  const int version = j.value("schema_version", 0);
+  if (version > kResultsSchemaVersion)
+    throw std::runtime_error("results.json schema_version " + std::to_string(version) + " is newer than this build reads (" +
+                             std::to_string(kResultsSchemaVersion) + "): use a newer nsa-harness");
   r.scenario = j.value("scenario", json::object());
   r.platform = j.value("platform", json::object());
   auto d = j.at("decision").get<std::string>();

@@ -285,6 +285,11 @@ struct RunCompletion {
   std::vector<std::string> rerun_changed; // --resume: cells re-run because their spec changed
 };
 
+// results.json's `schema_version`: raised when a field is removed or changes
+// meaning (adding an optional field does not raise it). docs/results.schema.json
+// documents this version; a reader refuses a file newer than it knows.
+inline constexpr int kResultsSchemaVersion = 1;
+
 struct RunResult {
   nlohmann::json scenario;    // name, file, hash, description
   nlohmann::json platform;    // gpu, sm, driver, cuda, libtorch, git, host, date

@@ -44,12 +44,22 @@ std::string render_comparison(const Comparison& c, const std::string& label_a, c
       s += "| " + table_cell(code(ch.cell)) + " | " + kind_cell(ch.kind) + " | " + or_dash(ch.before) + " | " +
            or_dash(ch.after) + " | " + or_dash(ch.detail) + " |\n";
   }
+  if (!c.noise.empty()) {
+    // The noise each step-time difference was judged against, counted or not.
+    s += "\n## Step time against each cell's noise\n\n"
+         "| Cell | A median ± spread | B median ± spread | Difference | Threshold | Beyond noise |\n"
+         "|---|---|---|---|---|---|\n";
+    for (const auto& n : c.noise)
+      s += fmt::format("| {} | {:.2f} ± {:.2f} ms ({} steps) | {:.2f} ± {:.2f} ms ({} steps) | {:+.2f} ms | {:.2f} ms | {} |\n",
+                       table_cell(code(n.cell)), n.a.median_ms, n.a.spread_ms, n.a.steps, n.b.median_ms, n.b.spread_ms,
+                       n.b.steps, n.b.median_ms - n.a.median_ms, n.threshold_ms, n.beyond_noise ? "yes" : "no");
+  }
   s += "\n## Rule\n\n"
        "An outcome change from pass to any failure is a regression, from a failure to pass a fix. "
-       "Step time compares the medians of the per-step times (without fp16-skipped steps and without the "
-       "first, warm-up step when there are more than two); a change counts when the medians differ by more "
-       "than max(10% of A's median, 3 × the larger robust spread, 1.4826·MAD). A slowdown that counts is a "
-       "regression.\n";
+       "Step time compares each cell's median warm step (the noise its run recorded: median and robust "
+       "spread, 1.4826·MAD, of the steps after the first, without fp16-skipped steps); a change counts when "
+       "the medians differ by more than max(10% of A's median, 3 × the larger of the two cells' spreads). "
+       "A slowdown that counts is a regression; one inside the noise is not.\n";
   return s;
 }
 

@@ -101,7 +101,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
     else
       runnable.push_back(c);
   }
-  const ResumePlan plan = plan_resume(runnable, o.run_dir, o.resume);
+  const ResumePlan plan = plan_resume(runnable, o.run_dir, o.resume, o.rerun);
   for (size_t i = 0; i < runnable.size(); ++i)
     if (plan.decisions[i].action == ResumeAction::rerun_changed && o.log)
       *o.log << fmt::format("nsa-harness: resume: re-running {}: {}\n", runnable[i].id, plan.decisions[i].why);

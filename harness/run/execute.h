@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ExecuteOptions {
   std::string run_dir;
   int jobs = 1;
   bool resume = false;
+  std::set<std::string> rerun;  // with resume: cells run again whatever they stored (run --rerun-failed)
   bool escalate = true;    // re-run CUDA crashes where they can say more (crash_escalation.h)
   bool have_cuda = false;  // cells that need CUDA become skips without a process when false
   // The GPUs cells may be given (gpu_inventory.h), `gpus_per_cell` to a GPU

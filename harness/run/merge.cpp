@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "harness/report/render_all.h"
+#include "harness/run/run_dir.h"
 #include "harness/supervisor/runner.h"
 
 namespace harness::run {
@@ -111,18 +112,8 @@ void copy_merged_cells(const RunResult& merged, const std::vector<ShardRun>& sha
   for (const auto& c : merged.cells) wanted.insert(c.id);
   for (const auto& s : shards) {
     if (!s.result) continue;
-    for (const auto& c : s.result->cells) {
-      if (!wanted.count(c.id)) continue;
-      const std::string name = supervisor::cell_dir_name(c.id);
-      const fs::path from = fs::path(s.dir) / "cells" / name;
-      const fs::path to = fs::path(out_dir) / "cells" / name;
-      std::error_code ec;
-      if (!fs::exists(from, ec)) continue;  // a cell skipped without a process has no directory
-      fs::remove_all(to, ec);
-      if (!ec) fs::create_directories(to.parent_path(), ec);
-      if (!ec) fs::copy(from, to, fs::copy_options::recursive, ec);
-      if (ec) throw std::runtime_error(fmt::format("copying {} to {}: {}", from.string(), to.string(), ec.message()));
-    }
+    for (const auto& c : s.result->cells)
+      if (wanted.count(c.id)) copy_cell_dir(s.dir, out_dir, c.id);
   }
 }
 

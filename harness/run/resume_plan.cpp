@@ -44,11 +44,12 @@ std::vector<std::string> ResumePlan::rerun_changed(const std::vector<CellSpec>& 
   return ids;
 }
 
-ResumePlan plan_resume(const std::vector<CellSpec>& cells, const std::string& run_dir, bool resume) {
+ResumePlan plan_resume(const std::vector<CellSpec>& cells, const std::string& run_dir, bool resume,
+                       const std::set<std::string>& rerun) {
   namespace fs = std::filesystem;
   ResumePlan plan;
   for (const auto& c : cells) {
-    if (!resume) {
+    if (!resume || rerun.count(c.id)) {
       plan.decisions.emplace_back();
       continue;
     }

@@ -3,6 +3,7 @@
 // directory, or run the cell (again). A stored result is taken only when it
 // belongs to this cell and was produced from the same spec (spec_hash.h).
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ struct ResumePlan {
 };
 
 // Reads each cell's result.json under `run_dir` and decides (without --resume:
-// every cell runs).
-ResumePlan plan_resume(const std::vector<CellSpec>& cells, const std::string& run_dir, bool resume);
+// every cell runs). Cells in `rerun` run even when their stored result could
+// be taken (`run --rerun-failed`: the ones that did not pass).
+ResumePlan plan_resume(const std::vector<CellSpec>& cells, const std::string& run_dir, bool resume,
+                       const std::set<std::string>& rerun = {});
 
 }  // namespace harness::run

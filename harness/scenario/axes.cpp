@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include "harness/core/text.h"
 #include "harness/scenario/limits.h"
+#include "nsa/config.h"
 #include "nsa/faults.h"
 #include "nsa/flags.h"
 
@@ -168,6 +170,14 @@ const std::vector<AxisDef> kAxes = {
        return integer_value(c.check.positive_int(v, p, kMaxWorldSize));
      },
      [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.world_size = std::stoi(v); }},
+    {"seed", AxisTarget::train, "non-negative integers", "`train.seed`: the training seed (data order, init)", "",
+     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) {
+       return integer_value(c.check.non_negative_int(v, p));
+     },
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.seed = std::stoull(v); }},
+    {"repeat", AxisTarget::cell, "one positive integer N (not a list)",
+     "nothing: every cell runs N times, as `repeat=1` … `repeat=N` (the run-to-run noise, seen side by side)", "",
+     positive_int, [](CellSpec&, const std::string&, const std::string&, ModelLibrary&) {}, /*count=*/true},
     {"lr", AxisTarget::train, "number", "`train.lr`", "",
      [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
        if (!c.check.positive_number(v, p)) return std::nullopt;
@@ -260,6 +270,55 @@ const AxisDef kFlagAxis = {
     },
     [](CellSpec& s, const std::string& axis, const std::string& v, ModelLibrary&) { s.flags[axis] = v; }};
 
+// The model's fields as axes, named by their path in a scenario's `model:`
+// mapping: every key visit_model_fields / visit_nsa_params expose, except
+// `name` (it names a config, it sets nothing) and the fields that have a row
+// of their own above (`attention`, `phi`): one name per setting.
+template <class Config, class F>
+void for_each_model_axis(Config& c, F&& f) {
+  nsa::visit_model_fields(c, [&](std::string_view key, auto& field) {
+    if (key != "name" && key != "attention") f("model." + std::string(key), field);
+  });
+  nsa::visit_nsa_params(c.nsa, [&](std::string_view key, auto& field) {
+    if (key != "phi") f("model.nsa." + std::string(key), field);
+  });
+}
+
+// Each value is checked for its field's type here; whether the config it makes
+// is a valid model (heads divisible by groups, …) is checked per cell, where
+// the other axes' values are known (cell_build.cpp).
+const AxisDef kModelFieldAxis = {
+    "model.*", AxisTarget::model, "the field's values", "`model.KEY` of the cell's config", "model.",
+    [](const std::string& axis, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
+      std::optional<AxisValue> out;
+      nsa::ModelConfig probe;
+      for_each_model_axis(probe, [&](const std::string& name, auto& field) {
+        using T = std::decay_t<decltype(field)>;
+        if (name != axis) return;
+        if constexpr (std::is_same_v<T, int>) out = integer_value(c.check.non_negative_int(v, p));
+        else if constexpr (std::is_same_v<T, double>) {
+          if (c.check.positive_number(v, p)) out = AxisValue{v.text, v.text};
+        } else out = same(c.check.string(v, p));
+      });
+      return out;
+    },
+    [](CellSpec& s, const std::string& axis, const std::string& v, ModelLibrary&) {
+      for_each_model_axis(s.model, [&](const std::string& name, auto& field) {
+        using T = std::decay_t<decltype(field)>;
+        if (name != axis) return;
+        if constexpr (std::is_same_v<T, int>) field = std::stoi(v);
+        else if constexpr (std::is_same_v<T, double>) field = *parse_number(v);
+        else field = v;
+      });
+    }};
+
+bool is_model_field_axis(const std::string& name) {
+  bool found = false;
+  nsa::ModelConfig probe;
+  for_each_model_axis(probe, [&](const std::string& axis, auto&) { found = found || axis == name; });
+  return found;
+}
+
 }  // namespace
 
 const std::vector<AxisDef>& axis_table() { return kAxes; }
@@ -268,12 +327,15 @@ const AxisDef* find_axis(const std::string& name) {
   for (const AxisDef& a : kAxes)
     if (a.name == name) return &a;
   if (nsa::find_flag(name)) return &kFlagAxis;
+  if (is_model_field_axis(name)) return &kModelFieldAxis;
   return nullptr;
 }
 
 std::vector<std::string> known_axis_names() {
   std::vector<std::string> names;
   for (const AxisDef& a : kAxes) names.emplace_back(a.name);
+  nsa::ModelConfig probe;
+  for_each_model_axis(probe, [&](const std::string& axis, auto&) { names.push_back(axis); });
   for (auto& f : nsa::flag_registry()) names.emplace_back(f.name);
   return names;
 }
@@ -292,7 +354,8 @@ void apply_axis(CellDraft& cell, const std::string& axis, const std::string& set
   a.apply(cell.spec, axis, setting, models);
   if (a.origin_key.empty()) return;
   std::string key(a.origin_key);
-  if (&a == &kFlagAxis) key += axis;  // "flags.<NAME>"
+  if (&a == &kFlagAxis) key += axis;                        // "flags.<NAME>"
+  if (&a == &kModelFieldAxis) key = axis;                   // "model.<KEY>"
   cell.origins[key] = origin;
 }
 

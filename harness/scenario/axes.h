@@ -44,14 +44,19 @@ struct AxisDef {
                                     AxisCheck& c);
   // Sets what an accepted value maps onto.
   void (*apply)(CellSpec& spec, const std::string& axis, const std::string& setting, ModelLibrary& models);
+  // A count axis is written as one number N, not a list, and takes the values
+  // 1…N (`repeat: 3`: every cell three times, with distinct ids).
+  bool count = false;
 };
 
 // The axes that are not flags, in the order the format doc lists them.
 const std::vector<AxisDef>& axis_table();
-// The row of `name` (a table row or the shared NSA_* flag row), or null.
+// The row of `name` (a table row, the shared NSA_* flag row or the shared row of
+// the model's fields, `model.<key>` / `model.nsa.<key>`), or null.
 const AxisDef* find_axis(const std::string& name);
 
-// The table's names, then every registered NSA_* flag.
+// The table's names, then every model field (`model.d_k`, `model.nsa.window`, …),
+// then every registered NSA_* flag.
 std::vector<std::string> known_axis_names();
 bool is_axis_name(const std::string& name);
 // True for an axis that must be applied before the others of a cell (`model`).

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "nsa/config.h"
 #include "nsa/flags.h"
 
 namespace harness {
@@ -42,6 +43,22 @@ TEST(AxisTable, EveryFlagIsAnAxisAndUnknownNamesAreNot) {
   for (auto& f : nsa::flag_registry()) EXPECT_TRUE(is_axis_name(std::string(f.name))) << f.name;
   EXPECT_FALSE(is_axis_name("seqlen"));
   EXPECT_FALSE(is_axis_name("NSA_NO_SUCH_FLAG"));
+}
+
+// Every model-config field is an axis under its path in a `model:` mapping,
+// except `name` (sets nothing) and the fields with an axis of their own.
+TEST(AxisTable, ModelFieldsAreAxesNamedByTheirPath) {
+  nsa::ModelConfig c;
+  nsa::visit_model_fields(c, [](std::string_view key, auto&) {
+    const bool own_row = key == "name" || key == "attention";
+    EXPECT_EQ(is_axis_name("model." + std::string(key)), !own_row) << key;
+  });
+  nsa::visit_nsa_params(c.nsa, [](std::string_view key, auto&) {
+    EXPECT_EQ(is_axis_name("model.nsa." + std::string(key)), key != "phi") << key;
+  });
+  EXPECT_FALSE(is_axis_name("model.nsa"));
+  EXPECT_FALSE(is_axis_name("model.d_kk"));
+  EXPECT_FALSE(applies_first("model.d_k"));  // edits the config `model` set, so after it
 }
 
 // `model` replaces the whole config; applied after `phi` it would undo it.

@@ -1,8 +1,10 @@
 #include "harness/scenario/cell_build.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
+#include "nsa/config.h"
 #include "nsa/flags.h"
 
 namespace harness {
@@ -37,6 +39,14 @@ std::vector<CellProblem> impossible_combinations(const CellDraft& d, bool device
                          ": set it to 0 or run on cuda or auto"});
     }
   }
+  // A model field set by an axis can make a config no file would pass (n_heads 4
+  // with n_kv_groups 3): the config's own checks, at the line of the field's
+  // axis value, or of the cell's first model-field axis when another field is named.
+  const auto model_axis = std::find_if(s.axes.begin(), s.axes.end(),
+                                       [](const auto& kv) { return kv.first.rfind("model.", 0) == 0; });
+  if (model_axis != s.axes.end())
+    for (const auto& issue : nsa::validate(s.model))
+      out.push_back({origin_or(d, "model." + issue.key, model_axis->first), "model." + issue.key + ": " + issue.message});
   if (!s.train.master_weights && s.train.precision == "fp32")
     out.push_back({origin_or(d, "train.master_weights", "train.precision"),
                    "master_weights: false with precision fp32 is meaningless: fp32 parameters are their own "

@@ -42,11 +42,41 @@ bool product_within_limit(const ParsedMatrix& pm, Checker& check) {
   return false;
 }
 
+// `repeat: N`: one number that stands for the values 1…N.
+void parse_count_axis(const YEntry& e, Checker& check, ModelLibrary& models, ParsedMatrix& pm) {
+  const std::string path = "matrix." + e.key;
+  if (!e.value.is_scalar()) {
+    check.error(e.value.pos, path, "expected one positive integer (a count, e.g. `" + e.key + ": 3`), got " +
+                                       e.value.describe());
+    return;
+  }
+  auto v = check_axis_value(e.key, e.value, path, check, models);
+  if (!v) return;
+  const long long n = std::stoll(v->text);
+  if (n > static_cast<long long>(kMaxAxisValues)) {
+    check.error(e.value.pos, path, "a count of " + v->text + ", more than the limit of " +
+                                       std::to_string(kMaxAxisValues) + " values of one axis");
+    return;
+  }
+  MatrixAxis axis{e.key, {}};
+  std::vector<ParsedValue> parsed;
+  for (long long i = 1; i <= n; ++i) {
+    axis.values.push_back(std::to_string(i));
+    parsed.push_back(ParsedValue{AxisValue{axis.values.back(), axis.values.back()}, Origin{e.value.pos, path}});
+  }
+  pm.input.axes.push_back(std::move(axis));
+  pm.axis_values.push_back(std::move(parsed));
+}
+
 void parse_axis(const YEntry& e, Checker& check, ModelLibrary& models, ParsedMatrix& pm) {
   const std::string path = "matrix." + e.key;
   if (!is_axis_name(e.key)) {
     check.error(e.key_pos, path, "unknown axis" + did_you_mean(e.key, known_axis_names()) +
                                      " (axes: a setting listed in docs/scenario-format.md or an NSA_* flag)");
+    return;
+  }
+  if (find_axis(e.key)->count) {
+    parse_count_axis(e, check, models, pm);
     return;
   }
   if (!e.value.is_seq() || e.value.items.empty()) {

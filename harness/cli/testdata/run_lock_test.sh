@@ -9,13 +9,20 @@ rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 out="$work/run"
 
-"$bin" run harness/cli/testdata/interrupt.yaml --out "$out" > "$work/first.out" 2>&1 &
-pid=$!
-i=0
-until grep -q "^pid $pid\$" "$out/.lock" 2> /dev/null; do
-  i=$((i + 1)); [ $i -lt 6000 ] || { kill -KILL $pid; fail "the first run did not take the lock within 10 minutes"; }
-  sleep 0.1
-done
+# Starts a run into DIR in the background (its output to LOG, pid in $pid) and
+# waits, at most 10 minutes, until it holds DIR's lock. Usage: start_locked DIR LOG
+start_locked() {
+  dir=$1; log=$2
+  "$bin" run harness/cli/testdata/interrupt.yaml --out "$dir" > "$log" 2>&1 &
+  pid=$!
+  i=0
+  until grep -q "^pid $pid\$" "$dir/.lock" 2> /dev/null; do
+    i=$((i + 1)); [ $i -lt 6000 ] || { kill -KILL $pid; fail "the run into $dir did not take the lock within 10 minutes"; }
+    sleep 0.1
+  done
+}
+
+start_locked "$out" "$work/first.out"
 "$bin" run harness/cli/testdata/interrupt.yaml --out "$out" > "$work/second.out" 2> "$work/second.err"
 rc=$?
 cat "$work/second.err"
@@ -28,13 +35,7 @@ cat "$work/first.out"
 case $rc in 0|1|3) ;; *) fail "the first run was disturbed: exit $rc, want a verdict" ;; esac
 
 # A holder that died without cleaning up (SIGKILL): its lock file stays, its lock does not.
-"$bin" run harness/cli/testdata/interrupt.yaml --out "$work/stale" > /dev/null 2>&1 &
-pid=$!
-i=0
-until grep -q "^pid $pid\$" "$work/stale/.lock" 2> /dev/null; do
-  i=$((i + 1)); [ $i -lt 6000 ] || { kill -KILL $pid; fail "no lock within 10 minutes"; }
-  sleep 0.1
-done
+start_locked "$work/stale" /dev/null
 kill -KILL $pid
 wait $pid 2> /dev/null
 [ -f "$work/stale/.lock" ] || fail "expected the dead run's lock file to remain"
