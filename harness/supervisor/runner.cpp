@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/cell_dir.h"
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/rank_group.h"
@@ -21,8 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Directory names stay well under NAME_MAX (255) with room for the hash.
-constexpr size_t kMaxDirName = 160;
 // Slack on top of a cell's own deadlines before the wall cap fires: process
 // start-up, stack collection, the final done/exit.
 constexpr double kWallSlackS = 60.0;
@@ -30,18 +29,6 @@ constexpr double kWallSlackS = 60.0;
 // that appended events from two attempts never mix.
 constexpr const char* kStaleFiles[] = {protocol::kEventsFile, protocol::kStacksFile, "gdb_stacks.txt",
                                        protocol::kTraceFile, protocol::kResultFile};
-
-bool safe_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == ',' || c == '=' || c == '+' || c == '-';
-}
-
-// FNV-1a: stable across compilers and runs, unlike std::hash.
-std::string short_hash(const std::string& s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return fmt::format("{:08x}", h);
-}
 
 CellResult cancelled_result(const CellSpec& cell) {
   SupervisedRun run;
@@ -92,23 +79,7 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
   return classify(cell, supervise_cell(cell, argv, opt, dir, slot));
 }
 
-std::string cell_dir_name(const std::string& id) {
-  std::string name;
-  bool changed = false;
-  for (char c : id) {
-    name += safe_char(c) ? c : '_';
-    changed |= !safe_char(c);
-  }
-  if (name.empty() || name[0] == '.' || name[0] == '-') {  // never ".", "..", hidden, or an option
-    name.insert(name.begin(), '_');
-    changed = true;
-  }
-  if (name.size() > kMaxDirName) {
-    name.resize(kMaxDirName);
-    changed = true;
-  }
-  return changed ? name + "~" + short_hash(id) : name;
-}
+std::string cell_dir_name(const std::string& id) { return harness::cell_dir_name(id); }
 
 double derived_max_wall_s(const CellSpec& cell) {
   const auto& w = cell.watchdog;

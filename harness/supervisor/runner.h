@@ -62,10 +62,7 @@ SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, cons
 SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
                                 const std::string& dir, int slot = 0);
 
-// A readable, file-name-safe directory name for a cell id. Characters outside
-// [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very
-// long) a short stable hash of the id is appended so that distinct ids never
-// share a directory.
+// The cell's directory name (harness/core/cell_dir.h), here for the supervisor's callers.
 std::string cell_dir_name(const std::string& id);
 
 // The wall-time cap for one cell: its own deadlines summed, plus slack.
