@@ -105,7 +105,7 @@ Diagnosis diagnose(const RunResult& run) {
     auto it = std::find_if(d.failures.begin(), d.failures.end(),
                            [&](auto& g) { return g.reason == j.reason && same_cause(g.cause.finding, cause); });
     if (it == d.failures.end()) {
-      d.failures.push_back(FailureGroup{j.outcome, j.reason, {cause, {}}, {}, {}, {}, {}, false, true});
+      d.failures.push_back(FailureGroup{j.outcome, j.reason, {cause, {}}, {}, {}, {}, {}, {}, false, true});
       members.emplace_back();
       it = d.failures.end() - 1;
     }
@@ -114,7 +114,8 @@ Diagnosis diagnose(const RunResult& run) {
     m.push_back(&c);
     it->wrong_answer = it->wrong_answer || is_wrong_answer(j.reason);
     if (auto w = find_workaround(c, run.cells)) it->workarounds.push_back(workaround_text(*w));
-    else it->worked_around = false;
+    for (auto& f : c.faults)
+      if (std::find(it->faults.begin(), it->faults.end(), f) == it->faults.end()) it->faults.push_back(f);
   }
   for (size_t i = 0; i < d.failures.size(); ++i) {
     auto& g = d.failures[i];

@@ -40,6 +40,7 @@ struct FailureGroup {
   std::vector<FindingGroup> consequences;   // the other findings in these cells, blocking first
   std::vector<Attribution> attributions;    // statements that name one of these cells
   std::vector<std::string> workarounds;     // "`cell` passes with prefill=batched (…)", one per cell that has one
+  std::vector<std::string> faults;          // faults the scenario planted in these cells (the catalogue's)
   bool wrong_answer = false;
   bool worked_around = false;               // every cell of the group has a workaround
 };

@@ -87,16 +87,24 @@ std::string warnings_section(const Diagnosis& d) {
   return s;
 }
 
-// The gates that were not met; the whole table is the appendix's.
+// The gates that were not met and decided their cell's outcome (a gate of a
+// cell that hung or crashed anyway says nothing the failures above do not);
+// the whole table is the appendix's.
 std::string unmet_gates(const RunResult& r) {
   if (r.gates.empty()) return "No acceptance gates were set.\n";
-  RunResult unmet;
-  for (auto& g : r.gates)
-    if (!g.met) unmet.gates.push_back(g);
-  std::string all = md_link("appendix", kAppendixFile, "acceptance-gates");
-  if (unmet.gates.empty()) return fmt::format("All {} gate checks met (table in the {}).\n", r.gates.size(), all);
-  return fmt::format("{} of {} gate checks not met (all in the {}):\n\n", unmet.gates.size(), r.gates.size(), all) +
-         gates_section(unmet);
+  RunResult deciding;
+  size_t unmet = 0;
+  for (auto& g : r.gates) {
+    if (g.met) continue;
+    ++unmet;
+    auto c = std::find_if(r.cells.begin(), r.cells.end(), [&](const CellResult& x) { return x.id == g.cell; });
+    if (c == r.cells.end() || !is_failure(c->outcome)) deciding.gates.push_back(g);
+  }
+  const std::string all = md_link("appendix", kAppendixFile, "acceptance-gates");
+  if (!unmet) return fmt::format("All {} gate checks met (table in the {}).\n", r.gates.size(), all);
+  std::string s = fmt::format("{} of {} gate checks not met (all in the {})", unmet, r.gates.size(), all);
+  if (deciding.gates.empty()) return s + ", each in a cell that failed for the reason above.\n";
+  return s + ":\n\n" + gates_section(deciding);
 }
 
 std::string matrix_section(const RunResult& r) {

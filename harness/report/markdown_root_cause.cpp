@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "harness/analysis/judgement.h"
 #include "harness/report/report_links.h"
 #include "harness/report/text_format.h"
@@ -26,10 +28,27 @@ std::string linked_cells(const std::vector<std::string>& ids) {
   return s;
 }
 
+// Letters and digits only: "optimizer: AdamW update" and "optimizer (AdamW update)" say the same.
+std::string alnum(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    if (std::isalnum(c)) out += static_cast<char>(c);
+  return out;
+}
+
+// " at step 5 in layer 0 / slc", leaving out what the title already says.
 std::string where(const Finding& f) {
   std::string s;
   if (f.step && f.title.find(fmt::format("step {}", *f.step)) == std::string::npos) s += fmt::format(" at step {}", *f.step);
-  if (!f.location.empty() && f.title.find(f.location) == std::string::npos) s += " in " + f.location;
+  const bool bare_step = f.step && f.location == fmt::format("step {}", *f.step);
+  if (!f.location.empty() && !bare_step && alnum(f.title).find(alnum(f.location)) == std::string::npos)
+    s += " in " + f.location;
+  return s;
+}
+
+std::string planted(const FailureGroup& g) {
+  std::string s;
+  for (auto& f : g.faults) s += (s.empty() ? "" : ", ") + code(f);
   return s;
 }
 
@@ -76,6 +95,7 @@ std::string render_root_cause(const Diagnosis& d) {
     s += fmt::format("Why: {} ({}), in the same {}.\n\n", g.precursor->finding.title, code(g.precursor->finding.code),
                      g.precursor->cells.size() == 1 ? "cell" : "cells");
   s += "- Cells it explains: " + linked_cells(g.cause.cells) + "\n";
+  if (!g.faults.empty()) s += "- Planted fault (on purpose, by the scenario): " + planted(g) + "\n";
   if (!f.detail.empty()) s += "- What was seen: " + table_cell(f.detail) + "\n";
   if (auto ev = evidence_bullets(f); !ev.empty())
     s += "- Evidence (all of it, with stacks and event tails, on " + cell_link(g.cause.cells.front()) + "):\n" + ev;
@@ -103,6 +123,7 @@ std::string render_other_failures(const Diagnosis& d) {
     s += fmt::format("- **{}** ({}){} in {}: {}", failure_noun(g.outcome, g.reason), code(f.code), where(f),
                      linked_cells(g.cause.cells), f.title);
     if (g.precursor) s += fmt::format("; why: {}", g.precursor->finding.title);
+    if (!g.faults.empty()) s += "; planted: " + planted(g);
     if (!g.consequences.empty()) s += fmt::format("; {} more finding(s) in these cells", g.consequences.size());
     s += g.worked_around ? ". Workaround: " + g.workarounds.front() + ".\n" : ". No workaround.\n";
   }
