@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -66,6 +67,7 @@ SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, c
     Hooks hooks;
     hooks.cancelled = opt.cancelled;
     hooks.cancel_signal = opt.cancel_signal;
+    if (opt.on_cell_event) hooks.on_event = [&](const json& e) { opt.on_cell_event(cell.id, e); };
     run = supervise(launch, cell.watchdog, hooks, sup);
     run.artifacts_relative_to = opt.run_dir;
   } catch (const std::exception& e) {
@@ -80,6 +82,19 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
 }
 
 std::string cell_dir_name(const std::string& id) { return harness::cell_dir_name(id); }
+
+bool live_progress(const RunOptions& opt) {
+  const bool tty = opt.progress_is_tty.value_or(opt.progress == &std::cerr && isatty(fileno(stderr)));
+  return wants_live_view(tty, std::getenv("CI"), std::getenv("NO_COLOR"));
+}
+
+std::function<void(const std::string&, const json&)> step_reporter(
+    RunProgress& progress, std::function<void(const std::string&, const json&)> also) {
+  return [&progress, also](const std::string& id, const json& e) {
+    if (e.value("ev", "") == protocol::ev::step_end) progress.step(id, e.value("step", 0));
+    if (also) also(id, e);
+  };
+}
 
 double derived_max_wall_s(const CellSpec& cell) {
   const auto& w = cell.watchdog;
@@ -100,8 +115,9 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
                                   const RunOptions& opt) {
   std::vector<CellResult> results(cells.size());
   std::vector<bool> todo(cells.size(), true);
-  bool tty = opt.progress_is_tty.value_or(opt.progress == &std::cerr && isatty(fileno(stderr)));
-  RunProgress progress(opt.progress, tty, static_cast<int>(cells.size()));
+  RunProgress progress(opt.progress, live_progress(opt), static_cast<int>(cells.size()), opt.jobs);
+  RunOptions watched = opt;
+  watched.on_cell_event = step_reporter(progress, opt.on_cell_event);
 
   if (opt.resume) {
     for (size_t i = 0; i < cells.size(); ++i) {
@@ -128,8 +144,8 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
       if (opt.cancelled && opt.cancelled()) {
         r = cancelled_result(cell);
       } else {
-        progress.started(cell.id);
-        r = run_cell_in_dir(cell, argv, opt, (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string(),
+        progress.started(cell.id, cell.train.steps);
+        r = run_cell_in_dir(cell, argv, watched, (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string(),
                             slot);
         // A cancelled cell has no result file: --resume runs it again.
         if (r.reason != kReasonCancelled) {

@@ -34,10 +34,13 @@ struct RunOptions {
   // max_wall_s 0 here means "derive per cell": first-step deadline + steps × step deadline + slack.
   SupervisorOptions supervisor;
   std::ostream* progress = nullptr;        // nullptr: no progress output
-  std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr
+  std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr (live view
+                                           // unless CI or NO_COLOR is set: progress_view.h)
   std::function<bool()> cancelled;         // polled; true stops launching and kills running cells
   std::function<int()> cancel_signal;      // the signal a cancelled child's group gets first; unset: SIGTERM
   std::function<void(const CellResult&)> on_result;  // called (serialised) as each cell finishes
+  // Each event a single-process cell's child writes, as the watchdog reads it (the live progress view's steps).
+  std::function<void(const std::string& cell_id, const nlohmann::json& event)> on_cell_event;
 };
 
 // Results in the order of `cells` (resumed cells included, read back from disk).
@@ -71,4 +74,9 @@ double derived_max_wall_s(const CellSpec& cell);
 // The result stored in `path`, or nullopt when missing or unreadable.
 std::optional<CellResult> load_result(const std::string& path);
 
+}  // namespace harness::supervisor
+
+namespace harness::supervisor {
+// Live progress view or plain lines, from the options and the environment.
+bool live_progress(const RunOptions& opt);
 }  // namespace harness::supervisor
