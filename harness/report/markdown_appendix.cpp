@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/report/markdown_ranks.h"
 #include "harness/report/markdown_sections.h"
 #include "harness/report/text_format.h"
 
@@ -57,6 +58,7 @@ std::string render_appendix(const RunResult& r, const FileExists& exists) {
   auto section = [&](const char* title, const std::string& body) { s += fmt::format("\n## {}\n\n{}", title, body); };
   section("Comparison Matrix", matrix_table(r, false));
   if (auto st = settings_section(r); !st.empty()) section("Settings", st);
+  if (r.cells.size() > kInlineCellsOnTop) section("Ranks", render_ranks_section(r));
   section("What Decides the Outcome", attributions(r));
   section("Findings", findings_index(r));
   if (auto sk = skipped(r); !sk.empty()) section("Skipped Cells", sk);

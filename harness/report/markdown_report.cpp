@@ -67,9 +67,6 @@ std::string header(const RunResult& r) {
   return s;
 }
 
-// A matrix up to this many cells is shown whole on the top page; a larger one
-// shows its failing cells there and the whole table in the appendix.
-constexpr size_t kInlineCells = 12;
 constexpr size_t kTopWarnings = 5;
 constexpr size_t kTopActions = 5;
 
@@ -108,7 +105,7 @@ std::string unmet_gates(const RunResult& r) {
 }
 
 std::string matrix_section(const RunResult& r) {
-  if (r.cells.size() <= kInlineCells) return matrix_table(r, false);
+  if (r.cells.size() <= kInlineCellsOnTop) return matrix_table(r, false);
   const auto passed = std::count_if(r.cells.begin(), r.cells.end(),
                                     [](const CellResult& c) { return judge(c).kind == Judgement::Kind::pass; });
   return matrix_table(r, true) + fmt::format("\nThe other {} cells passed; every cell is in the {}.\n", passed,
@@ -135,13 +132,13 @@ std::string render_markdown(const RunResult& r) {
   section("Other Failures", render_other_failures(d));
   section(r.completion.end == RunEnd::cells_missing ? "Missing" : "Not Run", not_run_section(r));
   section("Comparison Matrix", matrix_section(r));
-  if (r.cells.size() <= kInlineCells) section("Settings", settings_section(r));
-  section("Ranks", render_ranks_section(r));
+  if (r.cells.size() <= kInlineCellsOnTop) section("Settings", settings_section(r));
+  if (r.cells.size() <= kInlineCellsOnTop) section("Ranks", render_ranks_section(r));
   section("Warnings", warnings_section(d));
   section("Acceptance Gates", unmet_gates(r));
   section("Observation Cost", observation_section(r));
   section("Against Dense Attention", dense_section(r));
-  section("Reproduce", repro_section(r, true));
+  section("Reproduce", repro_section(r, true) + (d.failures.size() > 1 ? fmt::format("\nEvery failing cell's command is in the {}.\n", md_link("appendix", kAppendixFile, "reproduce")) : ""));
   section("Charts", charts_section(r));
   section("Next Actions", actions_section(r, kTopActions));
   section("Appendices", appendices_section());

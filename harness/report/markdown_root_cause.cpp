@@ -64,7 +64,9 @@ std::string evidence_bullets(const Finding& f) {
   }
   for (auto& [k, v] : f.evidence.items()) {
     if (v.is_structured() || n == kEvidenceBullets) continue;
-    std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    std::string text = v.is_string()         ? v.get<std::string>()
+                       : v.is_number_float() ? fmt::format("{:.4g}", v.get<double>())
+                                             : v.dump();
     if (text.size() > kEvidenceChars || text.find('\n') != std::string::npos) continue;
     s += "  - " + k + ": " + text + "\n";
     ++n;
@@ -116,16 +118,15 @@ std::string render_root_cause(const Diagnosis& d) {
 
 std::string render_other_failures(const Diagnosis& d) {
   if (d.failures.size() < 2) return "";
-  std::string s = "Independent of the root cause (other cells, another finding):\n\n";
+  std::string s = "Independent of the root cause (other cells, another finding; none has a workaround unless it says so):\n\n";
   for (size_t i = 1; i < std::min(d.failures.size(), kOtherFailures + 1); ++i) {
     const FailureGroup& g = d.failures[i];
     const Finding& f = g.cause.finding;
-    s += fmt::format("- **{}** ({}){} in {}: {}", failure_noun(g.outcome, g.reason), code(f.code), where(f),
-                     linked_cells(g.cause.cells), f.title);
+    s += fmt::format("- **{}** ({}) in {}: {}", failure_noun(g.outcome, g.reason), code(f.code), linked_cells(g.cause.cells),
+                     f.title);
     if (g.precursor) s += fmt::format("; why: {}", g.precursor->finding.title);
     if (!g.faults.empty()) s += "; planted: " + planted(g);
-    if (!g.consequences.empty()) s += fmt::format("; {} more finding(s) in these cells", g.consequences.size());
-    s += g.worked_around ? ". Workaround: " + g.workarounds.front() + ".\n" : ". No workaround.\n";
+    s += g.worked_around ? ". Workaround: " + g.workarounds.front() + ".\n" : ".\n";
   }
   if (d.failures.size() > kOtherFailures + 1)
     s += fmt::format("- and {} more in the {}\n", d.failures.size() - kOtherFailures - 1,

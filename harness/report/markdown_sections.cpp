@@ -151,15 +151,17 @@ std::string observation_section(const RunResult& r) {
   return s;
 }
 
-std::string repro_section(const RunResult& r, bool first_of_each_group) {
+std::string repro_section(const RunResult& r, bool root_cause_only) {
   std::vector<std::string> shown;
-  if (first_of_each_group)
-    for (auto& g : diagnose(r).failures) shown.push_back(g.cause.cells.front());
+  if (root_cause_only) {
+    const auto failures = diagnose(r).failures;
+    if (!failures.empty()) shown.push_back(failures.front().cause.cells.front());
+  }
   std::string body;
   for (auto& c : r.cells) {
     Judgement j = judge(c);
     if (j.kind != Judgement::Kind::fail) continue;
-    if (first_of_each_group && std::find(shown.begin(), shown.end(), c.id) == shown.end()) continue;
+    if (root_cause_only && std::find(shown.begin(), shown.end(), c.id) == shown.end()) continue;
     if (!body.empty()) body += "\n";
     body += fmt::format("# {}: {} ({})\n", c.id, j.outcome, j.reason);
     body += (c.repro_command.empty() ? "# (no repro command recorded)" : c.repro_command) + "\n";

@@ -8,6 +8,11 @@
 
 namespace harness {
 
+// A matrix up to this many cells is shown whole on the top page (matrix,
+// settings, ranks); a larger one shows its failing cells there and the rest
+// in the appendix, so report.md stays one page.
+inline constexpr size_t kInlineCellsOnTop = 12;
+
 // Cells × outcome, reason, steps, last loss, tok/s, step ms (+ GPU, Expected
 // columns when any cell has them). `failing_only` keeps the cells that did not
 // pass (the top page of a large matrix); cell ids link to their pages.
@@ -18,8 +23,8 @@ std::string gates_section(const RunResult& r);
 // Only for matrices with an attention (nsa/dense) or probes axis; "" otherwise.
 std::string dense_section(const RunResult& r);
 std::string observation_section(const RunResult& r);
-// The repro command of every failing cell, or of the first of each failure group.
-std::string repro_section(const RunResult& r, bool first_of_each_group);
+// The repro command of every failing cell, or (`root_cause_only`) of the root cause's first cell.
+std::string repro_section(const RunResult& r, bool root_cause_only);
 std::string charts_section(const RunResult& r);
 // Run files and each cell's files; a file that is not on disk is named, not linked.
 std::string artifacts_section(const RunResult& r, const FileExists& exists);
