@@ -192,6 +192,13 @@ std::string cell_list(const std::vector<std::string>& ids, size_t max_shown) {
   return s;
 }
 
+std::string short_summary(const RunResult& run) {
+  DecisionBasis basis = explain_decision(run);
+  std::string s = counts_sentence(run, basis);
+  if (auto e = expectation_sentence(run); !e.empty()) s += " " + e;
+  return s + "\n\n" + decision_sentence(run, basis);
+}
+
 std::string executive_summary(const RunResult& run) {
   DecisionBasis basis = explain_decision(run);
   std::vector<std::string> paragraphs;

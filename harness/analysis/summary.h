@@ -12,6 +12,10 @@ namespace harness {
 
 std::string executive_summary(const RunResult& run);
 
+// The one-page report's summary: the cell counts, the expectations and what
+// the decision rests on (the failures themselves are the root cause section's).
+std::string short_summary(const RunResult& run);
+
 // "`a`, `b` and 2 more": cell ids for prose, at most `max_shown` by name.
 std::string cell_list(const std::vector<std::string>& ids, size_t max_shown = 4);
 

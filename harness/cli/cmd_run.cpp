@@ -16,6 +16,7 @@
 #include "harness/run/platform.h"
 #include "harness/run/run_support.h"
 #include "harness/report/render_all.h"
+#include "harness/supervisor/progress_view.h"
 #include "harness/run/cancellation.h"
 #include "harness/run/gpu_pool.h"
 #include "harness/run/dry_run.h"
@@ -39,6 +40,7 @@ namespace {
 // What the run printed last: the decision, or why there is none.
 int finish(const RunResult& run, const std::string& dir, int signal) {
   const RunCompletion& k = run.completion;
+  fmt::print(stderr, "\n{}", supervisor::render_summary_table(run));
   if (k.end == RunEnd::harness_failure) {
     fmt::print(stderr, "nsa-harness: harness failure: {}\n", k.harness_failure);
     fmt::print("decision: none (harness failure; {} cell(s) not run)\nreport: {}/report.md\n", k.not_run.size(), dir);

@@ -1,21 +1,21 @@
 #pragma once
-// report.md, in the shape of the hand-written seed reports (DESIGN §5):
+// report.md, in the shape of the hand-written seed reports (DESIGN §5), one
+// page up top and the detail one link away:
 //
 //   # <date> Test Engineer Report - <scenario name>
-//   **Date** / **Platform** (GPU, SM, driver, CUDA, libtorch) / **Revision** (git,
-//   scenario hash) / **Scenario** / **Command** / **Decision**
-//   ## Executive Summary        the RunResult's summary
-//   ## Comparison Matrix        cells × outcome, reason, steps, last loss, tok/s, step ms
-//   ## What Decides the Outcome attributions
-//   ## Findings                 one subsection per blocking finding (grouped across
-//                               cells), warnings in one table, kernel tables, skips
-//   ## Acceptance Gates         gate, cell, required, measured, ✅/❌
-//   ## Reproduce                the repro command of every failing cell
-//   ## Charts                   loss.svg, step_time.svg (when steps were recorded)
-//   ## Artifacts                run files and per-cell paths
-//   ## Next Actions
+//   **Date** / **Platform** / **Revision** / **Scenario** / **Command** / **Decision**
+//   ## Executive Summary     cell counts, expectations, what the decision rests on
+//   ## Root Cause            the one failure the decision rests on, its evidence, the
+//                            cells it explains, its consequences, its workaround
+//   ## Other Failures        independent failures, one line each
+//   ## Comparison Matrix     every cell (a large matrix: the failing ones), linked to cell pages
+//   ## Warnings / Acceptance Gates (unmet) / Observation Cost / Against Dense Attention
+//   ## Reproduce             one repro command per failure
+//   ## Charts / Next Actions (the first few) / Appendices
 //
-// Missing facts print "n/a"; nothing is invented.
+// appendix.md (markdown_appendix.h) and cells/<dir>/cell.md (markdown_cell_page.h)
+// hold every other fact; MarkdownWriter writes all three. Missing facts print
+// "n/a"; nothing is invented.
 #include <string>
 
 #include "harness/core/results.h"

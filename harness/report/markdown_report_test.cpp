@@ -19,20 +19,19 @@ TEST(MarkdownReport, Fp16NanMatchesTheHandWrittenGolden) {
   EXPECT_TRUE(testing::matches_golden(golden("fp16_nan.md"), render_markdown(testing::fp16_nan_run())));
 }
 
-TEST(MarkdownReport, AnEmptyRunStillHasEverySection) {
+TEST(MarkdownReport, AnEmptyRunStillHasTheFixedSections) {
   RunResult r;
   std::string md = render_markdown(r);
   EXPECT_EQ(md.rfind("# n/a Test Engineer Report - n/a\n", 0), 0u) << md;
-  for (const char* section : {"## Executive Summary", "## Comparison Matrix", "## What Decides the Outcome",
-                              "## Findings", "## Acceptance Gates", "## Reproduce", "## Charts", "## Artifacts",
-                              "## Next Actions"})
+  for (const char* section : {"## Executive Summary", "## Comparison Matrix", "## Acceptance Gates", "## Reproduce",
+                              "## Charts", "## Next Actions", "## Appendices"})
     EXPECT_NE(md.find(std::string("\n") + section + "\n"), std::string::npos) << section;
+  EXPECT_EQ(md.find("## Root Cause"), std::string::npos) << "nothing failed, nothing to explain";
   EXPECT_NE(md.find("**Decision**: **GO** ✅"), std::string::npos);
-  EXPECT_NE(md.find("Nothing failed; there is nothing to attribute."), std::string::npos);
-  EXPECT_NE(md.find("No findings."), std::string::npos);
+  EXPECT_NE(md.find("Nothing failed; nothing to reproduce."), std::string::npos);
 }
 
-TEST(MarkdownReport, AFailingCellWithoutFindingsStillGetsASubsection) {
+TEST(MarkdownReport, AFailingCellWithoutFindingsIsItsOwnRootCause) {
   RunResult r;
   CellResult c;
   c.id = "default";
@@ -41,7 +40,8 @@ TEST(MarkdownReport, AFailingCellWithoutFindingsStillGetsASubsection) {
   c.term_signal = 11;
   r.cells = {c};
   std::string md = render_markdown(r);
-  EXPECT_NE(md.find("### 1. crash without a recorded finding (`signal`)\n\n- Cells: `default`\n- Signal: 11\n"),
+  EXPECT_NE(md.find("## Root Cause\n\n**crash without a recorded finding** (`signal`) — the crash in 1 cell.\n\n"
+                    "- Cells it explains: [`default`](cells/default/cell.md)\n- What was seen: Killed by signal 11.\n"),
             std::string::npos)
       << md;
 }
@@ -53,7 +53,10 @@ TEST(MarkdownReport, PipesInValuesDoNotBreakTheTable) {
   c.outcome = Outcome::fail;
   c.reason = "parity";
   r.cells = {c};
-  EXPECT_NE(render_markdown(r).find("| `data=bytes:a\\|b` | ❌ fail | parity |"), std::string::npos);
+  const std::string md = render_markdown(r);
+  // The '|' is escaped in the link text and percent-free in the target (the cell's directory name has none).
+  EXPECT_NE(md.find("| [`data=bytes:a\\|b`](cells/data=bytes_a_b~"), std::string::npos) << md;
+  EXPECT_NE(md.find("/cell.md) | ❌ fail | parity |"), std::string::npos) << md;
 }
 
 TEST(MarkdownReport, CellsOnGpusGetAGpuColumn) {
@@ -65,8 +68,9 @@ TEST(MarkdownReport, CellsOnGpusGetAGpuColumn) {
   r.cells = {a, b};
   const std::string md = render_markdown(r);
   EXPECT_NE(md.find("| Step ms (median) | GPU |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `on_gpu` | ✅ pass | — | 0/0 | n/a | n/a | n/a | 1 `GPU-bbb` (Fake B) |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `on_cpu` | ✅ pass | — | 0/0 | n/a | n/a | n/a | — |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| [`on_gpu`](cells/on_gpu/cell.md) | ✅ pass | — | 0/0 | n/a | n/a | n/a | 1 `GPU-bbb` (Fake B) |\n"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| [`on_cpu`](cells/on_cpu/cell.md) | ✅ pass | — | 0/0 | n/a | n/a | n/a | — |\n"), std::string::npos) << md;
   r.cells = {b};  // no cell on a GPU: the table as it always was
   EXPECT_EQ(render_markdown(r).find("| GPU |"), std::string::npos);
 }

@@ -33,13 +33,14 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
                         const GpuPlacement& gpus) {
   Schedule out;
   out.results.resize(cells.size());
-  const bool tty = options.progress_is_tty.value_or(options.progress == &std::cerr && isatty(fileno(stderr)));
-  supervisor::RunProgress progress(options.progress, tty, static_cast<int>(cells.size()));
+  supervisor::RunProgress progress(options.progress, supervisor::live_progress(options), static_cast<int>(cells.size()),
+                                   options.jobs);
 
   std::mutex mu;  // guards out.harness_failure
   std::atomic<bool> harness_failed{false};
   auto user_cancelled = [&] { return options.cancelled && options.cancelled(); };
   supervisor::RunOptions ro = options;
+  ro.on_cell_event = supervisor::step_reporter(progress, options.on_cell_event);
   // One predicate for both reasons to stop: the watchdog kills a running
   // child on either, and its cell is then reported as not run.
   ro.cancelled = [&] { return harness_failed.load() || user_cancelled(); };
@@ -80,7 +81,7 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
       }
       const std::vector<VisibleGpu> held = lease ? gpus.pool->gpus_of(lease->block()) : std::vector<VisibleGpu>{};
       const std::vector<VisibleGpu>* group = lease ? &held : nullptr;
-      progress.started(cell.id);
+      progress.started(cell.id, cell.train.steps);
       supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, placed_options(ro, gpus, group), dir, slot);
       lease.reset();
       if (sr.killed_by == supervisor::KillReason::cancelled) {

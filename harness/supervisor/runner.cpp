@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/core/cell_dir.h"
 #include "harness/protocol/events.h"
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/rank_group.h"
@@ -21,8 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Directory names stay well under NAME_MAX (255) with room for the hash.
-constexpr size_t kMaxDirName = 160;
 // Slack on top of a cell's own deadlines before the wall cap fires: process
 // start-up, stack collection, the final done/exit.
 constexpr double kWallSlackS = 60.0;
@@ -30,18 +30,6 @@ constexpr double kWallSlackS = 60.0;
 // that appended events from two attempts never mix.
 constexpr const char* kStaleFiles[] = {protocol::kEventsFile, protocol::kStacksFile, "gdb_stacks.txt",
                                        protocol::kTraceFile, protocol::kResultFile};
-
-bool safe_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == ',' || c == '=' || c == '+' || c == '-';
-}
-
-// FNV-1a: stable across compilers and runs, unlike std::hash.
-std::string short_hash(const std::string& s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return fmt::format("{:08x}", h);
-}
 
 CellResult cancelled_result(const CellSpec& cell) {
   SupervisedRun run;
@@ -79,6 +67,7 @@ SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, c
     Hooks hooks;
     hooks.cancelled = opt.cancelled;
     hooks.cancel_signal = opt.cancel_signal;
+    if (opt.on_cell_event) hooks.on_event = [&](const json& e) { opt.on_cell_event(cell.id, e); };
     run = supervise(launch, cell.watchdog, hooks, sup);
     run.artifacts_relative_to = opt.run_dir;
   } catch (const std::exception& e) {
@@ -92,22 +81,19 @@ CellResult run_cell_in_dir(const CellSpec& cell, const ArgvBuilder& argv, const 
   return classify(cell, supervise_cell(cell, argv, opt, dir, slot));
 }
 
-std::string cell_dir_name(const std::string& id) {
-  std::string name;
-  bool changed = false;
-  for (char c : id) {
-    name += safe_char(c) ? c : '_';
-    changed |= !safe_char(c);
-  }
-  if (name.empty() || name[0] == '.' || name[0] == '-') {  // never ".", "..", hidden, or an option
-    name.insert(name.begin(), '_');
-    changed = true;
-  }
-  if (name.size() > kMaxDirName) {
-    name.resize(kMaxDirName);
-    changed = true;
-  }
-  return changed ? name + "~" + short_hash(id) : name;
+std::string cell_dir_name(const std::string& id) { return harness::cell_dir_name(id); }
+
+bool live_progress(const RunOptions& opt) {
+  const bool tty = opt.progress_is_tty.value_or(opt.progress == &std::cerr && isatty(fileno(stderr)));
+  return wants_live_view(tty, std::getenv("CI"), std::getenv("NO_COLOR"));
+}
+
+std::function<void(const std::string&, const json&)> step_reporter(
+    RunProgress& progress, std::function<void(const std::string&, const json&)> also) {
+  return [&progress, also](const std::string& id, const json& e) {
+    if (e.value("ev", "") == protocol::ev::step_end) progress.step(id, e.value("step", 0));
+    if (also) also(id, e);
+  };
 }
 
 double derived_max_wall_s(const CellSpec& cell) {
@@ -129,8 +115,9 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
                                   const RunOptions& opt) {
   std::vector<CellResult> results(cells.size());
   std::vector<bool> todo(cells.size(), true);
-  bool tty = opt.progress_is_tty.value_or(opt.progress == &std::cerr && isatty(fileno(stderr)));
-  RunProgress progress(opt.progress, tty, static_cast<int>(cells.size()));
+  RunProgress progress(opt.progress, live_progress(opt), static_cast<int>(cells.size()), opt.jobs);
+  RunOptions watched = opt;
+  watched.on_cell_event = step_reporter(progress, opt.on_cell_event);
 
   if (opt.resume) {
     for (size_t i = 0; i < cells.size(); ++i) {
@@ -157,8 +144,8 @@ std::vector<CellResult> run_cells(const std::vector<CellSpec>& cells, const Argv
       if (opt.cancelled && opt.cancelled()) {
         r = cancelled_result(cell);
       } else {
-        progress.started(cell.id);
-        r = run_cell_in_dir(cell, argv, opt, (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string(),
+        progress.started(cell.id, cell.train.steps);
+        r = run_cell_in_dir(cell, argv, watched, (fs::path(opt.run_dir) / "cells" / cell_dir_name(cell.id)).string(),
                             slot);
         // A cancelled cell has no result file: --resume runs it again.
         if (r.reason != kReasonCancelled) {

@@ -34,10 +34,13 @@ struct RunOptions {
   // max_wall_s 0 here means "derive per cell": first-step deadline + steps × step deadline + slack.
   SupervisorOptions supervisor;
   std::ostream* progress = nullptr;        // nullptr: no progress output
-  std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr
+  std::optional<bool> progress_is_tty;     // unset: isatty(stderr) when progress is std::cerr (live view
+                                           // unless CI or NO_COLOR is set: progress_view.h)
   std::function<bool()> cancelled;         // polled; true stops launching and kills running cells
   std::function<int()> cancel_signal;      // the signal a cancelled child's group gets first; unset: SIGTERM
   std::function<void(const CellResult&)> on_result;  // called (serialised) as each cell finishes
+  // Each event a single-process cell's child writes, as the watchdog reads it (the live progress view's steps).
+  std::function<void(const std::string& cell_id, const nlohmann::json& event)> on_cell_event;
 };
 
 // Results in the order of `cells` (resumed cells included, read back from disk).
@@ -62,10 +65,7 @@ SupervisedRun supervise_cell(const CellSpec& cell, const ArgvBuilder& argv, cons
 SupervisedRun supervise_process(const CellSpec& cell, const ArgvBuilder& argv, const RunOptions& options,
                                 const std::string& dir, int slot = 0);
 
-// A readable, file-name-safe directory name for a cell id. Characters outside
-// [A-Za-z0-9._,=+-] become '_'; when anything was replaced (or the id is very
-// long) a short stable hash of the id is appended so that distinct ids never
-// share a directory.
+// The cell's directory name (harness/core/cell_dir.h), here for the supervisor's callers.
 std::string cell_dir_name(const std::string& id);
 
 // The wall-time cap for one cell: its own deadlines summed, plus slack.
@@ -74,4 +74,9 @@ double derived_max_wall_s(const CellSpec& cell);
 // The result stored in `path`, or nullopt when missing or unreadable.
 std::optional<CellResult> load_result(const std::string& path);
 
+}  // namespace harness::supervisor
+
+namespace harness::supervisor {
+// Live progress view or plain lines, from the options and the environment.
+bool live_progress(const RunOptions& opt);
 }  // namespace harness::supervisor

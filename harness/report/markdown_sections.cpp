@@ -1,0 +1,204 @@
+#include "harness/report/markdown_sections.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness/analysis/dense_baseline.h"
+#include "harness/analysis/judgement.h"
+#include "harness/analysis/observation_cost.h"
+#include "harness/analysis/root_cause.h"
+#include "harness/report/markdown_findings.h"
+#include "harness/report/markdown_report.h"
+#include "harness/report/report_writer.h"
+#include "harness/report/text_format.h"
+
+namespace harness {
+
+namespace {
+
+std::string outcome_cell(Outcome o) {
+  if (o == Outcome::pass) return "✅ pass";
+  if (o == Outcome::skip) return "⏭️ skip";
+  return "❌ " + std::string(to_string(o));
+}
+
+// "0 `GPU-aaa` (Fake A)" per GPU the cell was given; "—" for none.
+std::string gpu_cell(const CellResult& c) {
+  if (c.gpus.empty()) return "—";
+  std::string s;
+  for (auto& g : c.gpus)
+    s += fmt::format("{}{} {} ({})", s.empty() ? "" : "; ", g.index, code(g.uuid), table_cell(g.name));
+  return s;
+}
+
+constexpr size_t kProbeCostRows = 6;
+
+}  // namespace
+
+bool has_step_data(const RunResult& run) {
+  return std::any_of(run.cells.begin(), run.cells.end(), [](const CellResult& c) { return !c.steps.empty(); });
+}
+
+std::string matrix_table(const RunResult& r, bool failing_only) {
+  bool expectations = false, gpus = false;
+  for (auto& c : r.cells) expectations |= c.expect.has_value(), gpus |= !c.gpus.empty();
+  // The GPU column only where the harness placed cells on GPUs: a CPU run's table stays as it was.
+  std::string s = "| Cell | Outcome | Reason | Steps | Last loss | tok/s | Step ms (median) |";
+  std::string rule = "|---|---|---|---|---|---|---|";
+  if (gpus) s += " GPU |", rule += "---|";
+  if (expectations) s += " Expected |", rule += "---|";
+  s += "\n" + rule + "\n";
+  for (auto& c : r.cells) {
+    if (failing_only && judge(c).kind == Judgement::Kind::pass) continue;
+    s += fmt::format("| {} | {} | {} | {}/{} | {} | {} | {} |", table_cell(cell_link(c.id)), outcome_cell(c.outcome),
+                     c.reason ? table_cell(*c.reason) : "—", c.steps_completed, c.steps_planned,
+                     number_text(c.metrics.last_loss, 4), number_text(c.metrics.tok_s, 1),
+                     number_text(c.metrics.step_ms_median, 1));
+    if (gpus) s += " " + gpu_cell(c) + " |";
+    if (expectations) s += !c.expect ? " — |" : c.expect_met.value_or(false) ? " ✅ met |" : " ❌ not met |";
+    s += "\n";
+  }
+  // Missing from every shard: a row that can never read as a pass.
+  if (r.completion.end == RunEnd::cells_missing)
+    for (auto& id : r.completion.not_run)
+      s += fmt::format("| {} | ❔ missing | in no shard | — | — | — | —{}{} |\n", table_cell(code(id)),
+                       gpus ? " | —" : "", expectations ? " | —" : "");
+  return s;
+}
+
+std::string settings_section(const RunResult& r) {
+  bool any = false;
+  for (auto& c : r.cells) any |= !c.flags.empty() || !c.faults.empty();
+  std::string s;
+  if (any) {
+    s += "Flags and faults as each cell ran them (scenario, matrix, include; *env* = from the environment, written "
+         "into the repro):\n\n| Cell | Flags | Faults |\n|---|---|---|\n";
+    for (auto& c : r.cells) {
+      auto from_env = [&](const std::string& name) {
+        return std::find(c.from_environment.begin(), c.from_environment.end(), name) != c.from_environment.end();
+      };
+      std::string flags, faults;
+      for (auto& [k, v] : c.flags) flags += (flags.empty() ? "" : ", ") + code(k + "=" + v) + (from_env(k) ? " *env*" : "");
+      for (auto& f : c.faults) faults += (faults.empty() ? "" : ", ") + code(f) + (from_env("NSA_FAULT=" + f) ? " *env*" : "");
+      s += fmt::format("| {} | {} | {} |\n", table_cell(code(c.id)), flags.empty() ? "—" : flags, faults.empty() ? "—" : faults);
+    }
+  }
+  double lo = INFINITY, hi = -INFINITY;
+  int cpus = 0;
+  for (auto& c : r.cells)
+    if (c.load) lo = std::min({lo, c.load->start, c.load->end}), hi = std::max({hi, c.load->start, c.load->end}), cpus = c.load->cpus;
+  if (std::isfinite(lo))
+    s += fmt::format("{}Machine load while the cells ran: 1-minute load average {:.1f}–{:.1f} on {} CPUs; step times are "
+                     "judged against each cell's own spread (median ± scaled MAD), and a finding that rests on time "
+                     "alone is re-run once before it stands.\n", s.empty() ? "" : "\n", lo, hi, cpus);
+  return s;
+}
+
+std::string gates_section(const RunResult& r) {
+  if (r.gates.empty()) return "No acceptance gates were set.\n";
+  std::string s = "| Gate | Cell | Required | Measured | Met |\n|---|---|---|---|---|\n";
+  for (auto& g : r.gates)
+    s += "| " + g.gate + " | " + table_cell(code(g.cell)) + " | " + table_cell(g.required) + " | " +
+         table_cell(g.measured) + " | " + (g.met ? "✅" : !g.judged ? "⏸️ not judged" : "❌") + " |\n";
+  return s;
+}
+
+std::string dense_section(const RunResult& r) {
+  const auto pairs = dense_comparisons(r.cells);
+  if (pairs.empty()) return "";
+  std::string s =
+      "NSA's training throughput against dense causal attention (SDPA) with the same shapes, in this run, on this "
+      "machine: median tok/s over the warm steps of each cell of a pair that differs only in `attention`.\n\n"
+      "| NSA cell | NSA tok/s | Dense tok/s | NSA ÷ dense | Noise (±1σ) |\n|---|---|---|---|---|\n";
+  for (const auto& d : pairs)
+    s += fmt::format("| {} | {:.0f} | {:.0f} | {:.2f}× | {} |\n", table_cell(code(d.nsa_cell)), d.nsa_tok_s,
+                     d.dense_tok_s, d.ratio, d.noise > 0 ? fmt::format("±{:.1f} %", d.noise * 100) : std::string("n/a"));
+  return s;
+}
+
+std::string observation_section(const RunResult& r) {
+  auto costs = observation_costs(r.cells);
+  if (costs.empty()) return "";
+  std::string s = fmt::format(
+      "What the probes cost per step (goal ≤ {:.0f} %): the median timed step with the probes on, plus the "
+      "median time the probes spent outside it, against the same cell with every probe off (for "
+      "`probes=alternate`, the same process's unobserved odd steps).\n\n"
+      "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | "
+      "Noise (probes off, ±1σ) | Goal met |\n"
+      "|---|---|---|---|---|---|---|\n",
+      kObservationCostGoal * 100);
+  bool within_noise = false;
+  for (const auto& c : costs) {
+    const bool unresolved = c.bare_noise > 0 && std::abs(c.cost) < 2 * c.bare_noise;
+    within_noise = within_noise || unresolved;
+    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} %{} | {} | {} |\n", table_cell(code(c.observed_cell)),
+                     c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100, unresolved ? " (within noise)" : "",
+                     c.bare_noise > 0 ? fmt::format("±{:.1f} %", c.bare_noise * 100) : std::string("n/a"),
+                     c.cost <= kObservationCostGoal ? "✅" : "❌");
+  }
+  if (within_noise)
+    s += "\nA cost within twice the unobserved cell's step-to-step noise cannot be told from that noise: more steps or "
+         "more rounds (another `steps` value) narrow it.\n";
+  // Where the time outside the step goes, as the observed child measured it.
+  for (const auto& c : costs)
+    for (const auto& cell : r.cells) {
+      if (cell.id != c.cell_id || cell.probe_costs.empty()) continue;
+      s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
+      s += render_table(nlohmann::json(cell.probe_costs), kProbeCostRows);
+    }
+  return s;
+}
+
+std::string repro_section(const RunResult& r, bool root_cause_only) {
+  std::vector<std::string> shown;
+  if (root_cause_only) {
+    const auto failures = diagnose(r).failures;
+    if (!failures.empty()) shown.push_back(failures.front().cause.cells.front());
+  }
+  std::string body;
+  for (auto& c : r.cells) {
+    Judgement j = judge(c);
+    if (j.kind != Judgement::Kind::fail) continue;
+    if (root_cause_only && std::find(shown.begin(), shown.end(), c.id) == shown.end()) continue;
+    if (!body.empty()) body += "\n";
+    body += fmt::format("# {}: {} ({})\n", c.id, j.outcome, j.reason);
+    body += (c.repro_command.empty() ? "# (no repro command recorded)" : c.repro_command) + "\n";
+  }
+  if (body.empty()) return "Nothing failed; nothing to reproduce.\n";
+  return "```bash\n" + body + "```\n";
+}
+
+std::string charts_section(const RunResult& r) {
+  if (!has_step_data(r)) return "No step data recorded; no charts.\n";
+  return fmt::format("![Loss per step]({})\n\n![Step time per step]({})\n", kLossChartFile, kStepTimeChartFile);
+}
+
+std::string artifacts_section(const RunResult& r, const FileExists& exists) {
+  auto file = [&](const std::string& path, const std::string& from_page_dir) {
+    return exists(path) ? md_link(code(path), from_page_dir + path) : code(path) + " (not kept)";
+  };
+  std::string s = "- Run: " + file(kResultsFile, "") + ", " + file(kReportFile, "") + ", " + file(kJunitFile, "");
+  if (has_step_data(r)) s += ", " + file(kLossChartFile, "") + ", " + file(kStepTimeChartFile, "");
+  s += "\n";
+  for (auto& c : r.cells) {
+    s += "- " + cell_link(c.id) + ":";
+    if (c.artifacts.empty()) s += " none recorded";
+    for (size_t i = 0; i < c.artifacts.size(); ++i) s += (i ? ", " : " ") + file(c.artifacts[i], "");
+    s += "\n";
+  }
+  return s;
+}
+
+std::string actions_section(const RunResult& r, size_t max_shown) {
+  if (r.next_actions.empty()) return "None.\n";
+  const size_t n = max_shown ? std::min(max_shown, r.next_actions.size()) : r.next_actions.size();
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{}. {}\n", i + 1, r.next_actions[i]);
+  if (n < r.next_actions.size())
+    s += fmt::format("\n{} more in the {}.\n", r.next_actions.size() - n, md_link("appendix", kAppendixFile, "next-actions"));
+  return s;
+}
+
+}  // namespace harness

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Regenerates the curated example reports of reports/README.md with the built
+# binary, from the repository root: `sh reports/regenerate.sh` (all CPU
+# examples; nan_fp16 takes ~10 min on 2 cores) or `sh reports/regenerate.sh NAME...`.
+# RENDER_ONLY=1 skips the runs and only prunes and re-renders what is there
+# (after a change to the report writers; the GPU example is always only re-rendered).
+#
+# To keep the tree small (≤ 1 MB in all), the raw logs of cells that passed
+# (events.jsonl, stderr.log, stacks, result.json) are removed before the final
+# render, which then names them "not kept"; failing cells keep everything
+# their pages link to, and every cell keeps cell.json (what `repro` reads).
+set -eu
+bin=${NSA_HARNESS:-./build/harness/cli/nsa-harness}
+names=${*:-default causal_leak step5_deadlock nan_fp16}
+
+run_example() {  # name, then the command's environment and arguments
+  name=$1; shift
+  rm -rf "reports/cpu/$name"
+  rc=0; env "$@" --out "reports/cpu/$name" || rc=$?
+  # 0 GO, 1 NO-GO, 3 CONDITIONAL GO are verdicts; anything else is a failed run.
+  case $rc in 0|1|3) ;; *) echo "regenerate: $name: exit $rc" >&2; exit 4 ;; esac
+}
+
+prune_passing() {
+  python3 - "$1" << 'PY'
+import json, os, sys
+d = sys.argv[1]
+for c in json.load(open(os.path.join(d, "results.json")))["cells"]:
+    if c["outcome"] != "pass":
+        continue
+    for a in c.get("artifacts", []) + [os.path.join(os.path.dirname(c["artifacts"][0]), "result.json")] * bool(c.get("artifacts")):
+        p = os.path.join(d, a)
+        if os.path.isfile(p):
+            os.remove(p)
+PY
+}
+
+for name in $names; do
+  if [ "${RENDER_ONLY:-0}" != 1 ]; then
+    case $name in
+      default) run_example default "$bin" run scenarios/default.yaml ;;
+      causal_leak) run_example causal_leak NSA_FAULT=causal_leak "$bin" run scenarios/default.yaml --only 'prefill=batched,precision=fp32' ;;
+      step5_deadlock) run_example step5_deadlock NSA_FAULT=step5_deadlock "$bin" run scenarios/step5_prefill.yaml ;;
+      nan_fp16) run_example nan_fp16 "$bin" run scenarios/nan_fp16.yaml ;;
+      *) echo "regenerate: unknown example '$name'" >&2; exit 2 ;;
+    esac
+  fi
+  prune_passing "reports/cpu/$name"
+  "$bin" report "reports/cpu/$name" > /dev/null || [ $? -le 3 ]
+done
+"$bin" report reports/gpu-h100/nsa_vs_dense > /dev/null
+du -sh reports
