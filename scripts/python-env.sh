@@ -48,14 +48,20 @@ install_torch() { # install_torch cpu|cuda
   fi
   local -a pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar on)
   if [ "$flavour" = cpu ]; then
-    say "downloading torch==$TORCH_VERSION+cpu (about 190 MB, plus about 60 MB of numpy, sympy and"
-    say "  the other dependencies: 1-3 min on a 20 Mbit/s line) from $CPU_INDEX into $VENV/"
-    # The CPU index mirrors torch's dependencies; PyPI stays reachable for anything it lacks.
-    "${pip[@]}" --index-url "$CPU_INDEX" --extra-index-url https://pypi.org/simple \
-      "torch==$TORCH_VERSION+cpu" numpy >&2
-  else
-    say "downloading torch==$TORCH_VERSION with CUDA (about 4.5 GB with its nvidia-* wheels:"
-    say "  15-30 min on a 20 Mbit/s line) from PyPI into $VENV/. NSA_CUDA=OFF takes the 190 MB CPU build."
+    say "downloading torch==$TORCH_VERSION, CPU build (about 190 MB, plus about 60 MB of numpy, sympy"
+    say "  and the other dependencies: 1-3 min at 20 Mbit/s) from $CPU_INDEX into $VENV/"
+    # The CPU index mirrors torch's dependencies. Few retries: where it is unreachable
+    # (a network that reaches PyPI only), say so early and take PyPI's build instead.
+    if "${pip[@]}" --retries 1 --timeout 20 --index-url "$CPU_INDEX" "torch==$TORCH_VERSION" numpy >&2; then
+      flavour=done
+    else
+      say "the PyTorch CPU index could not be used (unreachable?); PyPI carries only the CUDA build"
+      flavour=cuda
+    fi
+  fi
+  if [ "$flavour" = cuda ]; then
+    say "downloading torch==$TORCH_VERSION, CUDA build (about 4.5 GB unpacked with its nvidia-* wheels,"
+    say "  about 3 GB to download: 20-40 min at 20 Mbit/s) from PyPI into $VENV/"
     "${pip[@]}" "torch==$TORCH_VERSION" numpy >&2
   fi
   has_torch "$VENV/bin/python" || { say "torch $TORCH_VERSION still not importable from $VENV/"; exit 4; }
