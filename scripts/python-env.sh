@@ -60,8 +60,8 @@ install_torch() { # install_torch cpu|cuda
     fi
   fi
   if [ "$flavour" = cuda ]; then
-    say "downloading torch==$TORCH_VERSION, CUDA build (about 4.5 GB unpacked with its nvidia-* wheels,"
-    say "  about 3 GB to download: 20-40 min at 20 Mbit/s) from PyPI into $VENV/"
+    say "downloading torch==$TORCH_VERSION, CUDA build with its nvidia-* wheels (about 2.7 GB to download,"
+    say "  4.7 GB on disk: 20-40 min at 20 Mbit/s) from PyPI into $VENV/"
     "${pip[@]}" "torch==$TORCH_VERSION" numpy >&2
   fi
   has_torch "$VENV/bin/python" || { say "torch $TORCH_VERSION still not importable from $VENV/"; exit 4; }

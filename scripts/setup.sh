@@ -79,7 +79,7 @@ configure() {
   local was fresh=()
   was=$(sed -n 's/^NSA_TORCH_PYTHON:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
   [ -n "$was" ] && [ "$was" != "$PY" ] && fresh=(--fresh)
-  stage configure "cmake ${fresh[*]} -S . -B $BUILD -G Ninja ${want}"
+  stage configure "cmake ${fresh[*]}${fresh[*]:+ }-S . -B $BUILD -G Ninja ${want}"
   cmake "${fresh[@]}" -S . -B "$BUILD" -G Ninja "${args[@]}"
   echo "$want" > "$stamp"
 }
