@@ -84,11 +84,22 @@ configure() {
   echo "$want" > "$stamp"
 }
 
+ccache_state() {
+  if ! command -v ccache >/dev/null; then echo "not installed (apt-get install ccache speeds up rebuilds)"
+  elif [ -n "${CCACHE_DISABLE:-}" ]; then echo "off (CCACHE_DISABLE)"
+  # Sources built with a precompiled header (most that include torch) are cached
+  # only when ccache's sloppiness allows it.
+  elif ! ccache --get-config sloppiness 2>/dev/null | grep -q pch_defines ||
+       ! ccache --get-config sloppiness 2>/dev/null | grep -q time_macros; then
+    echo "on, but it skips the sources with a precompiled header: ccache --set-config sloppiness=pch_defines,time_macros"
+  else echo on; fi
+}
+
 build() {
   local cuda_note="without the CUDA kernels"
   grep -q '^NSA_CUDA_KERNELS:INTERNAL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && cuda_note="with the CUDA kernels"
   stage build "cmake --build $BUILD -j $JOBS ($cuda_note; a first build takes 8-15 min on 2 cores," \
-    "later ones seconds; ccache: $(command -v ccache >/dev/null && echo on || echo 'off, apt-get install ccache'))"
+    "later ones seconds; ccache: $(ccache_state))"
   cmake --build "$BUILD" -j "$JOBS"
 }
 
