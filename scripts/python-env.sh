@@ -53,7 +53,7 @@ install_torch() { # install_torch cpu|cuda
     # The CPU index mirrors torch's dependencies. Few retries: where it is unreachable
     # (a network that reaches PyPI only), say so early and take PyPI's build instead.
     if "${pip[@]}" --retries 1 --timeout 20 --index-url "$CPU_INDEX" "torch==$TORCH_VERSION" numpy >&2; then
-      flavour=done
+      flavour=installed
     else
       say "the PyTorch CPU index could not be used (unreachable?); PyPI carries only the CUDA build"
       flavour=cuda
