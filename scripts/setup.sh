@@ -98,14 +98,14 @@ ccache_state() {
 build() {
   local cuda_note="without the CUDA kernels"
   grep -q '^NSA_CUDA_KERNELS:INTERNAL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && cuda_note="with the CUDA kernels"
-  stage build "cmake --build $BUILD -j $JOBS ($cuda_note; a first build takes 8-15 min on 2 cores," \
-    "later ones seconds; ccache: $(ccache_state))"
+  stage build "cmake --build $BUILD -j $JOBS ($cuda_note; a first build takes up to" \
+    "about 15 min on 2 idle cores, later ones seconds; ccache: $(ccache_state))"
   cmake --build "$BUILD" -j "$JOBS"
 }
 
 NSA_CUDA_CHOSEN=$(cuda_choice)
 if [ "$NSA_CUDA_CHOSEN" = OFF ] && [ -z "${NSA_CUDA:-}" ] && [ "${1:-}" != stage ]; then
-  echo "setup: no GPU here (nvidia-smi sees none): the CUDA kernels are not compiled; make NSA_CUDA=ON ... compiles them anyway"
+  echo "setup: no GPU here (nvidia-smi finds none), so the CUDA kernels are skipped; add NSA_CUDA=ON to the make command to compile them"
 fi
 case "${1:-}" in
   deps) deps ;;
