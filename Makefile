@@ -1,27 +1,37 @@
-# Two entry points set up a fresh machine: `make run` and `make test`.
-# Both install only what is missing (scripts/install-deps.sh), configure and build.
+# Two entry points set up a fresh machine: `make run` and `make test`. Both go through
+# scripts/setup.sh, whose numbered stages (deps, venv, torch, configure, build) install
+# only what is missing, each with the time elapsed; then `run` or `test` is the last stage.
+#
+#   NSA_CUDA=ON|OFF|AUTO  the CUDA kernels; unset: AUTO where nvidia-smi sees a GPU, else OFF
+#                         (skipped with a one-line note: nothing without a GPU could run them)
+#   PYTHON=/path/python   the interpreter whose torch 2.11.0 provides libtorch; unset: the
+#                         active python3 when it has torch, else the project's .venv/
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 SCENARIO ?= scenarios/default.yaml
+NSA_CUDA ?=
+PYTHON   ?=
+SETUP_T0 := $(shell date +%s)
+export BUILD JOBS CMAKE_ARGS NSA_CUDA PYTHON SETUP_T0
 
 .PHONY: deps configure build run test clean
 
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/setup.sh deps
 
-$(BUILD)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_ARGS)
+configure:
+	@bash scripts/setup.sh configure
 
-configure: deps $(BUILD)/build.ninja
-
-build: configure
-	cmake --build $(BUILD) -j $(JOBS)
+build:
+	@bash scripts/setup.sh build
 
 run: build
+	@bash scripts/setup.sh stage run "nsa-harness run $(SCENARIO)"
 	$(BUILD)/harness/cli/nsa-harness run $(SCENARIO)
 
 test: build
+	@bash scripts/setup.sh stage test "ctest -j $(JOBS) (GPU tests skip with their reason where no GPU is)"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 clean:

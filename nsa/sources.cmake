@@ -19,13 +19,11 @@ nsa_add_test(nsa_model_test
   SOURCES nsa_oracle_test.cpp nsa_paths_test.cpp nsa_spec_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp optim_test.cpp dense_attention_test.cpp
           test_support.cpp
   LIBS nsa)
-if(TARGET nsa_model_test)
-  target_precompile_headers(nsa_model_test PRIVATE <ATen/ATen.h>)
-endif()
 
 # Mutation self-test (mutations.h). nsa_mutation_test checks that every mutation
 # changes the layer; it is the only test binary that reads the registry.
 nsa_add_test(nsa_mutation_test SOURCES mutation_layer_test.cpp test_support.cpp LIBS nsa)
+nsa_torch_pch(nsa_model_test nsa_mutation_test)
 # Each mutation must be caught by the model's own tests, which do not know it:
 # nsa_model_test run with NSA_MUTATION=<name> must report a failed test (exit 1
 # with a "[  FAILED  ] Suite.Test" line; a crash, or exit 2 for an unknown name,

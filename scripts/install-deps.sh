@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Installs only what is missing, so it is a no-op on a machine that has everything
-# (the GPU machines: no network there, everything preinstalled).
+# Installs the Debian packages that are missing, so it is a no-op on a machine that has
+# everything (the GPU machines: no network there, everything preinstalled). torch comes
+# from pip into the project's .venv/ (scripts/python-env.sh), never into the system Python.
 set -euo pipefail
-TORCH_VERSION=2.11.0
-PY=${PYTHON:-python3}
 
 missing_debs=()
 need() { # need <debian-package> <test-command...>
@@ -18,12 +17,17 @@ have_cmake_pkg() { # is <Name> findable by CMake's config mode?
 need cmake          command -v cmake
 need ninja-build    command -v ninja
 need g++            command -v g++
+need python3        command -v python3
 need libyaml-cpp-dev    have_cmake_pkg yaml-cpp
 need nlohmann-json3-dev have_cmake_pkg nlohmann_json
 need libcli11-dev       have_cmake_pkg CLI11
 need libfmt-dev         have_cmake_pkg fmt
 need libgtest-dev       have_cmake_pkg GTest
 need libbenchmark-dev   have_cmake_pkg benchmark
+# NSA_NEED_VENV=1 (scripts/setup.sh: no Python has torch yet): .venv/ needs python3's venv module.
+if [ "${NSA_NEED_VENV:-0}" = 1 ]; then
+  need python3-venv python3 -c "import ensurepip, venv"
+fi
 need zlib1g-dev         test -f /usr/include/zlib.h
 # gloo's headers only (libtorch carries the code): world_size > 1 cells on the CPU.
 need libgloo-dev        test -f /usr/include/gloo/algorithm.h
@@ -46,11 +50,4 @@ if [ ${#missing_debs[@]} -gt 0 ]; then
   fi
 fi
 
-torch_ok() { $PY -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' else 1)"; }
-if ! torch_ok 2>/dev/null; then
-  echo "install-deps: installing torch==$TORCH_VERSION for $PY"
-  $PY -m pip install -q "torch==$TORCH_VERSION" numpy
-fi
-# torch warns on every start without numpy; install it only when missing.
-$PY -c "import numpy" 2>/dev/null || $PY -m pip install -q numpy || true
-echo "install-deps: all dependencies present"
+echo "install-deps: all Debian packages present"

@@ -11,8 +11,16 @@ if(NSA_TORCH)
   # PyTorch's C++ docs locate libtorch through the Python package; we pin the
   # version the GPU machines carry so CI and GPU builds compile the same API.
   set(NSA_TORCH_VERSION "2.11.0" CACHE STRING "libtorch version the build is pinned to")
+  # The interpreter is Python3_EXECUTABLE when given (scripts/setup.sh passes the one
+  # it chose: the active environment's, or the project's .venv/), else FindPython3's.
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  # Torch's paths are cached from the interpreter that found them; another interpreter
+  # (a new .venv/, another environment) needs a fresh cache, or it links the old libtorch.
+  if(DEFINED NSA_TORCH_PYTHON AND NOT NSA_TORCH_PYTHON STREQUAL Python3_EXECUTABLE)
+    message(FATAL_ERROR "${CMAKE_BINARY_DIR} found libtorch through ${NSA_TORCH_PYTHON}, not "
+                        "${Python3_EXECUTABLE}: configure it again with `cmake --fresh`")
+  endif()
   if(NOT Torch_DIR)
-    find_package(Python3 COMPONENTS Interpreter REQUIRED)
     execute_process(
       COMMAND ${Python3_EXECUTABLE} -c "import torch,sys;sys.stdout.write(torch.utils.cmake_prefix_path+';'+torch.__version__)"
       OUTPUT_VARIABLE _torch_info RESULT_VARIABLE _torch_rc ERROR_QUIET)
@@ -27,6 +35,7 @@ if(NSA_TORCH)
     endif()
     list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
     set(NSA_TORCH_VERSION_FULL "${_torch_version}" CACHE INTERNAL "")
+    set(NSA_TORCH_PYTHON "${Python3_EXECUTABLE}" CACHE INTERNAL "interpreter Torch_DIR came from")
   endif()
   # Torch's config pulls in Caffe2's CUDA glue when the wheel is a CUDA build; that
   # only needs the toolkit's headers and stub libraries, not a GPU.
@@ -89,7 +98,8 @@ if(NSA_HAVE_CUDA)
   find_path(NSA_CUPTI_INCLUDE cupti.h
     HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include)
 endif()
-message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL}, CUDA kernels ${NSA_HAVE_CUDA}")
+set(NSA_CUDA_KERNELS ${NSA_HAVE_CUDA} CACHE INTERNAL "whether this tree builds the CUDA kernels (scripts/setup.sh reads it)")
+message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL} from ${Python3_EXECUTABLE}, CUDA kernels ${NSA_HAVE_CUDA}")
 
 # --- distributed backends (world_size > 1 cells) -----------------------------
 # libtorch ships c10d's Gloo and NCCL process groups compiled in (its CMake
