@@ -9,6 +9,18 @@
 namespace nsa::cuda {
 namespace {
 
+// The branch under test and its float64 reference, as check_branch takes them.
+testing::AttnFn kernel(int64_t l, int64_t d, double scale) {
+  return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return compressed_attention(q, k, v, l, d, scale);
+  };
+}
+testing::AttnFn reference(int64_t l, int64_t d, double scale) {
+  return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return ref_compressed_attention(q, k, v, l, d, scale);
+  };
+}
+
 struct CompressedCase {
   const char* name;
   int64_t B, S, H, G, dk, dv, l, d;
@@ -26,14 +38,7 @@ TEST_P(CompressedAttention, MatchesReference) {
   const int64_t S_cmp = compressed_len(c.S, c.l, c.d);
   const auto in = testing::make_inputs(c.B, c.S, S_cmp, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
   const double scale = 1.0 / std::sqrt(double(c.dk));
-  testing::check_branch(
-      c.name, in,
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return compressed_attention(q, k, v, c.l, c.d, scale);
-      },
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return ref_compressed_attention(q, k, v, c.l, c.d, scale);
-      });
+  testing::check_branch(c.name, in, kernel(c.l, c.d, scale), reference(c.l, c.d, scale));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -87,14 +92,7 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
     const at::Tensor ref = ref_compressed_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),
                                                     in.v.cpu().to(at::kDouble), c.l, c.d, scale);
     testing::check_v1_and_v2(c.name, in, spec, ref);
-    testing::check_branch_v1_and_v2(
-        c.name, in,
-        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-          return compressed_attention(q, k, v, c.l, c.d, scale);
-        },
-        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-          return ref_compressed_attention(q, k, v, c.l, c.d, scale);
-        });
+    testing::check_branch_v1_and_v2(c.name, in, kernel(c.l, c.d, scale), reference(c.l, c.d, scale));
   }
 }
 

@@ -9,6 +9,20 @@
 namespace nsa::cuda {
 namespace {
 
+// The branch under test and its float64 reference (on the CPU copy of the
+// block indices), as check_branch takes them.
+testing::AttnFn kernel(const at::Tensor& block_idx, int64_t sel_block, double scale) {
+  return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return selected_attention(q, k, v, block_idx, sel_block, scale);
+  };
+}
+testing::AttnFn reference(const at::Tensor& block_idx, int64_t sel_block, double scale) {
+  const at::Tensor idx = block_idx.cpu();
+  return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return ref_selected_attention(q, k, v, idx, sel_block, scale);
+  };
+}
+
 // Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
 // -1 for the rest, slots shuffled: what a valid selection may look like.
 at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t sel_block, uint64_t seed) {
@@ -57,14 +71,7 @@ TEST_P(SelectedAttention, MatchesReference) {
     block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
     block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
   }
-  testing::check_branch(
-      c.name, in,
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return selected_attention(q, k, v, block_idx, c.sel_block, scale);
-      },
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return ref_selected_attention(q, k, v, block_idx.cpu(), c.sel_block, scale);
-      });
+  testing::check_branch(c.name, in, kernel(block_idx, c.sel_block, scale), reference(block_idx, c.sel_block, scale));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -153,14 +160,8 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
     const at::Tensor ref = ref_selected_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),
                                                   in.v.cpu().to(at::kDouble), block_idx.cpu(), c.sel_block, scale);
     testing::check_v1_and_v2(c.name, in, spec, ref);
-    testing::check_branch_v1_and_v2(
-        c.name, in,
-        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-          return selected_attention(q, k, v, block_idx, c.sel_block, scale);
-        },
-        [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-          return ref_selected_attention(q, k, v, block_idx.cpu(), c.sel_block, scale);
-        });
+    testing::check_branch_v1_and_v2(c.name, in, kernel(block_idx, c.sel_block, scale),
+                                    reference(block_idx, c.sel_block, scale));
   }
 }
 
