@@ -42,47 +42,65 @@ Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
   return attention_backward(saved[0], saved[1], saved[2], saved[3], lse, grads[0], spec);
 }
 
-// The three branches are one autograd function over a BranchSpec: autograd
-// tracks q, k, v only (the spec is a plain argument), so block_idx, which rides
-// in the spec, never gets a gradient.
-struct BranchFn : torch::autograd::Function<BranchFn> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const BranchSpec& spec) {
+struct WindowFn : torch::autograd::Function<WindowFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, int64_t window, double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
     return forward_common(ctx, q, k, v, spec);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Gradients g = backward_common(ctx, grads);
-    return {g.dq, g.dk, g.dv, at::Tensor()};  // the spec: no gradient
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
   }
 };
 
-at::Tensor apply_branch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, BranchSpec spec) {
-  return BranchFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), spec);
-}
+struct CompressedFn : torch::autograd::Function<CompressedFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& kc,
+                            const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
+    spec.scale = scale;
+    return forward_common(ctx, q, kc, vc, spec);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Gradients g = backward_common(ctx, grads);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+struct SelectedFn : torch::autograd::Function<SelectedFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, const at::Tensor& block_idx, int64_t sel_block,
+                            double scale) {
+    BranchSpec spec;
+    spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel_block;
+    spec.scale = scale;
+    return forward_common(ctx, q, k, v, spec);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Gradients g = backward_common(ctx, grads);
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
 
 }  // namespace
 
 at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             int64_t window, double scale) {
-  BranchSpec spec;
-  spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
-  return apply_branch(q, k, v, spec);
+  return WindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale);
 }
 
 at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& block_idx, int64_t sel_block, double scale) {
-  BranchSpec spec;
-  spec.branch = Branch::Selected, spec.block_idx = block_idx.contiguous(), spec.sel_block = sel_block;
-  spec.scale = scale;
-  return apply_branch(q, k, v, spec);
+  return SelectedFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), block_idx.contiguous(),
+                           sel_block, scale);
 }
 
 at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,
                                 int64_t cmp_block, int64_t cmp_stride, double scale) {
-  BranchSpec spec;
-  spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
-  spec.scale = scale;
-  return apply_branch(q, kc, vc, spec);
+  return CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride,
+                             scale);
 }
 
 }  // namespace nsa::cuda
