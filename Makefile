@@ -2,18 +2,20 @@
 # scripts/setup.sh, whose numbered stages (deps, venv, torch, configure, build) install
 # only what is missing, each with the time elapsed; then `run` or `test` is the last stage.
 #
-#   NSA_CUDA=ON|OFF|AUTO  the CUDA kernels; unset: AUTO where nvidia-smi sees a GPU, else OFF
-#                         (skipped with a one-line note: nothing without a GPU could run them)
+#   CUDA_KERNELS=ON|OFF|AUTO  the CUDA kernels (CMake's NSA_CUDA); unset: AUTO where nvidia-smi
+#                         sees a GPU, else OFF (skipped with a one-line note: nothing there runs them).
+#                         Not named NSA_*: make exports it to the tests, and the harness refuses
+#                         NSA_* environment settings it does not know.
 #   PYTHON=/path/python   the interpreter whose torch 2.11.0 provides libtorch; unset: the
 #                         active python3 when it has torch, else the project's .venv/
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 SCENARIO ?= scenarios/default.yaml
-NSA_CUDA ?=
+CUDA_KERNELS ?=
 PYTHON   ?=
 SETUP_T0 := $(shell date +%s)
-export BUILD JOBS CMAKE_ARGS NSA_CUDA PYTHON SETUP_T0
+export BUILD JOBS CMAKE_ARGS CUDA_KERNELS PYTHON SETUP_T0
 
 .PHONY: deps configure build run test clean
 

@@ -11,8 +11,8 @@
 #   setup.sh configure         those and the CMake configure
 #   setup.sh stage NAME        print the header of a later stage (make's own recipes)
 #
-# Settings (make variables, exported): BUILD, JOBS, CMAKE_ARGS, PYTHON, and NSA_CUDA:
-# ON / OFF / AUTO; empty means AUTO where nvidia-smi sees a GPU, else OFF.
+# Settings (make variables, exported): BUILD, JOBS, CMAKE_ARGS, PYTHON, and CUDA_KERNELS
+# (CMake's NSA_CUDA): ON / OFF / AUTO; empty means AUTO where nvidia-smi sees a GPU, else OFF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -30,7 +30,7 @@ stage() { # stage NAME: "[setup 3/6 torch, 0:42]"
 # NSA_CUDA: a GPU machine builds the kernels as it always has (AUTO); elsewhere nothing
 # could run them, so they are skipped unless asked for (CI asks: its compile check).
 cuda_choice() {
-  if [ -n "${NSA_CUDA:-}" ]; then echo "$NSA_CUDA"; return; fi
+  if [ -n "${CUDA_KERNELS:-}" ]; then echo "$CUDA_KERNELS"; return; fi
   if command -v nvidia-smi >/dev/null 2>&1 && timeout 15 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
     echo AUTO
   else
@@ -104,8 +104,8 @@ build() {
 }
 
 NSA_CUDA_CHOSEN=$(cuda_choice)
-if [ "$NSA_CUDA_CHOSEN" = OFF ] && [ -z "${NSA_CUDA:-}" ] && [ "${1:-}" != stage ]; then
-  echo "setup: no GPU here (nvidia-smi finds none), so the CUDA kernels are skipped; add NSA_CUDA=ON to the make command to compile them"
+if [ "$NSA_CUDA_CHOSEN" = OFF ] && [ -z "${CUDA_KERNELS:-}" ] && [ "${1:-}" != stage ]; then
+  echo "setup: no GPU here (nvidia-smi finds none), so the CUDA kernels are skipped; add CUDA_KERNELS=ON to the make command to compile them"
 fi
 case "${1:-}" in
   deps) deps ;;
