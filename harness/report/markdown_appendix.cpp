@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/report/markdown_findings.h"
 #include "harness/report/markdown_ranks.h"
 #include "harness/report/markdown_sections.h"
 #include "harness/report/text_format.h"
@@ -39,16 +40,6 @@ std::string findings_index(const RunResult& r) {
          "| Cell | Severity | Code | Title | Step | Location |\n|---|---|---|---|---|---|\n" + rows;
 }
 
-std::string skipped(const RunResult& r) {
-  std::string s;
-  for (auto& c : r.cells) {
-    if (c.outcome != Outcome::skip) continue;
-    s += "- " + cell_link(c.id) + ": " + c.reason.value_or("no reason given");
-    if (!c.findings.empty()) s += " — " + c.findings.front().title;
-    s += "\n";
-  }
-  return s;
-}
 
 }  // namespace
 
@@ -61,7 +52,7 @@ std::string render_appendix(const RunResult& r, const FileExists& exists) {
   if (r.cells.size() > kInlineCellsOnTop) section("Ranks", render_ranks_section(r));
   section("What Decides the Outcome", attributions(r));
   section("Findings", findings_index(r));
-  if (auto sk = skipped(r); !sk.empty()) section("Skipped Cells", sk);
+  if (auto sk = skipped_cells(r, cell_link); !sk.empty()) section("Skipped Cells", sk);
   section("Acceptance Gates", gates_section(r));
   section("Reproduce", repro_section(r, false));
   section("Artifacts", artifacts_section(r, exists));

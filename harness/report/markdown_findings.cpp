@@ -179,17 +179,22 @@ std::string render_findings_section(const RunResult& run) {
     std::string trace = render_trace_section(c);
     if (!trace.empty()) blocks.push_back(trace);
   }
-  std::string skipped;
-  for (auto& c : run.cells) {
-    if (c.outcome != Outcome::skip) continue;
-    skipped += "- " + code(c.id) + ": " + c.reason.value_or("no reason given");
-    if (!c.findings.empty()) skipped += " — " + c.findings.front().title;
-    skipped += "\n";
-  }
+  const std::string skipped = skipped_cells(run, code);
   if (!skipped.empty()) blocks.push_back("### Skipped cells\n\n" + skipped);
   if (blocks.empty()) return "No findings.\n";
   std::string s;
   for (size_t i = 0; i < blocks.size(); ++i) s += (i ? "\n" : "") + blocks[i];
+  return s;
+}
+
+std::string skipped_cells(const RunResult& run, std::string (*name)(const std::string& cell_id)) {
+  std::string s;
+  for (auto& c : run.cells) {
+    if (c.outcome != Outcome::skip) continue;
+    s += "- " + name(c.id) + ": " + c.reason.value_or("no reason given");
+    if (!c.findings.empty()) s += " — " + c.findings.front().title;
+    s += "\n";
+  }
   return s;
 }
 

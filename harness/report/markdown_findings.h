@@ -20,4 +20,8 @@ std::string render_evidence(const nlohmann::json& evidence);
 // order, at most `max_rows` rows, then a line saying how many were left out.
 std::string render_table(const nlohmann::json& rows, size_t max_rows);
 
+// One line per skipped cell: its name (as `name` renders the id), the reason,
+// and the first finding's title; empty when nothing was skipped.
+std::string skipped_cells(const RunResult& run, std::string (*name)(const std::string& cell_id));
+
 }  // namespace harness

@@ -11,6 +11,15 @@ namespace {
 
 std::string golden(const char* name) { return read_file(std::string(NSA_REPORT_TESTDATA) + "/" + name); }
 
+// A run of one cell with the given outcome and reason.
+RunResult one_cell(const char* id, Outcome outcome, const char* reason) {
+  RunResult r;
+  CellResult c;
+  c.id = id, c.outcome = outcome, c.reason = reason;
+  r.cells = {c};
+  return r;
+}
+
 TEST(MarkdownReport, PrefillHangMatchesTheHandWrittenGolden) {
   EXPECT_TRUE(testing::matches_golden(golden("prefill_hang.md"), render_markdown(testing::prefill_hang_run())));
 }
@@ -32,13 +41,8 @@ TEST(MarkdownReport, AnEmptyRunStillHasTheFixedSections) {
 }
 
 TEST(MarkdownReport, AFailingCellWithoutFindingsIsItsOwnRootCause) {
-  RunResult r;
-  CellResult c;
-  c.id = "default";
-  c.outcome = Outcome::crash;
-  c.reason = "signal";
-  c.term_signal = 11;
-  r.cells = {c};
+  RunResult r = one_cell("default", Outcome::crash, "signal");
+  r.cells[0].term_signal = 11;
   std::string md = render_markdown(r);
   EXPECT_NE(md.find("## Root Cause\n\n**crash without a recorded finding** (`signal`) — the crash in 1 cell.\n\n"
                     "- Cells it explains: [`default`](cells/default/cell.md)\n- What was seen: Killed by signal 11.\n"),
@@ -47,13 +51,7 @@ TEST(MarkdownReport, AFailingCellWithoutFindingsIsItsOwnRootCause) {
 }
 
 TEST(MarkdownReport, PipesInValuesDoNotBreakTheTable) {
-  RunResult r;
-  CellResult c;
-  c.id = "data=bytes:a|b";
-  c.outcome = Outcome::fail;
-  c.reason = "parity";
-  r.cells = {c};
-  const std::string md = render_markdown(r);
+  const std::string md = render_markdown(one_cell("data=bytes:a|b", Outcome::fail, "parity"));
   // The '|' is escaped in the link text and percent-free in the target (the cell's directory name has none).
   EXPECT_NE(md.find("| [`data=bytes:a\\|b`](cells/data=bytes_a_b~"), std::string::npos) << md;
   EXPECT_NE(md.find("/cell.md) | ❌ fail | parity |"), std::string::npos) << md;

@@ -97,6 +97,24 @@ TEST(Schedule, ReusedResultsStandWithoutAProcess) {
 namespace harness::run {
 namespace {
 
+// Runs `cs` three at a time on the faked GPU list `gpus` (INDEX:UUID:NAME,...),
+// `per_cell` GPUs per cell, every cell counted as a GPU cell; the test child
+// runs `mode_of(cell)` ("pass_env" writes the environment it saw, "hang" hangs).
+Schedule run_on_fake_gpus(const std::vector<CellSpec>& cs, const char* gpus, int per_cell, const std::string& dir,
+                          std::string (*mode_of)(const CellSpec&)) {
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus(gpus), std::nullopt, notes), per_cell);
+  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir;
+  o.jobs = 3;
+  auto argv = [mode_of](const CellSpec& c, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, mode_of(c), d};
+  };
+  return schedule_cells(cs, plan_resume(cs, dir, false), argv, o, placement);
+}
+std::string pass_env(const CellSpec&) { return "pass_env"; }
+
 // Two fake GPUs, two GPU cells and a CPU cell, three jobs: the test child
 // waits at a barrier until all three run at once, so each GPU cell's
 // CUDA_VISIBLE_DEVICES is what it held while the other one ran.
@@ -149,17 +167,7 @@ TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
   harness::testing::TempDir dir;
   std::vector<CellSpec> cs = cells(3);
   for (auto& c : cs) c.device = "cuda";
-  std::vector<std::string> notes;
-  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C,3:GPU-ddd:D"), std::nullopt,
-                                 notes), 2);
-  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
-  supervisor::RunOptions o;
-  o.run_dir = dir.str();
-  o.jobs = 3;
-  auto argv = [](const CellSpec&, const std::string& d) {
-    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "pass_env", d};
-  };
-  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  Schedule s = run_on_fake_gpus(cs, "0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C,3:GPU-ddd:D", 2, dir.str(), pass_env);
   ASSERT_FALSE(s.harness_failure);
   for (auto& r : s.results) {
     ASSERT_TRUE(r);
@@ -181,16 +189,7 @@ TEST(ScheduleOnGpus, WorldSizeCellsGetAGpuPerRankWhenThereAreEnough) {
   for (auto& c : cs) c.device = "cuda";
   cs[0].train.world_size = 2;
   cs[2].train.world_size = 4;
-  std::vector<std::string> notes;
-  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C"), std::nullopt, notes), 1);
-  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
-  supervisor::RunOptions o;
-  o.run_dir = dir.str();
-  o.jobs = 3;
-  auto argv = [](const CellSpec&, const std::string& d) {
-    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "pass_env", d};
-  };
-  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  Schedule s = run_on_fake_gpus(cs, "0:GPU-aaa:A,1:GPU-bbb:B,2:GPU-ccc:C", 1, dir.str(), pass_env);
   ASSERT_FALSE(s.harness_failure) << s.harness_failure->cause;
   const std::vector<size_t> expected_gpus = {2, 1, 1};
   for (size_t i = 0; i < cs.size(); ++i) {
@@ -227,16 +226,9 @@ TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
   std::vector<CellSpec> cs = cells(3);
   for (auto& c : cs) c.device = "cuda";
   cs[0].watchdog.stall_timeout_s = 1;  // the hang is declared after 1 s of silence
-  std::vector<std::string> notes;
-  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:A,1:GPU-bbb:B"), std::nullopt, notes), 1);
-  GpuPlacement placement{&pool, [](const CellSpec&) { return true; }, 120};
-  supervisor::RunOptions o;
-  o.run_dir = dir.str();
-  o.jobs = 3;
-  auto argv = [](const CellSpec& c, const std::string& d) {
-    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, c.id == "cell0" ? "hang" : "pass_env", d};
-  };
-  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  Schedule s = run_on_fake_gpus(cs, "0:GPU-aaa:A,1:GPU-bbb:B", 1, dir.str(), [](const CellSpec& c) {
+    return std::string(c.id == "cell0" ? "hang" : "pass_env");
+  });
   ASSERT_FALSE(s.harness_failure);
   ASSERT_TRUE(s.results[0] && s.results[1] && s.results[2]);
   EXPECT_EQ(s.results[0]->outcome, Outcome::hang);
