@@ -200,7 +200,7 @@ TEST(ScheduleOnGpus, WorldSizeCellsGetAGpuPerRankWhenThereAreEnough) {
     ASSERT_EQ(r.gpus.size(), expected_gpus[i]);
     std::string uuids;
     for (auto& g : r.gpus) uuids += (uuids.empty() ? "" : ",") + g.uuid;
-    EXPECT_EQ(r.extra["env"]["cuda"], uuids);  // the child saw exactly what the result records
+    EXPECT_EQ(r.probe_tables.at("env")["cuda"], uuids);  // the child saw exactly what the result records
   }
   // Each rank of the two-rank cell saw both GPUs and took the one of its own index.
   std::set<std::string> local_ranks;
