@@ -29,6 +29,9 @@ if [ "${NSA_NEED_VENV:-0}" = 1 ]; then
   need python3-venv python3 -c "import ensurepip, venv"
 fi
 need zlib1g-dev         test -f /usr/include/zlib.h
+# elfutils' libdw: a hung child's raw frames → function and file:line without a debugger.
+need pkg-config         command -v pkg-config
+need libdw-dev          test -f /usr/include/elfutils/libdwfl.h
 # gloo's headers only (libtorch carries the code): world_size > 1 cells on the CPU.
 need libgloo-dev        test -f /usr/include/gloo/algorithm.h
 # The JSON Schema validator the results.json schema test uses (cli.results_schema).

@@ -1,4 +1,5 @@
 #include "harness/supervisor/classify.h"
+#include "harness/supervisor/stack_capture.h"
 
 #include <signal.h>
 
@@ -58,7 +59,7 @@ const Finding* first_blocking(const std::vector<Finding>& findings) {
 std::vector<std::string> artifacts(const SupervisedRun& run) {
   std::vector<std::string> out;
   for (const char* name : {protocol::kEventsFile, protocol::kStderrFile, protocol::kStacksFile, "gdb_stacks.txt",
-                           protocol::kTraceFile}) {
+                           kSymbolizedStacksFile, protocol::kTraceFile}) {
     fs::path p = fs::path(run.cell_dir) / name;
     std::error_code ec;
     if (!fs::exists(p, ec)) continue;

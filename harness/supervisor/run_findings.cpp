@@ -10,6 +10,7 @@
 #include "harness/supervisor/error_text.h"
 #include "harness/supervisor/host_memory.h"
 #include "harness/supervisor/phase_stack.h"
+#include "harness/supervisor/stack_capture.h"
 #include "harness/supervisor/stack_phase.h"
 
 namespace harness::supervisor {
@@ -60,6 +61,13 @@ void add_hang_evidence(const SupervisedRun& run, Finding& f) {
   if (!stacks.empty()) f.evidence["phase_stack"] = stacks;
   std::string gdb = read_tail(run.cell_dir + "/gdb_stacks.txt", kStacksEvidenceBytes);
   if (!gdb.empty()) f.evidence["native_stacks"] = gdb;
+  // Without a debugger, the handler's own frames resolved to function and
+  // file:line (symbolize.h) stand in for its stacks.
+  const std::string symbolized = read_tail(run.cell_dir + "/" + kSymbolizedStacksFile, kStacksEvidenceBytes);
+  if (!symbolized.empty()) {
+    f.evidence["symbolized_stacks"] = symbolized;
+    if (gdb.empty()) gdb = symbolized;
+  }
   // The stacks taken at the kill place the stall better than the last event did.
   if (auto sp = phase_from_stacks(stacks, gdb); sp && !sp->phases.empty()) {
     if (sp->step) f.step = sp->step;

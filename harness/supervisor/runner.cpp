@@ -17,6 +17,7 @@
 #include "harness/supervisor/classify.h"
 #include "harness/supervisor/rank_group.h"
 #include "harness/supervisor/run_progress.h"
+#include "harness/supervisor/stack_capture.h"
 
 namespace harness::supervisor {
 namespace {
@@ -28,7 +29,7 @@ using nlohmann::json;
 constexpr double kWallSlackS = 60.0;
 // Files a previous attempt may have left; removed before a cell runs again so
 // that appended events from two attempts never mix.
-constexpr const char* kStaleFiles[] = {protocol::kEventsFile, protocol::kStacksFile, "gdb_stacks.txt",
+constexpr const char* kStaleFiles[] = {protocol::kEventsFile, protocol::kStacksFile, "gdb_stacks.txt", kSymbolizedStacksFile,
                                        protocol::kTraceFile, protocol::kResultFile};
 
 CellResult cancelled_result(const CellSpec& cell) {

@@ -1,4 +1,8 @@
 #include "harness/supervisor/stack_capture.h"
+#include "harness/supervisor/symbolize.h"
+
+#include <fstream>
+#include <sstream>
 
 #include <sys/stat.h>
 
@@ -42,6 +46,22 @@ bool wait_for_stacks(ChildProcess& child, const std::string& path, long long bef
   }
   return file_size(path) > before;
 }
+// The raw frames of stacks.txt resolved against the child's memory map, read
+// now, while the child still lives (its map dies with it).
+bool symbolize_to_file(ChildProcess& child, const std::string& cell_dir, const std::string& stacks_path) {
+  std::ifstream maps_in("/proc/" + std::to_string(child.pid()) + "/maps");
+  std::ifstream stacks_in(stacks_path);
+  if (!maps_in || !stacks_in) return false;
+  std::stringstream maps, stacks;
+  maps << maps_in.rdbuf();
+  stacks << stacks_in.rdbuf();
+  const std::string text = symbolize_stacks(stacks.str(), maps.str());
+  if (text.empty()) return false;
+  std::ofstream out(cell_dir + "/" + kSymbolizedStacksFile);
+  out << text;
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 std::string find_debugger() {
@@ -57,6 +77,7 @@ StackCapture capture_stacks(ChildProcess& child, const std::string& cell_dir, co
   long long before = file_size(stacks_path);
   out.signalled = child.signal(protocol::kStackSignal);
   if (out.signalled) out.stacks_written = wait_for_stacks(child, stacks_path, before, opt.stack_wait_s);
+  if (out.stacks_written && can_symbolize()) out.symbolized = symbolize_to_file(child, cell_dir, stacks_path);
 
   if (!opt.use_debugger) {
     out.debugger_status = "disabled";

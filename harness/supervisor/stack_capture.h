@@ -20,8 +20,12 @@ struct StackCapture {
   bool stacks_written = false;    // stacks.txt appeared or grew afterwards
   std::string debugger;           // path of the debugger run, empty if none
   std::string debugger_status;    // "ok", "timed out", "exit 1", "not found", "skipped: child exited"
+  bool symbolized = false;        // stacks_symbolized.txt written (symbolize.h)
   double seconds = 0.0;           // time the whole capture took
 };
+
+// Where the symbolized copy of stacks.txt goes, beside it in the cell directory.
+inline constexpr const char* kSymbolizedStacksFile = "stacks_symbolized.txt";
 
 // The debugger to use: gdb on PATH, else cuda-gdb; empty when neither.
 std::string find_debugger();
