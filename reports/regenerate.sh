@@ -5,10 +5,9 @@
 # RENDER_ONLY=1 skips the runs and only prunes and re-renders what is there
 # (after a change to the report writers; the GPU example is always only re-rendered).
 #
-# To keep the tree small (≤ 1 MB in all), the raw logs of cells that passed
-# (events.jsonl, stderr.log, stacks, result.json) are removed before the final
-# render, which then names them "not kept"; failing cells keep everything
-# their pages link to, and every cell keeps cell.json (what `repro` reads).
+# Only the rendered example stays (report, appendix, cell pages, charts,
+# results.json, junit.xml): run output is removed before the final render
+# (prune_run_output below), which then names those files "not kept".
 set -eu
 bin=${NSA_HARNESS:-./build/harness/cli/nsa-harness}
 names=${*:-default causal_leak step5_deadlock nan_fp16}
@@ -21,17 +20,27 @@ run_example() {  # name, then the command's environment and arguments
   case $rc in 0|1|3) ;; *) echo "regenerate: $name: exit $rc" >&2; exit 4 ;; esac
 }
 
-prune_passing() {
+# What a run leaves beside its report is run output, not an example: the raw
+# logs of every cell (events.jsonl, stderr.log, stacks, result.json, traces),
+# the run lock, and the spec (cell.json) of cells that passed. What the pages
+# show of a failing cell's logs (stacks, first non-finite record, event tail)
+# is in results.json's findings, so its page keeps it; a failing cell keeps
+# cell.json, which `nsa-harness repro DIR --cell ID` reads.
+prune_run_output() {
   python3 - "$1" << 'PY'
 import json, os, sys
 d = sys.argv[1]
+def remove(rel):
+    p = os.path.join(d, rel)
+    if os.path.isfile(p):
+        os.remove(p)
+remove(".lock")
 for c in json.load(open(os.path.join(d, "results.json")))["cells"]:
-    if c["outcome"] != "pass":
-        continue
-    for a in c.get("artifacts", []) + [os.path.join(os.path.dirname(c["artifacts"][0]), "result.json")] * bool(c.get("artifacts")):
-        p = os.path.join(d, a)
-        if os.path.isfile(p):
-            os.remove(p)
+    for a in c.get("artifacts", []):
+        remove(a)
+        remove(os.path.join(os.path.dirname(a), "result.json"))
+        if c["outcome"] == "pass":
+            remove(os.path.join(os.path.dirname(a), "cell.json"))
 PY
 }
 
@@ -45,7 +54,7 @@ for name in $names; do
       *) echo "regenerate: unknown example '$name'" >&2; exit 2 ;;
     esac
   fi
-  prune_passing "reports/cpu/$name"
+  prune_run_output "reports/cpu/$name"
   "$bin" report "reports/cpu/$name" > /dev/null || [ $? -le 3 ]
 done
 "$bin" report reports/gpu-h100/nsa_vs_dense > /dev/null
