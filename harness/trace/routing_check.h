@@ -10,7 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/trace/trace_summary.h"
+#include "harness/core/trace_summary.h"
+#include "harness/trace/trace_event.h"
 
 namespace harness::trace {
 

@@ -20,7 +20,7 @@
 
 #include "harness/trace/range_index.h"
 #include "harness/trace/trace_event.h"
-#include "harness/trace/trace_summary.h"
+#include "harness/core/trace_summary.h"
 
 namespace harness::trace {
 
