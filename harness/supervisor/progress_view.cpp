@@ -71,6 +71,9 @@ std::string render_summary_table(const RunResult& run) {
                      fmt::format("{}/{}", c.steps_completed, c.steps_planned), c.wall_s);
   }
   for (auto& id : run.completion.not_run) s += fmt::format("{:<{}}  {:<28}\n", id, width, "not run");
+  // A run that did not complete has no decision (the report says the same).
+  if (run.completion.end != RunEnd::complete)
+    return s + fmt::format("Decision: none ({})\n", to_string(run.completion.end));
   return s + fmt::format("Decision: {}\n", to_string(run.decision));
 }
 

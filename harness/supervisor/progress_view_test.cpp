@@ -76,6 +76,21 @@ TEST(ProgressView, TheSummaryTableHasARowPerCellAndEndsWithTheDecision) {
             "Decision: CONDITIONAL GO\n");
 }
 
+// A cancelled run has no decision, whatever the cells it finished say.
+TEST(ProgressView, ACancelledRunsSummaryHasNoDecision) {
+  RunResult run;
+  CellResult a;
+  a.id = "x=1";
+  run.cells = {a};
+  run.decision = Decision::go;
+  run.completion.end = RunEnd::cancelled;
+  run.completion.not_run = {"x=2"};
+  const std::string table = render_summary_table(run);
+  EXPECT_NE(table.find("x=2   not run"), std::string::npos) << table;
+  EXPECT_NE(table.find("Decision: none (cancelled)\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Decision: GO"), std::string::npos) << table;
+}
+
 TEST(RunProgress, PlainModeWritesOneLinePerCellAndNoStepNoise) {
   std::ostringstream out;
   RunProgress progress(&out, false, 2);
