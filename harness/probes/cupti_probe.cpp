@@ -164,9 +164,9 @@ class CuptiProbe : public Probe {
 
   void check_routing(ProbeContext& ctx, const TraceSummary& summary) {
     auto& rt = ctx.rt;
-    if (!rt.prefill_batched || rt.force_reference) return;  // those paths launch no NSA kernels by design
-    // A dense-attention cell (the yardstick) launches no NSA kernel whatever the flags say.
-    if (ctx.spec.model.attention == "dense") return;
+    // The reference and sequential paths and a dense-attention model (the yardstick)
+    // launch no NSA kernels by design, whatever the branch flags say.
+    if (!rt.prefill_batched || rt.force_reference || ctx.model.is_dense()) return;
     std::vector<tr::RoutingExpectation> exp;
     for (auto [branch, on, flag] : {std::tuple{"cmp", rt.use_cuda_cmp, "NSA_USE_CUDA_CMP"},
                                     std::tuple{"slc", rt.use_cuda_sel, "NSA_USE_CUDA_SEL"},
