@@ -5,9 +5,9 @@
 // v2 is attention_bwd_dkdv_tc.cu.
 //
 // Same tiling as the forward v2 (attention_fwd_tc.cu; header comment there):
-// Window / Compressed 64 rows (queries x heads) per CTA, 4 warps x 16 rows, one
-// contiguous key range; Selected one query x up to 16 heads, the chosen blocks
-// concatenated into one virtual key list, each warp taking 16 of every 64 keys.
+// 64 rows (queries x heads) per CTA, 4 warps x 16 rows, for every branch; Window /
+// Compressed walk one contiguous key range, Selected the union of the blocks
+// the CTA's queries chose (each block's K/V loaded once for all of them).
 // K/V tiles of 64 keys double-buffered with cp.async; 36-100 KB of shared
 // memory (2 x 64 x (dk + dv + 16) x 2 bytes), 128 threads.
 //
@@ -20,8 +20,8 @@
 //   dS = P (dP - delta)                delta = rowsum(dO * O), fp32
 //   dQ += dS K                         dS rounded to the input dtype, K via
 //                                      ldmatrix.trans
-// and dq = scale * dQ in the input dtype. Selected sums its 4 warps' partial dq
-// through shared memory in warp order: deterministic, no atomics.
+// and dq = scale * dQ in the input dtype. Each row is owned by one warp and its
+// keys come in a fixed order: deterministic, no atomics.
 // Registers: Q (dk/4) + dO (dv/4) + dq (dk/2) per thread; at dk = 192 the
 // Window / Compressed kernels sit at the 255 cap with 8-32 bytes of spill
 // (ptxas -v, CUDA 13.0); every other instantiation has none.
@@ -44,10 +44,8 @@ namespace {
 
 using tc::kLog2e;
 using tc::kTcKeys;
-using tc::kTcRowsSel;
 using tc::kTcRowsWin;
 using tc::kTcThreads;
-using tc::kTcWarps;
 // Keys per step of a warp in Window / Compressed: 32 (S and dP take 16
 // registers each), 16 at dk = 192 where Q (48) and dq (96) leave less room.
 template <int DK>
@@ -55,12 +53,8 @@ constexpr int step_keys() {
   return DK >= 192 ? 16 : 32;
 }
 
-// Selected's sum of the 4 warps' partial dq [4][16][DK + 8] floats, aliasing
-// the K/V stages once the key loop is over.
 template <int DK, int DV>
-struct DqLayout : tc::QueryTiledLayout<DK, DV, size_t(kTcWarps) * kTcRowsSel*(DK + 8) * sizeof(float)> {
-  static constexpr int kLdQ = DK + 8;
-};
+using DqLayout = tc::QueryTiledLayout<DK, DV>;
 
 // One warp's 16 rows: Q and dO as A fragments, the dq accumulators, and the
 // rows' lse (log2 domain, +inf for padding or a row that saw nothing) and delta.
@@ -109,7 +103,7 @@ __device__ __forceinline__ void dq_step(DqRows<DK, DV>& w, const T* Ks, const T*
   tc::warp_c_b<T, DK, NK, LDK>(w.dq, s, Ks, kr0, lane);
 }
 
-// ---- Window / Compressed ----------------------------------------------------------
+// ---- 64 rows (queries x heads) per CTA, every branch -------------------------------
 template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;
@@ -122,16 +116,13 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, imax(tr0, 0), hq0, tr0 >= 0, imax(tr1, 0), hq1, tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
-  tc::walk_contiguous_keys<T, DK, DV, BR, L>(
-      p, smem_raw, cta, rows, [&](const T* ks, const T* vs, int kt, int hi, bool all) {
+  tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
         constexpr int kStep = step_keys<DK>();
 #pragma unroll
         for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
-          if (kt + kr0 >= hi) break;  // the rest of the tile is past the range
-          const int k0 = kt + kr0 + 2 * tig;
-          const auto visible = [&](int n, int j) {
-            return tc::row_sees<BR>(p, all, hi, j < 2 ? tr0 : tr1, k0 + n * 8 + (j & 1));
-          };
+          if (kr0 >= view.n_cols()) break;  // the rest of the tile is past the end
+          const int c0 = kr0 + 2 * tig;
+          const auto visible = [&](int n, int j) { return view.sees(j < 2 ? tr0 : tr1, c0 + n * 8 + (j & 1)); };
           dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
         }
       });
@@ -150,57 +141,8 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   }
 }
 
-// ---- Selected -----------------------------------------------------------------
-template <typename T, int DK, int DV>
-__device__ __forceinline__ void tc_dq_selected_body(const AttnParams& p) {
-  using L = DqLayout<DK, DV>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const tc::TcThread cta(p);
-  const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
-  const int b = cta.b, g = cta.g, chunk = cta.chunk, t = cta.t0;
-  // The query's segments, as in the forward.
-  const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
-
-  const tc::SelectedHeadRows rows(p, cta);
-  DqRows<DK, DV> w;
-  init_dq_rows<T, DK, DV>(w, p, b, t, rows.hq[0], rows.valid[0], t, rows.hq[1], rows.valid[1], tig);
-  const float scale_log2 = p.scale * kLog2e;
-  tc::walk_selected_keys<T, DK, DV, L>(p, smem_raw, cta, seg, [&](const T* ks, const T* vs, int pos0) {
-    const int n_keys = seg.n_keys;
-    const auto visible = [=](int n, int j) { return pos0 + n * 8 + 2 * tig + (j & 1) < n_keys; };
-    dq_step<T, DK, DV, 16, L::kLdK, L::kLdV>(w, ks, vs, warp * 16, lane, scale_log2, visible);
-  });
-
-  // Sum the 4 warps' partial dq in warp order (the stages are free now).
-  float* red = reinterpret_cast<float*>(smem_raw);  // [4][16][kLdQ]
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float* row = red + (warp * kTcRowsSel + gid + 8 * i) * L::kLdQ;
-#pragma unroll
-    for (int n = 0; n < DK / 8; ++n) {
-      row[n * 8 + 2 * tig] = w.dq[n][2 * i];
-      row[n * 8 + 2 * tig + 1] = w.dq[n][2 * i + 1];
-    }
-  }
-  __syncthreads();
-  T* dq = static_cast<T*>(p.dq_out);
-  for (int e = tid; e < kTcRowsSel * DK / 2; e += kTcThreads) {
-    const int r = e / (DK / 2), c = 2 * (e % (DK / 2));
-    const int head = chunk * p.head_chunk + r;
-    if (r >= p.head_chunk || head >= p.h) continue;
-    float d0 = 0.f, d1 = 0.f;
-#pragma unroll
-    for (int ww = 0; ww < kTcWarps; ++ww) {
-      d0 += red[(ww * kTcRowsSel + r) * L::kLdQ + c];
-      d1 += red[(ww * kTcRowsSel + r) * L::kLdQ + c + 1];
-    }
-    *reinterpret_cast<uint32_t*>(dq + row_offset(b, t, g * p.h + head, p.S, p.H, DK) + c) =
-        tc::pack2<T>(d0 * p.scale, d1 * p.scale);
-  }
-}
-
 NSA_TC_BRANCH_KERNELS(bwd_dq, (tc_dq_rows_body<T, DK, DV, Branch::Window>),
-                      (tc_dq_rows_body<T, DK, DV, Branch::Compressed>), (tc_dq_selected_body<T, DK, DV>))
+                      (tc_dq_rows_body<T, DK, DV, Branch::Compressed>), (tc_dq_rows_body<T, DK, DV, Branch::Selected>))
 
 struct LaunchDq {
   template <typename T, int DK, int DV>

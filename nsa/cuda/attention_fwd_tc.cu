@@ -19,22 +19,26 @@
 // taken against 0 then, so no -inf - -inf ever makes a NaN.
 //
 // Tiling (group-centric as in the paper: the M dimension of a CTA is queries x
-// heads of one KV group, so every head of the group shares each K/V tile):
-//   Window / Compressed  128 threads = 4 warps x 16 rows = 64 rows per CTA:
-//                        q_tile = 64 / h consecutive queries x all h heads (h = 6:
-//                        10 queries, 4 padding rows; h = 16: 4 queries; h >= 64:
-//                        one query x 64-head chunks). The CTA walks one contiguous
-//                        key range (contiguous_key_range) in tiles of 64 keys; a
-//                        warp skips a tile none of its rows sees and masks only
-//                        tiles its rows see partly (per-element key_visible).
-//   Selected             one query x up to 16 heads of the group (padded to 16
-//                        rows). The query's chosen blocks are concatenated into
-//                        one virtual key list (prefix sums of the segment lengths
-//                        in shared memory), so a 64-key tile is always full
-//                        whatever sel_block is; each warp takes 16 of the 64 keys
-//                        of every tile with its own online softmax (all 4 warps
-//                        hold the same 16 rows), and the 4 partial (m, l, O) are
-//                        merged through shared memory at the end.
+// heads of one KV group, so every head of the group shares each K/V tile), the
+// same for the three branches: 128 threads = 4 warps x 16 rows = 64 rows per
+// CTA, q_tile = 64 / h consecutive queries x all h heads (h = 6: 10 queries, 4
+// padding rows; h = 16: 4 queries; h >= 64: one query x 64-head chunks).
+//   Window / Compressed  The CTA walks one contiguous key range
+//                        (contiguous_key_range) in tiles of 64 keys; a warp skips
+//                        a tile none of its rows sees and masks only tiles its
+//                        rows see partly (per-element key_visible).
+//   Selected             The CTA walks the union of the blocks its queries chose
+//                        (query_tiles.cuh: a 64-bit mask of choosers per block,
+//                        compacted ascending), concatenated into one virtual key
+//                        list so a 64-key tile is full whatever sel_block is.
+//                        Each chosen block's K/V is loaded once for all the CTA's
+//                        queries instead of once per query: consecutive queries
+//                        share the forced blocks (0, the current and the previous
+//                        one) and, in a trained model, most of the rest; a warp
+//                        skips a tile none of its queries chose and masks per
+//                        (query, key) otherwise. The one-query-per-CTA tiling it
+//                        replaces filled h of 16 mma rows (6 for m7c_125m) and
+//                        read every chosen block once per query.
 //   K/V stages           64 keys x (dk + 8) and 64 x (dv + 8) 16-bit elements,
 //                        double-buffered with 16-byte cp.async (the next tile loads
 //                        while this one computes). The +8 pad (16 bytes) puts the 8
@@ -42,7 +46,7 @@
 // Shared memory per CTA = 2 stages x 64 x (dk + dv + 16) x 2 bytes: 36 KB at
 // dk = dv = 64, 84 KB at 192/128, 100 KB at 192/192 (the largest v2 tiles), all
 // under kSmemBudget = 112 KB, so sm_80 runs them and sm_90 fits 2 CTAs per SM.
-// Selected adds (2 n + 1) ints for its segment list. Registers per thread at
+// Selected adds its block union (SelectedUnionSmem, 7.5 KB). Registers per thread at
 // 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads.
 //
 // Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
@@ -69,21 +73,11 @@ namespace {
 using tc::kLn2;
 using tc::kLog2e;
 using tc::kTcKeys;
-using tc::kTcRowsSel;
 using tc::kTcRowsWin;
 using tc::kTcThreads;
-using tc::kTcWarps;
 
-// Selected's merge of the 4 warps' partial results, aliasing the K/V stages
-// once the key loop is over: O [4][16][DV + 8] floats, m [4][16], l [4][16].
-template <int DV>
-constexpr size_t fwd_merge_bytes() {
-  return size_t(kTcWarps) * kTcRowsSel * (DV + 8 + 2) * sizeof(float);
-}
 template <int DK, int DV>
-struct TcLayout : tc::QueryTiledLayout<DK, DV, fwd_merge_bytes<DV>()> {
-  static constexpr int kLdO = DV + 8;
-};
+using TcLayout = tc::QueryTiledLayout<DK, DV>;
 
 // ---- one warp's 16 rows ---------------------------------------------------------
 template <int DK, int DV>
@@ -144,7 +138,7 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float (&m)
   }
 }
 
-// ---- Window / Compressed: 64 rows (queries x heads) per CTA ----------------------
+// ---- 64 rows (queries x heads) per CTA, every branch -------------------------------
 template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   using L = TcLayout<DK, DV>;
@@ -158,17 +152,14 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
                        row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
-  tc::walk_contiguous_keys<T, DK, DV, BR, L>(
-      p, smem_raw, cta, rows, [&](const T* ks, const T* vs, int kt, int hi, bool all) {
+  tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
         float s[kTcKeys / 8][4];
         tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, ks, 0, lane);
 #pragma unroll
         for (int n = 0; n < kTcKeys / 8; ++n) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int key = kt + n * 8 + 2 * tig + (j & 1), t = j < 2 ? tr0 : tr1;
-            s[n][j] = tc::row_sees<BR>(p, all, hi, t, key) ? s[n][j] * scale_log2 : -INFINITY;
-          }
+          for (int j = 0; j < 4; ++j)
+            s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
         }
         softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
         tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, vs, 0, lane);
@@ -195,85 +186,8 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   }
 }
 
-// ---- Selected: one query x up to 16 heads per CTA ---------------------------------
-template <typename T, int DK, int DV>
-__device__ __forceinline__ void tc_fwd_selected_body(const AttnParams& p) {
-  using L = TcLayout<DK, DV>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const tc::TcThread cta(p);
-  const int tid = cta.tid, lane = cta.lane, warp = cta.warp, gid = cta.gid, tig = cta.tig;
-  const int b = cta.b, g = cta.g, chunk = cta.chunk, t = cta.t0;
-  const tc::SelectedSegments seg(p, reinterpret_cast<int*>(smem_raw + L::kSelSegOffset), b, g, t, tid);
-
-  const tc::SelectedHeadRows rows(p, cta);
-  WarpRows<DK, DV> w;
-  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, t, rows.hq[0], p.S, p.H, DK), rows.valid[0],
-                       row_offset(b, t, rows.hq[1], p.S, p.H, DK), rows.valid[1], tig);
-  const float scale_log2 = p.scale * kLog2e;
-  tc::walk_selected_keys<T, DK, DV, L>(p, smem_raw, cta, seg, [&](const T* ks, const T* vs, int pos0) {
-    float s[2][4];
-    tc::warp_a_bt<T, DK, 16, L::kLdK>(s, w.q, ks, warp * 16, lane);
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        s[n][j] = pos0 + n * 8 + 2 * tig + (j & 1) < seg.n_keys ? s[n][j] * scale_log2 : -INFINITY;
-    }
-    softmax_update<16, DV>(s, w.m, w.l, w.o);
-    tc::warp_c_b<T, DV, 16, L::kLdV>(w.o, s, vs, warp * 16, lane);
-  });
-
-  // Merge the 4 warps' partial results (the K/V stages are free now: the loop
-  // ended on a barrier, and no copy is in flight).
-  float* red_o = reinterpret_cast<float*>(smem_raw);       // [4][16][kLdO]
-  float* red_m = red_o + kTcWarps * kTcRowsSel * L::kLdO;  // [4][16]
-  float* red_l = red_m + kTcWarps * kTcRowsSel;            // [4][16]
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float l = w.l[i];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int r = gid + 8 * i;
-    float* orow = red_o + (warp * kTcRowsSel + r) * L::kLdO;
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      orow[n * 8 + 2 * tig] = w.o[n][2 * i];
-      orow[n * 8 + 2 * tig + 1] = w.o[n][2 * i + 1];
-    }
-    if (tig == 0) {
-      red_m[warp * kTcRowsSel + r] = w.m[i];
-      red_l[warp * kTcRowsSel + r] = l;
-    }
-  }
-  __syncthreads();
-  T* o = static_cast<T*>(p.o);
-  for (int e = tid; e < kTcRowsSel * DV / 2; e += kTcThreads) {
-    const int r = e / (DV / 2), c = 2 * (e % (DV / 2));
-    const int head = chunk * p.head_chunk + r;
-    if (r >= p.head_chunk || head >= p.h) continue;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int ww = 0; ww < kTcWarps; ++ww) mx = fmaxf(mx, red_m[ww * kTcRowsSel + r]);
-    float l = 0.f, o0 = 0.f, o1 = 0.f;
-    if (mx != -INFINITY) {
-#pragma unroll
-      for (int ww = 0; ww < kTcWarps; ++ww) {
-        const float f = exp2f(red_m[ww * kTcRowsSel + r] - mx);  // a warp that saw nothing: 0
-        const float* orow = red_o + (ww * kTcRowsSel + r) * L::kLdO;
-        l += red_l[ww * kTcRowsSel + r] * f;
-        o0 += orow[c] * f;
-        o1 += orow[c + 1] * f;
-      }
-    }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int hq = g * p.h + head;
-    *reinterpret_cast<uint32_t*>(o + row_offset(b, t, hq, p.S, p.H, DV) + c) = tc::pack2<T>(o0 * inv, o1 * inv);
-    if (c == 0) p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = l > 0.f ? (mx + log2f(l)) * kLn2 : INFINITY;
-  }
-}
-
 NSA_TC_BRANCH_KERNELS(fwd, (tc_fwd_rows_body<T, DK, DV, Branch::Window>),
-                      (tc_fwd_rows_body<T, DK, DV, Branch::Compressed>), (tc_fwd_selected_body<T, DK, DV>))
+                      (tc_fwd_rows_body<T, DK, DV, Branch::Compressed>), (tc_fwd_rows_body<T, DK, DV, Branch::Selected>))
 
 struct LaunchFwd {
   template <typename T, int DK, int DV>

@@ -40,17 +40,11 @@ void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const Att
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// v2 query tiling (tc kernels): Selected takes the heads of one query per CTA
-// (`rows_sel` rows); Window / Compressed take `rows_win` rows of queries × heads,
-// whole head groups of several queries when a group has fewer heads than that.
-// Sets q_tile, head_chunk and rows; returns the grid.
-inline dim3 tc_query_grid(Branch br, AttnParams& p, int rows_win, int rows_sel) {
-  if (br == Branch::Selected) {
-    p.q_tile = 1;
-    p.head_chunk = imin(p.h, rows_sel);
-    p.rows = rows_sel;
-    return dim3(p.S, p.B * p.G * ceil_div(p.h, p.head_chunk));
-  }
+// v2 query tiling (tc kernels), every branch: `rows_win` rows of queries × heads
+// per CTA, whole head groups of several consecutive queries when a group has
+// fewer heads than that (Selected: those queries share each chosen block's
+// K/V tile). Sets q_tile, head_chunk and rows; returns the grid.
+inline dim3 tc_query_grid(AttnParams& p, int rows_win) {
   if (p.h >= rows_win) {
     p.q_tile = 1;
     p.head_chunk = rows_win;
@@ -64,13 +58,12 @@ inline dim3 tc_query_grid(Branch br, AttnParams& p, int rows_win, int rows_sel) 
 
 // A v2 launcher for the kernels tiled by queries (forward, dq), with the
 // three branch kernels of one (T, DK, DV): `Layout` gives the shared memory of
-// Selected (for n_sel blocks) and of the others. False when Selected would
-// need more than the budget (an enormous n: v1 handles it).
+// Selected (K/V stages and its block union) and of the others.
 template <typename Layout, typename Kernel>
 bool launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kernels) {
-  const size_t smem = br == Branch::Selected ? Layout::selected_bytes(p.n_sel) : Layout::kKvBytes;
-  if (br == Branch::Selected && smem > kSmemBudget) return false;
-  const dim3 grid = tc_query_grid(br, p, tc::kTcRowsWin, tc::kTcRowsSel);
+  static_assert(Layout::kSelectedBytes <= kSmemBudget, "Selected's shared memory exceeds the budget");
+  const size_t smem = br == Branch::Selected ? Layout::kSelectedBytes : Layout::kKvBytes;
+  const dim3 grid = tc_query_grid(p, tc::kTcRowsWin);
   launch_kernel(kernels.pick(br), grid, tc::kTcThreads, smem, p);
   return true;
 }

@@ -43,12 +43,11 @@ constexpr int kTcThreads = 128;            // 4 warps per CTA
 constexpr int kTcWarps = kTcThreads / 32;
 constexpr int kTcKeys = 64;                // keys per shared-memory stage
 constexpr int kTcRowsWin = kTcWarps * 16;  // Window / Compressed rows per CTA (16 per warp)
-constexpr int kTcRowsSel = 16;             // Selected rows per CTA (heads of one query)
 constexpr int kSmemPad = 8;                // 16-bit elements of padding per shared row
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kTcThreads == 2 * kTcKeys, "the loaders give each key row of a tile two threads");
-static_assert(kTcKeys == 16 * kTcWarps, "Selected splits a tile into one 16-key slice per warp");
+static_assert(kTcRowsWin <= 64, "Selected marks a CTA's queries in one 64-bit mask");
 
 // Two K/V stages of kTcKeys rows, 16-bit elements, rows padded by 16 bytes so
 // the 8 rows an ldmatrix reads fall in 8 different bank groups.
