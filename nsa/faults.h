@@ -6,12 +6,10 @@
 // process-wide by nature (a plant site deep in a kernel wrapper has no context
 // to receive them through); they are switched on once, before the model runs,
 // from a scenario's `faults:` or NSA_FAULT=a,b.
-#include <atomic>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "nsa/named_switches.h"
 
 namespace nsa {
 
@@ -46,26 +44,13 @@ struct FaultInfo {
   std::string_view affects;  // paths / precisions / devices where it shows
 };
 
-const std::vector<FaultInfo>& fault_registry();
-const FaultInfo* find_fault(std::string_view name);
+using FaultError = UnknownSwitchError<Fault>;
 
-namespace detail {
-extern std::atomic<uint32_t> g_active_faults;
-}
+// The catalogue (named_switches.h): faults.rows(), faults.find(name),
+// faults.enable({…}) / enable_csv("a,b") (FaultError on an unknown name, listing
+// the known ones), faults.disable_all(), faults.active_names().
+extern NamedSwitches<FaultInfo, uint32_t> faults;
 
-inline bool fault_on(Fault f) {
-  return (detail::g_active_faults.load(std::memory_order_relaxed) >> static_cast<uint32_t>(f)) & 1u;
-}
-
-struct FaultError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Switches on the named faults (comma-separated or a list); throws FaultError on
-// an unknown name, listing the close ones.
-void enable_faults(const std::vector<std::string>& names);
-void enable_faults_csv(std::string_view csv);
-void disable_all_faults();
-std::vector<std::string> active_fault_names();
+inline bool fault_on(Fault f) { return faults.on(f); }
 
 }  // namespace nsa

@@ -15,8 +15,8 @@ namespace {
 using namespace nsa::testing;
 
 struct MaskGuard {
-  uint64_t saved = active_mutation_mask();
-  ~MaskGuard() { set_active_mutation_mask(saved); }
+  uint64_t saved = mutations.mask();
+  ~MaskGuard() { mutations.set_mask(saved); }
 };
 
 Path path_for(MutationSite site) { return site == MutationSite::sequential ? Path::sequential : Path::batched; }
@@ -31,16 +31,16 @@ TEST(Mutations, EachChangesTheLayer) {
   uniform.w.wq = at::zeros_like(random.w.wq);
   auto rt = runtime_with();
   at::NoGradGuard ng;
-  set_active_mutation_mask(0);
+  mutations.set_mask(0);
   std::map<std::pair<Path, const LayerCase*>, at::Tensor> clean;
   for (auto path : {Path::batched, Path::sequential})
     for (auto* lc : {&random, &uniform}) clean[{path, lc}] = nsa_attention(lc->w, lc->x, lc->cfg, rt, 0, path);
-  for (auto& m : mutation_registry()) {
+  for (auto& m : mutations.rows()) {
     SCOPED_TRACE(std::string(m.name));
     const Path path = path_for(m.site);
     double change = 0;
     for (const LayerCase* lc : {&random, &uniform}) {
-      set_active_mutation_mask(uint64_t{1} << static_cast<uint32_t>(m.id));
+      mutations.set_mask(uint64_t{1} << static_cast<uint32_t>(m.id));
       auto mutated = nsa_attention(lc->w, lc->x, lc->cfg, rt, 0, path);
       ASSERT_TRUE(at::isfinite(mutated).all().item<bool>()) << "a mutation must be a quiet bug, not a NaN";
       change = std::max(change, rel_max_err(mutated, clean[{path, lc}]));

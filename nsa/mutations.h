@@ -11,12 +11,10 @@
 // costing one relaxed atomic load when every mutation is off. They are switched
 // on from NSA_MUTATION=a,b: read once at process start (so any test binary runs
 // mutated) and again by the harness child from its resolved flags.
-#include <atomic>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <string_view>
-#include <vector>
+
+#include "nsa/named_switches.h"
 
 namespace nsa {
 
@@ -44,7 +42,6 @@ enum class Mutation : uint32_t {
   decode_cmp_unscaled,
   count_
 };
-static_assert(static_cast<uint32_t>(Mutation::count_) <= 64, "the active set is a 64-bit mask");
 
 // Which code a mutation lives in: what a self-test must run to see it.
 enum class MutationSite { shared, batched, sequential };
@@ -59,30 +56,13 @@ struct MutationInfo {
   std::string_view plant;     // file and function of the plant site
 };
 
-const std::vector<MutationInfo>& mutation_registry();
-const MutationInfo* find_mutation(std::string_view name);
+using MutationError = UnknownSwitchError<Mutation>;
 
-namespace detail {
-extern std::atomic<uint64_t> g_active_mutations;
-}
+// The catalogue (named_switches.h), as for faults: mutations.rows(), find,
+// enable / enable_csv (MutationError on an unknown name), disable_all,
+// active_names, and mask / set_mask to save and restore around a test.
+extern NamedSwitches<MutationInfo, uint64_t> mutations;
 
-inline bool mutation_on(Mutation m) {
-  return (detail::g_active_mutations.load(std::memory_order_relaxed) >> static_cast<uint32_t>(m)) & 1u;
-}
-
-struct MutationError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Switches on the named mutations; throws MutationError on an unknown name,
-// listing the known ones. "none" and empty names are ignored.
-void enable_mutations(const std::vector<std::string>& names);
-void enable_mutations_csv(std::string_view csv);
-void disable_all_mutations();
-std::vector<std::string> active_mutation_names();
-
-// The active set as a mask, to save and restore around a test.
-uint64_t active_mutation_mask();
-void set_active_mutation_mask(uint64_t mask);
+inline bool mutation_on(Mutation m) { return mutations.on(m); }
 
 }  // namespace nsa

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   rt.flags = nsa::Flags::from_environment();
   rt.flags.set("NSA_PREFILL_BATCHED", batched ? "1" : "0");
   rt.resolve();
-  if (!fault.empty()) nsa::enable_faults_csv(fault);
+  if (!fault.empty()) nsa::faults.enable_csv(fault);
   at::manual_seed(1234);
   nsa::ModelConfig cfg = nsa::load_model_config("tiny");
   nsa::Model model(cfg, at::TensorOptions().dtype(at::kFloat));

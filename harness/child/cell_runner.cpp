@@ -150,10 +150,10 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     rt.flags = nsa::Flags::from_environment();
     for (auto& [k, v] : spec.flags) rt.flags.set(k, v);
     rt.resolve();
-    nsa::disable_all_faults();
-    nsa::enable_faults(spec.faults);
-    nsa::enable_faults_csv(rt.flags.get_string("NSA_FAULT"));
-    nsa::enable_mutations_csv(rt.flags.get_string("NSA_MUTATION"));
+    nsa::faults.disable_all();
+    nsa::faults.enable(spec.faults);
+    nsa::faults.enable_csv(rt.flags.get_string("NSA_FAULT"));
+    nsa::mutations.enable_csv(rt.flags.get_string("NSA_MUTATION"));
     const int world_size = std::max(1, spec.train.world_size);
     std::optional<RankEnv> rank_env;
     if (world_size > 1) {
@@ -200,7 +200,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
 
     events.emit(ev::start, {{"pid", ::getpid()}, {"cell", spec.id}, {"steps", spec.train.steps},
                             {"device", device.str()}, {"platform", platform_json(device)},
-                            {"faults", nsa::active_fault_names()}, {"parameters", model.parameters().size()},
+                            {"faults", nsa::faults.active_names()}, {"parameters", model.parameters().size()},
                             {"rank", rank_env ? rank_env->rank : 0}, {"world_size", world_size},
                             {"backend", dist ? dist->backend() : ""}});
     ProbeContext ctx{spec, model, trainer, rt, events, tap, device, out_dir};

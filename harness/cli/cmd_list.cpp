@@ -15,7 +15,7 @@ int cmd_list(const std::string& what) {
       fmt::print("{:<24} {:<6} default {:<3} {}{}\n", f.name, nsa::to_string(f.type),
                  f.default_value.empty() ? "''" : std::string(f.default_value), f.doc, f.cuda_only ? " [CUDA only]" : "");
   } else if (what == "faults") {
-    for (auto& f : nsa::fault_registry()) fmt::print("{:<24} {}  (affects: {})\n", f.name, f.doc, f.affects);
+    for (auto& f : nsa::faults.rows()) fmt::print("{:<24} {}  (affects: {})\n", f.name, f.doc, f.affects);
   } else if (what == "probes") {
     for (auto& p : probe_registry()) fmt::print("{:<14} {}\n", p.name, p.doc);
   } else if (what == "configs") {

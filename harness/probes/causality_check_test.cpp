@@ -100,16 +100,16 @@ std::vector<CausalLeak> leaks_of_tiny_model(bool batched) {
 }
 
 TEST(CausalityOnTheModel, NoLeakThroughEitherPrefillPathOfTheTinyModel) {
-  nsa::disable_all_faults();
+  nsa::faults.disable_all();
   EXPECT_TRUE(leaks_of_tiny_model(true).empty());
   EXPECT_TRUE(leaks_of_tiny_model(false).empty());
 }
 
 TEST(CausalityOnTheModel, CatchesThePlantedCompressedBlockLeakOfTheBatchedPath) {
-  nsa::disable_all_faults();
-  nsa::enable_faults({"causal_leak"});
+  nsa::faults.disable_all();
+  nsa::faults.enable({"causal_leak"});
   auto leaks = leaks_of_tiny_model(true);
-  nsa::disable_all_faults();
+  nsa::faults.disable_all();
   ASSERT_FALSE(leaks.empty());
   EXPECT_EQ(leaks[0].layer, 0);
   EXPECT_LE(leaks[0].first_changed, leaks[0].cut);

@@ -191,17 +191,15 @@ int selftest_mutations(const MutationSelftestOptions& o) {
   // Which mutations: all, or the --mutations=a,b subset (checked against the registry).
   std::vector<const nsa::MutationInfo*> chosen;
   if (o.names.empty() || o.names == "all") {
-    for (auto& m : nsa::mutation_registry()) chosen.push_back(&m);
+    for (auto& m : nsa::mutations.rows()) chosen.push_back(&m);
   } else {
     std::stringstream ss(o.names);
     std::string name;
     while (std::getline(ss, name, ',')) {
       if (name.empty()) continue;
-      const nsa::MutationInfo* m = nsa::find_mutation(name);
+      const nsa::MutationInfo* m = nsa::mutations.find(name);
       if (!m) {
-        std::string known;
-        for (auto& k : nsa::mutation_registry()) known += (known.empty() ? "" : ", ") + std::string(k.name);
-        fmt::print(stderr, "selftest: unknown mutation '{}' (known: {})\n", name, known);
+        fmt::print(stderr, "selftest: unknown mutation '{}' (known: {})\n", name, nsa::row_names(nsa::mutations.rows()));
         return kInvalidInput;
       }
       chosen.push_back(m);

@@ -15,7 +15,7 @@ namespace {
 
 std::vector<std::string> fault_names() {
   std::vector<std::string> names;
-  for (auto& f : nsa::fault_registry()) names.emplace_back(f.name);
+  for (auto& f : nsa::faults.rows()) names.emplace_back(f.name);
   return names;
 }
 
@@ -60,7 +60,7 @@ std::optional<std::string> check_flag(const std::string& name, const Pos& name_p
   }
   if (name == "NSA_FAULT") {
     for (const auto& item : split(value.text, ',')) {
-      if (!item.empty() && !nsa::find_fault(item)) {
+      if (!item.empty() && !nsa::faults.find(item)) {
         check.error(value.pos, path, "unknown fault '" + item + "'" + did_you_mean(item, fault_names()));
         return std::nullopt;
       }
@@ -76,7 +76,7 @@ std::optional<std::string> check_fault(const YNode& value, const std::string& pa
     return std::nullopt;
   }
   if (allow_none && value.text == "none") return value.text;
-  if (nsa::find_fault(value.text)) return value.text;
+  if (nsa::faults.find(value.text)) return value.text;
   std::string hint = did_you_mean(value.text, fault_names());
   check.error(value.pos, path,
               "unknown fault '" + value.text + "'" + (hint.empty() ? " (see `nsa-harness list faults`)" : hint));
