@@ -14,6 +14,11 @@ std::vector<std::string> statements(const std::vector<Attribution>& as) {
   return s;
 }
 
+// The cells support exactly these attributions, in this order.
+void expect_statements(const std::vector<CellResult>& cells, const std::vector<std::string>& want) {
+  EXPECT_EQ(statements(attribute(cells)), want);
+}
+
 // The cells support exactly one attribution, equal to `want` in every field
 // `want` sets (an empty field is not compared).
 void expect_one(const std::vector<CellResult>& cells, const Attribution& want) {
@@ -27,12 +32,30 @@ void expect_one(const std::vector<CellResult>& cells, const Attribution& want) {
   if (!want.cells.empty()) EXPECT_EQ(a.cells, want.cells);
 }
 
+// What one cell saw: its outcome, and the reason and step where it failed.
+struct Saw {
+  Outcome outcome = Outcome::pass;
+  std::optional<std::string> reason;
+  std::optional<int> step;
+};
+const Saw kPassed{};
+Saw hung_at(int step) { return {Outcome::hang, "stall", step}; }
+
+// Adds the two cells that differ in the prefill axis alone: prefill=sequential,
+// then prefill=batched. `axes` holds the prefill entry with an empty value, in
+// the place the matrix would put it (the ids depend on the order).
+void add_prefill_pair(std::vector<CellResult>& cells, AxisValues axes, const Saw& sequential,
+                      const Saw& batched = kPassed) {
+  for (auto [mode, saw] : {std::pair{"sequential", &sequential}, std::pair{"batched", &batched}}) {
+    for (auto& [k, v] : axes)
+      if (k == "prefill") v = mode;
+    cells.push_back(make_cell(axes, saw->outcome, saw->reason, saw->step));
+  }
+}
+
 TEST(Attribution, ConsistentFlipSaysBypassesAndNamesTheFlag) {
-  std::vector<CellResult> cells{
-      make_cell({{"prefill", "sequential"}, {"seq_len", "128"}}, Outcome::hang, "stall", 5),
-      make_cell({{"prefill", "batched"}, {"seq_len", "128"}}, Outcome::pass),
-      make_cell({{"prefill", "sequential"}, {"seq_len", "512"}}, Outcome::hang, "stall", 5),
-      make_cell({{"prefill", "batched"}, {"seq_len", "512"}}, Outcome::pass)};
+  std::vector<CellResult> cells;
+  for (const char* len : {"128", "512"}) add_prefill_pair(cells, {{"prefill", ""}, {"seq_len", len}}, hung_at(5));
   // seq_len pairs are both-fail or both-pass: no evidence on that axis.
   expect_one(cells, {"prefill", "sequential", "batched",
                      "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) at step 5 seen with "
@@ -42,29 +65,26 @@ TEST(Attribution, ConsistentFlipSaysBypassesAndNamesTheFlag) {
 }
 
 TEST(Attribution, DifferentStepsAreNotSummarisedAsOne) {
-  std::vector<CellResult> cells{
-      make_cell({{"prefill", "sequential"}, {"seq_len", "128"}}, Outcome::hang, "stall", 5),
-      make_cell({{"prefill", "batched"}, {"seq_len", "128"}}, Outcome::pass),
-      make_cell({{"prefill", "sequential"}, {"seq_len", "512"}}, Outcome::hang, "stall", 3),
-      make_cell({{"prefill", "batched"}, {"seq_len", "512"}}, Outcome::pass)};
-  EXPECT_EQ(statements(attribute(cells)),
-            std::vector<std::string>{"prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) seen with "
-                                     "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs"});
+  std::vector<CellResult> cells;
+  add_prefill_pair(cells, {{"prefill", ""}, {"seq_len", "128"}}, hung_at(5));
+  add_prefill_pair(cells, {{"prefill", ""}, {"seq_len", "512"}}, hung_at(3));
+  expect_statements(cells, {"prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the hang (stall) seen with "
+                            "prefill=sequential (NSA_PREFILL_BATCHED=0) in 2 of 2 pairs"});
 }
 
+// Both tests below have sequential prefill hang at step 5 in two pairs and
+// batched prefill pass in one of them; the statement goes on with the other pair.
+const std::string kBatchedPassesOneOfTwo =
+    "prefill=batched (NSA_PREFILL_BATCHED=1) turns the hang (stall) at step 5 seen with "
+    "prefill=sequential (NSA_PREFILL_BATCHED=0) into a pass in only 1 of 2 pairs; of the rest, ";
+
 TEST(Attribution, InconsistentFlipCountsThePairsAndNeverSaysBypasses) {
-  std::vector<CellResult> cells{
-      make_cell({{"prefill", "sequential"}, {"precision", "fp32"}}, Outcome::hang, "stall", 5),
-      make_cell({{"prefill", "batched"}, {"precision", "fp32"}}, Outcome::pass),
-      make_cell({{"prefill", "sequential"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5),
-      make_cell({{"prefill", "batched"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5)};
-  EXPECT_EQ(statements(attribute(cells)),
-            (std::vector<std::string>{
-                "prefill=batched (NSA_PREFILL_BATCHED=1) turns the hang (stall) at step 5 seen with "
-                "prefill=sequential (NSA_PREFILL_BATCHED=0) into a pass in only 1 of 2 pairs; of the rest, "
-                "1 fails the same way",
-                "precision=fp32 turns the hang (stall) at step 5 seen with precision=fp16 into a pass in only "
-                "1 of 2 pairs; of the rest, 1 fails the same way"}));
+  std::vector<CellResult> cells;
+  add_prefill_pair(cells, {{"prefill", ""}, {"precision", "fp32"}}, hung_at(5));
+  add_prefill_pair(cells, {{"prefill", ""}, {"precision", "fp16"}}, hung_at(5), hung_at(5));
+  expect_statements(cells, {kBatchedPassesOneOfTwo + "1 fails the same way",
+                            "precision=fp32 turns the hang (stall) at step 5 seen with precision=fp16 into a pass in "
+                            "only 1 of 2 pairs; of the rest, 1 fails the same way"});
 }
 
 TEST(Attribution, TwoAxesTwoBugsAreAttributedSeparately) {
@@ -74,13 +94,9 @@ TEST(Attribution, TwoAxesTwoBugsAreAttributedSeparately) {
       make_cell({{"prefill", "sequential"}, {"precision", "fp16"}}, Outcome::hang, "stall", 5),
       make_cell({{"prefill", "batched"}, {"precision", "bf16"}}, Outcome::pass),
       make_cell({{"prefill", "batched"}, {"precision", "fp16"}}, Outcome::fail, "non_finite", 2)};
-  EXPECT_EQ(statements(attribute(cells)),
-            (std::vector<std::string>{
-                "prefill=batched (NSA_PREFILL_BATCHED=1) turns the hang (stall) at step 5 seen with "
-                "prefill=sequential (NSA_PREFILL_BATCHED=0) into a pass in only 1 of 2 pairs; of the rest, "
-                "1 fails with non_finite",
-                "precision=bf16 bypasses the non-finite values (non_finite) at step 2 seen with precision=fp16 "
-                "in 1 of 1 pairs"}));
+  expect_statements(cells, {kBatchedPassesOneOfTwo + "1 fails with non_finite",
+                            "precision=bf16 bypasses the non-finite values (non_finite) at step 2 seen with "
+                            "precision=fp16 in 1 of 1 pairs"});
 }
 
 TEST(Attribution, OneFailingValueAmongThreeIsAPartition) {
@@ -125,11 +141,9 @@ TEST(Attribution, SkippedCellsFormNoPairs) {
 }
 
 TEST(Attribution, TheFaultAxisIsNeverAttributed) {
-  std::vector<CellResult> cells{
-      make_cell({{"fault", "none"}, {"prefill", "sequential"}}, Outcome::pass),
-      make_cell({{"fault", "none"}, {"prefill", "batched"}}, Outcome::pass),
-      make_cell({{"fault", "sync_per_token"}, {"prefill", "sequential"}}, Outcome::slow_step, "slow_host_syncs", 5),
-      make_cell({{"fault", "sync_per_token"}, {"prefill", "batched"}}, Outcome::pass)};
+  std::vector<CellResult> cells;
+  add_prefill_pair(cells, {{"fault", "none"}, {"prefill", ""}}, kPassed);
+  add_prefill_pair(cells, {{"fault", "sync_per_token"}, {"prefill", ""}}, {Outcome::slow_step, "slow_host_syncs", 5});
   expect_one(cells, {"prefill", "", "",
                      "prefill=batched (NSA_PREFILL_BATCHED=1) bypasses the slow step (slow_host_syncs) at step 5 seen "
                      "with prefill=sequential (NSA_PREFILL_BATCHED=0) in 1 of 1 pairs",
@@ -137,8 +151,8 @@ TEST(Attribution, TheFaultAxisIsNeverAttributed) {
 }
 
 TEST(Attribution, NoFailuresNoStatements) {
-  std::vector<CellResult> cells{make_cell({{"prefill", "sequential"}}, Outcome::pass),
-                                make_cell({{"prefill", "batched"}}, Outcome::pass)};
+  std::vector<CellResult> cells;
+  add_prefill_pair(cells, {{"prefill", ""}}, kPassed);
   EXPECT_TRUE(attribute(cells).empty());
 }
 
