@@ -32,7 +32,6 @@ double median(std::vector<double> v) {
 
 class TimingProbe : public Probe {
  public:
-  std::string name() const override { return "timing"; }
   void on_step_end(ProbeContext& ctx) override { (void)ctx; }
 };
 
@@ -40,7 +39,6 @@ class TimingProbe : public Probe {
 // "hang" that is really a crawl shows itself.
 class SyncsProbe : public Probe {
  public:
-  std::string name() const override { return "syncs"; }
   void on_step_end(ProbeContext& ctx) override {
     per_step_.push_back(ctx.tap.sync_points);
     const int tokens = ctx.spec.train.seq_len * ctx.spec.train.batch;
@@ -86,7 +84,6 @@ double bytes_in_use(const at::Device& d) {
 
 class MemoryProbe : public Probe {
  public:
-  std::string name() const override { return "memory"; }
   void on_step_end(ProbeContext& ctx) override {
     double bytes = 0;
     struct rusage ru {};

@@ -21,7 +21,6 @@ struct LayerCapture : nsa::Observer {
 
 class CausalityProbe : public Probe {
  public:
-  std::string name() const override { return "causality"; }
   void on_start(ProbeContext& ctx) override {
     const int64_t S = ctx.spec.train.seq_len;
     if (S < 2) return;

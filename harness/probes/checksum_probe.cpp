@@ -13,7 +13,6 @@ namespace {
 class ChecksumProbe : public Probe {
  public:
   explicit ChecksumProbe(int every) : every_(every) {}
-  std::string name() const override { return "checksum"; }
 
   void on_step_end(ProbeContext& ctx) override {
     if (ctx.spec.train.world_size <= 1 || !checksum_due(ctx.step, every_, ctx.spec.train.steps)) return;

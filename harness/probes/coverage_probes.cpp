@@ -10,7 +10,6 @@ namespace {
 
 class GradCoverageProbe : public Probe {
  public:
-  std::string name() const override { return "grad_coverage"; }
   void on_step_end(ProbeContext& ctx) override {
     if (ctx.stats.skipped) return;
     for (auto& [name, p] : ctx.model.parameters()) {
@@ -47,7 +46,6 @@ class GradCoverageProbe : public Probe {
 
 class LearningProbe : public Probe {
  public:
-  std::string name() const override { return "learning"; }
   void on_step_end(ProbeContext& ctx) override { losses_.push_back(ctx.stats.loss); }
   void on_run_end(ProbeContext& ctx) override {
     const size_t n = losses_.size();

@@ -25,7 +25,6 @@ std::string precision_of(at::ScalarType t) {
 
 class FiniteProbe : public Probe {
  public:
-  std::string name() const override { return "finite"; }
   bool wants_tensors(int) const override { return !reported_; }
   bool wants_params_before(int) const override { return !reported_; }
 

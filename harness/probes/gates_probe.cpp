@@ -10,7 +10,6 @@ namespace {
 class GatesProbe : public Probe {
  public:
   explicit GatesProbe(const ProbeSpec& ps) : spec_(ps) {}
-  std::string name() const override { return "gates"; }
   bool wants_tensors(int step) const override { return step == 1 || probe_due(spec_, step); }
 
   // Every layer's statistics are computed on the device at once (the layers'

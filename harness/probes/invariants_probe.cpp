@@ -9,7 +9,6 @@ namespace {
 class InvariantsProbe : public Probe {
  public:
   explicit InvariantsProbe(const ProbeSpec& ps) : spec_(ps) {}
-  std::string name() const override { return "invariants"; }
   bool wants_tensors(int step) const override { return !reported_ && (step == 1 || probe_due(spec_, step)); }
 
   // Every layer's rows are checked on the device and the verdicts gathered in

@@ -86,7 +86,6 @@ std::string where_of(const ParityMismatch& m) {
 
 class ParityProbe : public Probe {
  public:
-  std::string name() const override { return "parity"; }
   void on_start(ProbeContext& ctx) override { check(ctx, "initial weights", true); }
   // Training moves the weights (gates sharpen, attention peaks): check them again.
   void on_run_end(ProbeContext& ctx) override { check(ctx, "trained weights", false); }

@@ -9,7 +9,6 @@ std::string dtype_name(at::ScalarType t) { return c10::toString(t); }
 
 class PrecisionProbe : public Probe {
  public:
-  std::string name() const override { return "precision"; }
   void on_start(ProbeContext& ctx) override {
     auto param = ctx.trainer.param_dtype(), compute = ctx.trainer.compute();
     const double eps = ctx.trainer.optimizer().config().eps;

@@ -47,7 +47,10 @@ std::vector<std::unique_ptr<Probe>> make_probes(const CellSpec& spec) {
     if (!ps.enabled) continue;
     // A dense-attention cell (the yardstick) has no selection, branches or gates to check.
     if (info.reads_nsa_layer && spec.model.attention == "dense") continue;
-    if (auto p = info.make(ps)) out.push_back(std::move(p));
+    if (auto p = info.make(ps)) {
+      p->name_ = info.name;
+      out.push_back(std::move(p));
+    }
   }
   return out;
 }

@@ -56,7 +56,10 @@ struct ProbeContext {
 class Probe {
  public:
   virtual ~Probe() = default;
-  virtual std::string name() const = 0;
+  // The name it is registered under: probe_registry() is the one list of probe
+  // names, and make_probes gives each probe its own (the CUPTI probe still says
+  // its name itself, the same one).
+  virtual std::string name() const { return name_; }
   // Asked before each step: should the model hand over per-layer tensors this step?
   virtual bool wants_tensors(int /*step*/) const { return false; }
   // Asked before each step: does this probe need the parameters as they were before it?
@@ -71,6 +74,10 @@ class Probe {
   virtual void on_phase(bool /*begin*/, std::string_view /*name*/, int /*layer*/, int /*step*/) {}
   virtual void on_step_end(ProbeContext&) {}
   virtual void on_run_end(ProbeContext&) {}
+
+ private:
+  friend std::vector<std::unique_ptr<Probe>> make_probes(const CellSpec& spec);
+  std::string name_;
 };
 
 // All probes known to the harness, in the order they run after a step (the more

@@ -1,7 +1,7 @@
 #pragma once
-// Factories of the registered probes (one file each). The declarations below,
-// and each probe file's opening (a class deriving Probe that names itself),
-// share one shape by design: one probe per file, registered in probe.cpp.
+// Factories of the registered probes (one file each), registered under their
+// names in probe.cpp. The declarations below share one shape by design: one
+// factory per probe.
 #include <memory>
 
 #include "harness/probes/probe.h"

@@ -11,7 +11,6 @@ namespace {
 
 class RoutingProbe : public Probe {
  public:
-  std::string name() const override { return "routing"; }
   void on_start(ProbeContext& ctx) override {
     if (ctx.device.is_cuda()) return;
     const RequestedFlags requested(ctx.spec, nsa_environment());
