@@ -199,7 +199,8 @@ int selftest_mutations(const MutationSelftestOptions& o) {
       if (name.empty()) continue;
       const nsa::MutationInfo* m = nsa::mutations.find(name);
       if (!m) {
-        fmt::print(stderr, "selftest: unknown mutation '{}' (known: {})\n", name, nsa::row_names(nsa::mutations.rows()));
+        fmt::print(stderr, "selftest: unknown mutation '{}' (known: {})\n", name,
+                   nsa::row_names(nsa::mutations.rows()));
         return kInvalidInput;
       }
       chosen.push_back(m);
