@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <climits>
+#include <type_traits>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
@@ -46,6 +47,7 @@ using tc::kLog2e;
 using tc::kTcKeys;
 using tc::kTcRowsWin;
 using tc::kTcThreads;
+using tc::kTcWarps;
 // Keys per step of a warp in Window / Compressed: 32 (S and dP take 16
 // registers each), 16 at dk = 192 where Q (48) and dq (96) leave less room.
 template <int DK>
@@ -103,29 +105,72 @@ __device__ __forceinline__ void dq_step(DqRows<DK, DV>& w, const T* Ks, const T*
   tc::warp_c_b<T, DK, NK, LDK>(w.dq, s, Ks, kr0, lane);
 }
 
-// ---- 64 rows (queries x heads) per CTA, every branch -------------------------------
+// Selected with split keys: the 4 warps hold partial dq of the same 16 rows;
+// sum them through shared memory (the K/V stages are free: the key walk ended
+// on a barrier with no copy in flight) in warp order, and write.
+template <typename T, int DK, int DV>
+__device__ __forceinline__ void sum_and_write_dq(const AttnParams& p, unsigned char* smem, const tc::TcThread& cta,
+                                                 const DqRows<DK, DV>& w) {
+  constexpr int kLdQ = DK + 8;
+  static_assert(size_t(kTcWarps) * 16 * kLdQ * sizeof(float) <= tc::KvStages<DK, DV>::kBytes,
+                "the reduction area must fit in the K/V stages");
+  float* red = reinterpret_cast<float*>(smem);  // [4][16][kLdQ]
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float* row = red + (cta.warp * 16 + cta.gid + 8 * i) * kLdQ;
+#pragma unroll
+    for (int n = 0; n < DK / 8; ++n) {
+      row[n * 8 + 2 * cta.tig] = w.dq[n][2 * i];
+      row[n * 8 + 2 * cta.tig + 1] = w.dq[n][2 * i + 1];
+    }
+  }
+  __syncthreads();
+  T* dq = static_cast<T*>(p.dq_out);
+  for (int e = cta.tid; e < 16 * DK / 2; e += kTcThreads) {
+    const int r = e / (DK / 2), c = 2 * (e % (DK / 2));
+    int hq;
+    const int t = cta.row(p, r, &hq);
+    if (t < 0) continue;
+    float d0 = 0.f, d1 = 0.f;
+#pragma unroll
+    for (int ww = 0; ww < kTcWarps; ++ww) {
+      d0 += red[(ww * 16 + r) * kLdQ + c];
+      d1 += red[(ww * 16 + r) * kLdQ + c + 1];
+    }
+    *reinterpret_cast<uint32_t*>(dq + row_offset(cta.b, t, hq, p.S, p.H, DK) + c) =
+        tc::pack2<T>(d0 * p.scale, d1 * p.scale);
+  }
+}
+
+// ---- queries x heads per CTA, every branch ------------------------------------------
 template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const tc::TcThread cta(p);
   const int b = cta.b, lane = cta.lane, tig = cta.tig;
-  const tc::WarpQueryRows rows(p, cta);
+  const bool split = BR == Branch::Selected && p.sel_split_keys;
+  const tc::WarpQueryRows rows(p, cta, split ? 0 : cta.warp * 16);
   const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
 
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, imax(tr0, 0), hq0, tr0 >= 0, imax(tr1, 0), hq1, tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
   tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
-        constexpr int kStep = step_keys<DK>();
+    constexpr int NK = std::decay_t<decltype(view)>::kCols;
+    constexpr int kStep = step_keys<DK>() < NK ? step_keys<DK>() : NK;
 #pragma unroll
-        for (int kr0 = 0; kr0 < kTcKeys; kr0 += kStep) {
-          if (kr0 >= view.n_cols()) break;  // the rest of the tile is past the end
-          const int c0 = kr0 + 2 * tig;
-          const auto visible = [&](int n, int j) { return view.sees(j < 2 ? tr0 : tr1, c0 + n * 8 + (j & 1)); };
-          dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
-        }
-      });
+    for (int kr0 = 0; kr0 < NK; kr0 += kStep) {
+      if (kr0 >= view.n_cols()) break;  // the rest of the tile is past the end
+      const int c0 = kr0 + 2 * tig;
+      const auto visible = [&](int n, int j) { return view.sees(j < 2 ? tr0 : tr1, c0 + n * 8 + (j & 1)); };
+      dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
+    }
+  });
+  if (split) {
+    sum_and_write_dq<T, DK, DV>(p, smem_raw, cta, w);
+    return;
+  }
 
   T* dq = static_cast<T*>(p.dq_out);
 #pragma unroll

@@ -49,6 +49,9 @@ struct AttnParams {
   int head_chunk = 1;  // query-centric: heads of the group per CTA
   int rows = 1;        // query-centric: q_tile * head_chunk; key-centric: rows per chunk
   int key_tile = kKeyTile;  // key-centric: keys per CTA
+  // v2 Selected: 1 = the 4 warps hold the same <= 16 rows and split each tile's
+  // keys; 0 = each warp owns 16 of 64 rows (launch.cuh, tc_query_grid).
+  int sel_split_keys = 0;
 };
 
 // ---- shared-memory layouts (in floats; row pads of +1 avoid bank conflicts

@@ -29,16 +29,21 @@
 //                        rows see partly (per-element key_visible).
 //   Selected             The CTA walks the union of the blocks its queries chose
 //                        (query_tiles.cuh: a 64-bit mask of choosers per block,
-//                        compacted ascending), concatenated into one virtual key
+//                        listed ascending), concatenated into one virtual key
 //                        list so a 64-key tile is full whatever sel_block is.
 //                        Each chosen block's K/V is loaded once for all the CTA's
 //                        queries instead of once per query: consecutive queries
 //                        share the forced blocks (0, the current and the previous
-//                        one) and, in a trained model, most of the rest; a warp
-//                        skips a tile none of its queries chose and masks per
-//                        (query, key) otherwise. The one-query-per-CTA tiling it
-//                        replaces filled h of 16 mma rows (6 for m7c_125m) and
-//                        read every chosen block once per query.
+//                        one) and, in a trained model, most of the rest. Two
+//                        tilings (launch.cuh, selected_split_keys): SharedRows =
+//                        the 64 rows above, a warp skipping tiles none of its
+//                        queries chose (few candidate blocks: the union stays
+//                        small); SplitKeys = 16 rows (16 / h queries) held by all
+//                        4 warps, each taking 16 keys of every tile, partial
+//                        (m, l, O) merged through shared memory at the end (many
+//                        candidates: no warp waits on another's tile). The
+//                        one-query-per-CTA tiling they replace filled h of 16 mma
+//                        rows (6 for m7c_125m) and read each block once per query.
 //   K/V stages           64 keys x (dk + 8) and 64 x (dv + 8) 16-bit elements,
 //                        double-buffered with 16-byte cp.async (the next tile loads
 //                        while this one computes). The +8 pad (16 bytes) puts the 8
@@ -46,7 +51,7 @@
 // Shared memory per CTA = 2 stages x 64 x (dk + dv + 16) x 2 bytes: 36 KB at
 // dk = dv = 64, 84 KB at 192/128, 100 KB at 192/192 (the largest v2 tiles), all
 // under kSmemBudget = 112 KB, so sm_80 runs them and sm_90 fits 2 CTAs per SM.
-// Selected adds its block union (SelectedUnionSmem, 7.5 KB). Registers per thread at
+// Selected adds its block union (SelectedUnionSmem: 14 KB, passes of 1024 blocks; 7 KB and 512 at 192/192). Registers per thread at
 // 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads.
 //
 // Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
@@ -58,6 +63,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
@@ -75,6 +81,7 @@ using tc::kLog2e;
 using tc::kTcKeys;
 using tc::kTcRowsWin;
 using tc::kTcThreads;
+using tc::kTcWarps;
 
 template <int DK, int DV>
 using TcLayout = tc::QueryTiledLayout<DK, DV>;
@@ -138,41 +145,18 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float (&m)
   }
 }
 
-// ---- 64 rows (queries x heads) per CTA, every branch -------------------------------
-template <typename T, int DK, int DV, Branch BR>
-__device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
-  using L = TcLayout<DK, DV>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const tc::TcThread cta(p);
-  const int b = cta.b, lane = cta.lane, tig = cta.tig;
-  const tc::WarpQueryRows rows(p, cta);
-  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
-
-  WarpRows<DK, DV> w;
-  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
-                       row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
-  const float scale_log2 = p.scale * kLog2e;
-  tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
-        float s[kTcKeys / 8][4];
-        tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, w.q, ks, 0, lane);
-#pragma unroll
-        for (int n = 0; n < kTcKeys / 8; ++n) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
-        }
-        softmax_update<kTcKeys, DV>(s, w.m, w.l, w.o);
-        tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(w.o, s, vs, 0, lane);
-      });
-
-  // Normalise and write: rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]).
+// Normalise and write rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]) of a warp
+// that owns them.
+template <typename T, int DK, int DV>
+__device__ __forceinline__ void write_rows(const AttnParams& p, const tc::WarpQueryRows& rows,
+                                           const WarpRows<DK, DV>& w, int b, int tig) {
   T* o = static_cast<T*>(p.o);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float l = w.l[i];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int t = i == 0 ? tr0 : tr1, hq = i == 0 ? hq0 : hq1;
+    const int t = rows.t[i], hq = rows.hq[i];
     if (t < 0) continue;
     const float inv = l > 0.f ? 1.f / l : 0.f;  // no visible key: o = 0
     T* orow = o + row_offset(b, t, hq, p.S, p.H, DV);
@@ -183,6 +167,94 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
     if (tig == 0) {
       p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = l > 0.f ? (w.m[i] + log2f(l)) * kLn2 : INFINITY;
     }
+  }
+}
+
+// Selected with split keys: the 4 warps hold partial (m, l, O) of the same 16
+// rows; merge them through shared memory (the K/V stages are free: the key walk
+// ended on a barrier with no copy in flight) in warp order, and write.
+template <typename T, int DK, int DV>
+__device__ __forceinline__ void merge_and_write_rows(const AttnParams& p, unsigned char* smem, const tc::TcThread& cta,
+                                                     const WarpRows<DK, DV>& w) {
+  constexpr int kLdO = DV + 8;
+  static_assert(size_t(kTcWarps) * 16 * (kLdO + 2) * sizeof(float) <= tc::KvStages<DK, DV>::kBytes,
+                "the merge area must fit in the K/V stages");
+  float* red_o = reinterpret_cast<float*>(smem);  // [4][16][kLdO]
+  float* red_m = red_o + kTcWarps * 16 * kLdO;    // [4][16]
+  float* red_l = red_m + kTcWarps * 16;           // [4][16]
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float l = w.l[i];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = cta.gid + 8 * i;
+    float* orow = red_o + (cta.warp * 16 + r) * kLdO;
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      orow[n * 8 + 2 * cta.tig] = w.o[n][2 * i];
+      orow[n * 8 + 2 * cta.tig + 1] = w.o[n][2 * i + 1];
+    }
+    if (cta.tig == 0) red_m[cta.warp * 16 + r] = w.m[i], red_l[cta.warp * 16 + r] = l;
+  }
+  __syncthreads();
+  T* o = static_cast<T*>(p.o);
+  for (int e = cta.tid; e < 16 * DV / 2; e += kTcThreads) {
+    const int r = e / (DV / 2), c = 2 * (e % (DV / 2));
+    int hq;
+    const int t = cta.row(p, r, &hq);
+    if (t < 0) continue;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int ww = 0; ww < kTcWarps; ++ww) mx = fmaxf(mx, red_m[ww * 16 + r]);
+    float l = 0.f, o0 = 0.f, o1 = 0.f;
+    if (mx != -INFINITY) {
+#pragma unroll
+      for (int ww = 0; ww < kTcWarps; ++ww) {
+        const float f = exp2f(red_m[ww * 16 + r] - mx);  // a warp that saw nothing: 0
+        const float* orow = red_o + (ww * 16 + r) * kLdO;
+        l += red_l[ww * 16 + r] * f;
+        o0 += orow[c] * f;
+        o1 += orow[c + 1] * f;
+      }
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    *reinterpret_cast<uint32_t*>(o + row_offset(cta.b, t, hq, p.S, p.H, DV) + c) = tc::pack2<T>(o0 * inv, o1 * inv);
+    if (c == 0) p.lse_out[(int64_t(cta.b) * p.S + t) * p.H + hq] = l > 0.f ? (mx + log2f(l)) * kLn2 : INFINITY;
+  }
+}
+
+// ---- queries x heads per CTA, every branch ------------------------------------------
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
+  using L = TcLayout<DK, DV>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const tc::TcThread cta(p);
+  const int b = cta.b, lane = cta.lane, tig = cta.tig;
+  const bool split = BR == Branch::Selected && p.sel_split_keys;
+  const tc::WarpQueryRows rows(p, cta, split ? 0 : cta.warp * 16);
+  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
+
+  WarpRows<DK, DV> w;
+  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
+                       row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
+  const float scale_log2 = p.scale * kLog2e;
+  tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
+    constexpr int NK = std::decay_t<decltype(view)>::kCols;
+    float s[NK / 8][4];
+    tc::warp_a_bt<T, DK, NK, L::kLdK>(s, w.q, ks, 0, lane);
+#pragma unroll
+    for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
+    }
+    softmax_update<NK, DV>(s, w.m, w.l, w.o);
+    tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);
+  });
+  if (split) {
+    merge_and_write_rows<T, DK, DV>(p, smem_raw, cta, w);
+  } else {
+    write_rows<T, DK, DV>(p, rows, w, b, tig);
   }
 }
 
@@ -205,6 +277,12 @@ std::atomic<int> g_last_fwd_version{0};
 }  // namespace
 
 bool force_v1_kernels() { return g_force_v1.load() == 1; }
+
+namespace {
+std::atomic<int> g_selected_tiling{0};
+}
+void set_selected_tiling(SelectedTiling t) { g_selected_tiling.store(int(t)); }
+SelectedTiling selected_tiling() { return SelectedTiling(g_selected_tiling.load()); }
 
 void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
 

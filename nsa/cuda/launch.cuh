@@ -40,11 +40,29 @@ void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const Att
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// v2 query tiling (tc kernels), every branch: `rows_win` rows of queries × heads
-// per CTA, whole head groups of several consecutive queries when a group has
-// fewer heads than that (Selected: those queries share each chosen block's
-// K/V tile). Sets q_tile, head_chunk and rows; returns the grid.
-inline dim3 tc_query_grid(AttnParams& p, int rows_win) {
+// v2 Selected: do the CTA's queries walk one union of chosen blocks with 64 rows
+// (each warp owns 16; SharedRows), or hold <= 16 rows in all 4 warps that split
+// every tile's keys (SplitKeys)? SharedRows loads each block once for 64/h
+// queries, which pays while the union stays small: when the sequence has few
+// blocks for n to choose from (short sequences, and trained models whose
+// neighbouring queries choose alike). With many blocks and unrelated choices the
+// union grows to ~64/h x n blocks, a tile then serves one warp and three wait;
+// SplitKeys keeps all four busy. The threshold (8 n candidate blocks = 8k tokens
+// at n = 16, l' = 64) is from the v2 benchmark (docs/performance.md).
+inline bool selected_split_keys(const AttnParams& p) {
+  const SelectedTiling forced = selected_tiling();
+  if (forced != SelectedTiling::Auto) return forced == SelectedTiling::SplitKeys;
+  return ceil_div(p.Sk, p.sel_block) > 8 * p.n_sel;
+}
+
+// v2 query tiling (tc kernels), every branch: `rows` rows of queries × heads per
+// CTA (64; 16 for Selected's SplitKeys), whole head groups of several
+// consecutive queries when a group has fewer heads than that (Selected: those
+// queries share each chosen block's K/V tile). Sets q_tile, head_chunk, rows and
+// sel_split_keys; returns the grid.
+inline dim3 tc_query_grid(Branch br, AttnParams& p) {
+  p.sel_split_keys = br == Branch::Selected && selected_split_keys(p);
+  const int rows_win = p.sel_split_keys ? 16 : tc::kTcRowsWin;
   if (p.h >= rows_win) {
     p.q_tile = 1;
     p.head_chunk = rows_win;
@@ -63,7 +81,7 @@ template <typename Layout, typename Kernel>
 bool launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kernels) {
   static_assert(Layout::kSelectedBytes <= kSmemBudget, "Selected's shared memory exceeds the budget");
   const size_t smem = br == Branch::Selected ? Layout::kSelectedBytes : Layout::kKvBytes;
-  const dim3 grid = tc_query_grid(p, tc::kTcRowsWin);
+  const dim3 grid = tc_query_grid(br, p);
   launch_kernel(kernels.pick(br), grid, tc::kTcThreads, smem, p);
   return true;
 }

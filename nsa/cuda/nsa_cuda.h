@@ -81,6 +81,14 @@ bool force_v1_kernels();
 int last_forward_kernel_version();
 int last_dq_kernel_version();    // the same for the backward dq kernel
 int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
+// v2 Selected's tiling (forward and dq; launch.cuh, tc_query_grid): Auto picks
+// from the shape; SharedRows = 64 rows (queries x heads) per CTA, each warp
+// owning 16, one union of chosen blocks per CTA; SplitKeys = <= 16 rows held by
+// all 4 warps, which split each tile's keys. The result is the same function;
+// for benchmarks and bisection. Takes effect at the next launch.
+enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2 };
+void set_selected_tiling(SelectedTiling t);
+SelectedTiling selected_tiling();
 
 // ---- availability and the kernel list (routing probe) --------------------------
 bool kernels_available();          // a CUDA device is present

@@ -336,6 +336,33 @@ void SizesV(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "v"});
 }
 
+// Selected v2 under each tiling (nsa_cuda.h, SelectedTiling): arg tiling 1 =
+// SharedRows, 2 = SplitKeys; the BM_Selected rows run the automatic choice.
+template <bool BWD>
+void BM_SelectedTiling(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const SelectedTiling prev = selected_tiling();
+  set_selected_tiling(SelectedTiling(state.range(2)));
+  const Problem p = make_problem(state);
+  const BranchSpec spec = spec_for(p, Which::Selected);
+  const double n = rows_keys(p, Which::Selected), dk = double(p.sh.dk), dv = double(p.sh.dv);
+  double ms;
+  if (!BWD) {
+    ms = time_it(state, [&] { attention_forward(p.q, p.k, p.v, spec); });
+  } else {
+    const ForwardResult f = attention_forward(p.q, p.k, p.v, spec);
+    ms = time_it(state, [&] { attention_backward(p.q, p.k, p.v, f.o, f.lse, p.dout, spec); });
+  }
+  set_selected_tiling(prev);
+  report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), dense_ms(p, BWD));
+}
+void SizesTiling(benchmark::internal::Benchmark* b) {
+  for (int shape : {0, 1})
+    for (int64_t S : {2048, 8192, 16384, 32768, 65536})
+      for (int64_t tiling : {1, 2}) b->Args({shape, S, tiling});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "tiling"});
+}
+
 BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
 BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
@@ -343,6 +370,8 @@ BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks)->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
+BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
+BENCHMARK(BM_SelectedTiling<true>)->Name("BM_SelectedBwdTiling")->Apply(SizesTiling);
 BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV);

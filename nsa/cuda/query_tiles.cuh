@@ -7,37 +7,44 @@
 #pragma once
 
 #include <climits>
+#include <type_traits>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 
 namespace nsa::cuda::tc {
 
-// Selected: the union of the chosen blocks of a CTA's queries is built in
-// passes over at most kSelChunk selection blocks (any sequence length fits).
-constexpr int kSelChunk = 256;
-
-// Shared memory of Selected's key walk, after the two K/V stages.
+// Selected's shared memory after the two K/V stages: the union of the chosen
+// blocks of a CTA's queries, built in passes over at most CH selection blocks
+// (any sequence length fits; CH = 1024 where shared memory allows).
+template <int CH>
 struct SelectedUnionSmem {
-  // Pass: block c0 + i -> bit qi set when query t0 + qi chose it (and it holds a
-  // key <= t0 + qi).
-  unsigned long long chooser[kSelChunk];
-  unsigned long long mask[kSelChunk];  // compacted: the chosen blocks' choosers, ascending
-  int block[kSelChunk];                // compacted: the chosen blocks, ascending
-  int start[kSelChunk + 1];  // compacted: virtual key position of each block's first key
-  int n_blocks;              // compacted count
+  static constexpr int kChunk = CH;
+  static_assert(CH % 32 == 0 && CH / 32 <= 32, "one warp lane per word of `present`");
+  // Pass over blocks c0 .. c0 + CH - 1: chooser[i] has bit qi set when query
+  // t0 + qi chose block c0 + i (and the block holds a key <= t0 + qi);
+  // present[w] bit b says chooser[32 w + b] != 0.
+  unsigned long long chooser[CH];
+  unsigned present[CH / 32];
+  int block[CH];  // the pass's chosen blocks, ascending
+  int n_blocks;
   // Per K/V stage and tile row: the key and its chooser mask (0: past the end).
   int tile_key[2][kTcKeys];
   unsigned long long tile_mask[2][kTcKeys];
 };
 
 // Shared memory of a query-tiled kernel: two K/V stages (KvStages); Selected
-// adds its union (SelectedUnionSmem) after them.
+// adds its union (SelectedUnionSmem) after them, with the largest pass (1024,
+// 512 or 256 blocks) that keeps the CTA within kSmemBudget.
 template <int DK, int DV>
 struct QueryTiledLayout {
   static constexpr int kLdK = KvStages<DK, DV>::kLdK, kLdV = KvStages<DK, DV>::kLdV;
   static constexpr size_t kKvBytes = KvStages<DK, DV>::kBytes;
-  static constexpr size_t kSelectedBytes = kKvBytes + sizeof(SelectedUnionSmem);
+  using SelectedUnion = std::conditional_t<
+      kKvBytes + sizeof(SelectedUnionSmem<1024>) <= kSmemBudget, SelectedUnionSmem<1024>,
+      std::conditional_t<kKvBytes + sizeof(SelectedUnionSmem<512>) <= kSmemBudget, SelectedUnionSmem<512>,
+                         SelectedUnionSmem<256>>>;
+  static constexpr size_t kSelectedBytes = kKvBytes + sizeof(SelectedUnion);
 };
 
 // This thread's place in the mma fragments (lane = 4 gid + tig, mma_tile.cuh)
@@ -49,17 +56,18 @@ struct TcThread : QueryCta {
   }
 };
 
-// Window / Compressed: a warp owns rows 16 warp .. + 15 of the CTA
-// (QueryCta::row); this lane holds rows gid and gid + 8 of them.
+// A warp owns rows base .. base + 15 of the CTA (QueryCta::row): base = 16 warp,
+// or 0 for every warp when Selected splits keys (p.sel_split_keys); this lane
+// holds rows base + gid and base + gid + 8.
 struct WarpQueryRows {
   int t[2], hq[2];  // query (-1: padding row) and global head of rows gid, gid + 8
   int tmin, tmax;   // queries among the warp's valid rows (consecutive); tmax < 0: none
-  __device__ __forceinline__ WarpQueryRows(const AttnParams& p, const TcThread& c) {
-    const int r0 = c.warp * 16 + c.gid;
+  __device__ __forceinline__ WarpQueryRows(const AttnParams& p, const TcThread& c, int base) {
+    const int r0 = base + c.gid;
     t[0] = c.row(p, r0, &hq[0]);
     t[1] = c.row(p, r0 + 8, &hq[1]);
     tmin = INT_MAX, tmax = -1;
-    for (int r = c.warp * 16; r < c.warp * 16 + 16; ++r) {
+    for (int r = base; r < base + 16; ++r) {
       int unused;
       const int tr = c.row(p, r, &unused);
       if (tr >= 0) tmin = imin(tmin, tr), tmax = imax(tmax, tr);
@@ -132,6 +140,7 @@ __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&
 // hi; `all`: the warp sees the whole tile (tile_coverage), no test needed.
 template <Branch BR>
 struct ContiguousTile {
+  static constexpr int kCols = kTcKeys;
   const AttnParams& p;
   int kt, hi;
   bool all;
@@ -144,8 +153,11 @@ struct ContiguousTile {
 
 // Selected: column col is key[col], chosen by the queries t0 + qi whose bit qi
 // is set in mask[col]; the query must also reach it (key <= t, a block can be
-// partly in a later query's past only).
+// partly in a later query's past only). NK columns: the whole 64-key tile, or
+// a warp's 16-key slice of it when the warps split keys.
+template <int NK>
 struct SelectedTile {
+  static constexpr int kCols = NK;
   const int* key;
   const unsigned long long* mask;
   int t0, cols;
@@ -181,14 +193,17 @@ __device__ __forceinline__ void walk_contiguous_keys(const AttnParams& p, unsign
 
 // Selected, one pass over the selection blocks [c0, c0 + n): which of the CTA's
 // queries chose each (bit qi for query t0 + qi; q_tile <= 64, one bit each), then
-// the chosen blocks compacted in ascending order with the virtual position of
-// their first key. Returns the pass's key count. Every thread calls it; it ends
-// on a barrier. A block is listed once however many queries chose it: that is
-// the point (its K/V tile is loaded once for all of them), and why block_idx
-// rows must hold no duplicates (nsa_cuda.h).
-__device__ __forceinline__ int build_selected_union(const AttnParams& p, const TcThread& cta, SelectedUnionSmem& u,
-                                                    int c0, int n) {
+// the chosen blocks listed in ascending order. Returns the pass's key count.
+// Every thread calls it; it ends on a barrier. The listing costs one warp scan
+// over the words of `present`, not a walk over every block, so a CTA of one
+// query whose 16 blocks spread over 1024 pays little. A block is listed once
+// however many queries chose it: that is the point (its K/V tile is loaded once
+// for all of them), and why block_idx rows must hold no duplicates (nsa_cuda.h).
+template <typename Union>
+__device__ __forceinline__ int build_selected_union(const AttnParams& p, const TcThread& cta, Union& u, int c0,
+                                                    int n) {
   for (int i = cta.tid; i < n; i += kTcThreads) u.chooser[i] = 0ull;
+  for (int i = cta.tid; i < Union::kChunk / 32; i += kTcThreads) u.present[i] = 0u;
   __syncthreads();
   const int n_q = cta.t_last - cta.t0 + 1;
   const int64_t row_stride = int64_t(p.G) * p.n_sel;  // one query to the next
@@ -197,53 +212,51 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
     const int qi = e / p.n_sel, j = idx[qi * row_stride + e % p.n_sel];
     int lo, hi;
     selected_key_range(j, cta.t0 + qi, p.Sk, p.sel_block, &lo, &hi);
-    if (lo < hi && j >= c0 && j < c0 + n) atomicOr(&u.chooser[j - c0], 1ull << qi);
+    if (lo < hi && j >= c0 && j < c0 + n) {
+      const int i = j - c0;
+      atomicOr(&u.chooser[i], 1ull << qi);
+      atomicOr(&u.present[i / 32], 1u << (i % 32));
+    }
   }
   __syncthreads();
   if (cta.warp == 0) {
-    // One warp compacts 32 blocks per step: a ballot of the chosen ones gives
-    // each its slot, an inclusive scan of their key counts its start.
-    int n_out = 0, n_keys = 0;
-    for (int base = 0; base < n; base += 32) {
-      const int i = base + cta.lane, j = c0 + i;
-      const unsigned long long m = i < n ? u.chooser[i] : 0ull;
-      const unsigned chosen = __ballot_sync(0xffffffffu, m != 0ull);
-      int lo = 0, hi = 0;
-      if (m != 0ull) selected_key_range(j, cta.t_last, p.Sk, p.sel_block, &lo, &hi);
-      const int len = hi - lo;
-      int incl = len;
+    // Lane w lists the blocks of word w in ascending order after those of
+    // words < w (exclusive scan of the words' counts).
+    const unsigned word = cta.lane < Union::kChunk / 32 ? u.present[cta.lane] : 0u;
+    const int count = __popc(word);
+    int incl = count;
 #pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (cta.lane >= d) incl += v;
-      }
-      if (m != 0ull) {
-        const int slot = n_out + __popc(chosen & ((1u << cta.lane) - 1u));
-        u.mask[slot] = m;
-        u.block[slot] = j;
-        u.start[slot] = n_keys + incl - len;
-      }
-      n_out += __popc(chosen);
-      n_keys += __shfl_sync(0xffffffffu, incl, 31);
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (cta.lane >= d) incl += v;
     }
-    if (cta.lane == 0) u.start[n_out] = n_keys, u.n_blocks = n_out;
+    int slot = incl - count;
+    for (unsigned rest = word; rest != 0u; rest &= rest - 1u) u.block[slot++] = c0 + 32 * cta.lane + __ffs(rest) - 1;
+    if (cta.lane == 31) u.n_blocks = incl;
   }
   __syncthreads();
-  return u.start[u.n_blocks];
+  // Every listed block but the last is whole (sel_block keys): only the block
+  // holding t_last, or the sequence's end, is cut, and it is the highest.
+  const int nb = u.n_blocks;
+  if (nb == 0) return 0;
+  int lo, hi;
+  selected_key_range(u.block[nb - 1], cta.t_last, p.Sk, p.sel_block, &lo, &hi);
+  return (nb - 1) * p.sel_block + (hi - lo);
 }
 
 // Selected: the walk over the CTA's union of chosen blocks, concatenated into
 // one virtual key list (so a 64-key tile is full whatever sel_block is), in
-// passes of kSelChunk blocks. Each K/V tile is loaded once for all the CTA's
-// queries; a warp skips a tile none of its queries chose, and `tile(ks, vs,
-// view)` masks per (query, key) through a SelectedTile. Keys come in ascending
-// order, as in the reference.
+// passes of Union::kChunk blocks. Each K/V tile is loaded once for all the CTA's
+// queries; a warp skips a tile (or its 16-key slice, when the warps split keys)
+// none of its queries chose, and `tile(ks, vs, view)` masks per (query, key)
+// through a SelectedTile. Keys come in ascending order, as in the reference.
 template <typename T, int DK, int DV, typename Layout, typename Tile>
 __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned char* smem, const TcThread& cta,
                                                    const WarpQueryRows& rows, Tile&& tile) {
+  using Union = typename Layout::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
   T* Vs = Ks + 2 * kTcKeys * Layout::kLdK;
-  SelectedUnionSmem& u = *reinterpret_cast<SelectedUnionSmem*>(smem + Layout::kKvBytes);
+  Union& u = *reinterpret_cast<Union*>(smem + Layout::kKvBytes);
   // Bits of the queries among this warp's rows (consecutive: tmin..tmax).
   unsigned long long warp_bits = 0ull;
   if (rows.warp_active()) {
@@ -251,28 +264,36 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
     warp_bits = (n >= 64 ? ~0ull : ((1ull << n) - 1ull)) << lo;
   }
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
-  for (int c0 = 0; c0 < n_blocks; c0 += kSelChunk) {
-    const int n_keys = build_selected_union(p, cta, u, c0, imin(kSelChunk, n_blocks - c0));
-    int slot = 0;  // a thread's virtual position only grows from tile to tile
+  for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
+    const int n_keys = build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
     const auto issue = [&](int i) {
       const int r = cta.tid / 2, pos = i * kTcKeys + r;
-      while (slot < u.n_blocks && pos >= u.start[slot + 1]) ++slot;
       const bool valid = pos < n_keys;
-      const int key = valid ? u.block[slot] * p.sel_block + (pos - u.start[slot]) : 0;
+      const int j = valid ? u.block[pos / p.sel_block] : 0;
+      const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
       if ((cta.tid & 1) == 0) {
         u.tile_key[i & 1][r] = valid ? key : INT_MAX;
-        u.tile_mask[i & 1][r] = valid ? u.mask[slot] : 0ull;
+        u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
       }
       issue_kv_row<T, DK, DV, Layout::kLdK, Layout::kLdV>(Ks, Vs, p, i & 1, cta.b, cta.g, key, valid, cta.tid);
     };
     const auto compute = [&](int i) {
-      const unsigned long long* mask = u.tile_mask[i & 1];
-      unsigned long long seen = mask[cta.lane] | mask[cta.lane + 32];
+      // Split keys: warp w takes columns 16 w .. 16 w + 15; else all 64.
+      const int col0 = p.sel_split_keys ? cta.warp * 16 : 0;
+      const unsigned long long* mask = u.tile_mask[i & 1] + col0;
+      unsigned long long seen = p.sel_split_keys ? (cta.lane < 16 ? mask[cta.lane] : 0ull)
+                                                 : mask[cta.lane] | mask[cta.lane + 32];
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) seen |= __shfl_xor_sync(0xffffffffu, seen, off);
-      if (seen & warp_bits)
-        tile(Ks + (i & 1) * kTcKeys * Layout::kLdK, Vs + (i & 1) * kTcKeys * Layout::kLdV,
-             SelectedTile{u.tile_key[i & 1], mask, cta.t0, imin(kTcKeys, n_keys - i * kTcKeys)});
+      if (!(seen & warp_bits)) return;  // none of the warp's queries chose these keys
+      const T* ks = Ks + ((i & 1) * kTcKeys + col0) * Layout::kLdK;
+      const T* vs = Vs + ((i & 1) * kTcKeys + col0) * Layout::kLdV;
+      const int cols = n_keys - i * kTcKeys - col0;
+      if (p.sel_split_keys) {
+        tile(ks, vs, SelectedTile<16>{u.tile_key[i & 1] + col0, mask, cta.t0, imin(cols, 16)});
+      } else {
+        tile(ks, vs, SelectedTile<kTcKeys>{u.tile_key[i & 1], mask, cta.t0, imin(cols, kTcKeys)});
+      }
     };
     kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
   }

@@ -1,6 +1,7 @@
 // selected_attention vs ref_selected_attention (float64): output and every
 // gradient, for block choices from select_blocks and from random draws.
 #include <cmath>
+#include <string>
 
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/nsa_cuda.h"
@@ -71,7 +72,16 @@ TEST_P(SelectedAttention, MatchesReference) {
     block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
     block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
   }
-  testing::check_branch(c.name, in, kernel(block_idx, c.sel_block, scale), reference(block_idx, c.sel_block, scale));
+  // v2 has two tilings (nsa_cuda.h, SelectedTiling); each must compute the same
+  // function, whatever the automatic choice would be for this shape.
+  const SelectedTiling prev = selected_tiling();
+  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys}) {
+    set_selected_tiling(tiling);
+    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows ? "/shared_rows" : "/split_keys");
+    testing::check_branch(name.c_str(), in, kernel(block_idx, c.sel_block, scale),
+                          reference(block_idx, c.sel_block, scale));
+  }
+  set_selected_tiling(prev);
 }
 
 INSTANTIATE_TEST_SUITE_P(
