@@ -259,8 +259,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dkdv, (tc_dkdv_body<T, DK, DV, Branch::Window>),
-                      (tc_dkdv_body<T, DK, DV, Branch::Compressed>), (tc_dkdv_body<T, DK, DV, Branch::Selected>))
+NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body)
 
 // Key-tiled: one CTA per 64 keys (of a selected block, for Selected) and (b, g).
 struct LaunchDkdv {

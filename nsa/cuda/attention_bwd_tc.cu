@@ -148,11 +148,9 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const tc::TcThread cta(p);
-  const int b = cta.b, lane = cta.lane, tig = cta.tig;
-  const bool split = BR == Branch::Selected && p.sel_split_keys;
-  const tc::WarpQueryRows rows(p, cta, split ? 0 : cta.warp * 16);
-  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
-
+  const tc::WarpQueryRows rows = tc::warp_rows<BR>(p, cta);
+  const int b = cta.b, lane = cta.lane, tig = cta.tig, tr0 = rows.t[0], tr1 = rows.t[1];
+  const int hq0 = rows.hq[0], hq1 = rows.hq[1];
   DqRows<DK, DV> w;
   init_dq_rows<T, DK, DV>(w, p, b, imax(tr0, 0), hq0, tr0 >= 0, imax(tr1, 0), hq1, tr1 >= 0, tig);
   const float scale_log2 = p.scale * kLog2e;
@@ -167,7 +165,7 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
       dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
     }
   });
-  if (split) {
+  if (tc::splits_keys<BR>(p)) {
     sum_and_write_dq<T, DK, DV>(p, smem_raw, cta, w);
     return;
   }
@@ -186,8 +184,7 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dq, (tc_dq_rows_body<T, DK, DV, Branch::Window>),
-                      (tc_dq_rows_body<T, DK, DV, Branch::Compressed>), (tc_dq_rows_body<T, DK, DV, Branch::Selected>))
+NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body)
 
 struct LaunchDq {
   template <typename T, int DK, int DV>

@@ -95,10 +95,14 @@ struct WarpRows {
   float l[2];              // this lane's share of the row sums of 2^(s - m)
 };
 
+// Q of the warp's rows gid, gid + 8 as A fragments (zeros for padding rows);
+// O, m, l empty.
 template <typename T, int DK, int DV>
-__device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const T* q, int64_t off0, bool valid0, int64_t off1,
-                                          bool valid1, int tig) {
-  tc::load_a_frags<T, DK>(w.q, q + off0, valid0, q + off1, valid1, tig);
+__device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const AttnParams& p, const tc::TcThread& cta,
+                                          const tc::WarpQueryRows& rows) {
+  const T* q = static_cast<const T*>(p.q);
+  tc::load_a_frags<T, DK>(w.q, q + row_offset(cta.b, imax(rows.t[0], 0), rows.hq[0], p.S, p.H, DK), rows.t[0] >= 0,
+                          q + row_offset(cta.b, imax(rows.t[1], 0), rows.hq[1], p.S, p.H, DK), rows.t[1] >= 0, cta.tig);
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) w.o[n][0] = w.o[n][1] = w.o[n][2] = w.o[n][3] = 0.f;
   w.m[0] = w.m[1] = -INFINITY;
@@ -229,14 +233,10 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   using L = TcLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const tc::TcThread cta(p);
-  const int b = cta.b, lane = cta.lane, tig = cta.tig;
-  const bool split = BR == Branch::Selected && p.sel_split_keys;
-  const tc::WarpQueryRows rows(p, cta, split ? 0 : cta.warp * 16);
-  const int tr0 = rows.t[0], tr1 = rows.t[1], hq0 = rows.hq[0], hq1 = rows.hq[1];
-
+  const tc::WarpQueryRows rows = tc::warp_rows<BR>(p, cta);
+  const int lane = cta.lane, tig = cta.tig, tr0 = rows.t[0], tr1 = rows.t[1];
   WarpRows<DK, DV> w;
-  init_rows<T, DK, DV>(w, static_cast<const T*>(p.q), row_offset(b, imax(tr0, 0), hq0, p.S, p.H, DK), tr0 >= 0,
-                       row_offset(b, imax(tr1, 0), hq1, p.S, p.H, DK), tr1 >= 0, tig);
+  init_rows<T, DK, DV>(w, p, cta, rows);
   const float scale_log2 = p.scale * kLog2e;
   tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
     constexpr int NK = std::decay_t<decltype(view)>::kCols;
@@ -251,15 +251,14 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
     softmax_update<NK, DV>(s, w.m, w.l, w.o);
     tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);
   });
-  if (split) {
+  if (tc::splits_keys<BR>(p)) {
     merge_and_write_rows<T, DK, DV>(p, smem_raw, cta, w);
   } else {
-    write_rows<T, DK, DV>(p, rows, w, b, tig);
+    write_rows<T, DK, DV>(p, rows, w, cta.b, tig);
   }
 }
 
-NSA_TC_BRANCH_KERNELS(fwd, (tc_fwd_rows_body<T, DK, DV, Branch::Window>),
-                      (tc_fwd_rows_body<T, DK, DV, Branch::Compressed>), (tc_fwd_rows_body<T, DK, DV, Branch::Selected>))
+NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body)
 
 struct LaunchFwd {
   template <typename T, int DK, int DV>

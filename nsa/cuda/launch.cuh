@@ -120,20 +120,20 @@ void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int,
     return {nsa_window_##STEM##_kernel<T>, nsa_compressed_##STEM##_kernel<T>, nsa_selected_##STEM##_kernel<T>}; \
   }
 
-// v2: templated on (T, DK, DV); each argument is a call target such as
-// `(body<T, DK, DV, Branch::Window>)` (parenthesised: it holds commas).
-#define NSA_TC_BRANCH_KERNELS(STEM, WINDOW, COMPRESSED, SELECTED)                                     \
+// v2: one body templated on (T, DK, DV, branch), e.g.
+// NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body).
+#define NSA_TC_BRANCH_KERNELS(STEM, BODY)                                                             \
   template <typename T, int DK, int DV>                                                               \
   __global__ void __launch_bounds__(tc::kTcThreads) nsa_window_##STEM##_tc_kernel(AttnParams p) {     \
-    WINDOW(p);                                                                                        \
+    BODY<T, DK, DV, Branch::Window>(p);                                                               \
   }                                                                                                   \
   template <typename T, int DK, int DV>                                                               \
   __global__ void __launch_bounds__(tc::kTcThreads) nsa_compressed_##STEM##_tc_kernel(AttnParams p) { \
-    COMPRESSED(p);                                                                                    \
+    BODY<T, DK, DV, Branch::Compressed>(p);                                                           \
   }                                                                                                   \
   template <typename T, int DK, int DV>                                                               \
   __global__ void __launch_bounds__(tc::kTcThreads) nsa_selected_##STEM##_tc_kernel(AttnParams p) {   \
-    SELECTED(p);                                                                                      \
+    BODY<T, DK, DV, Branch::Selected>(p);                                                             \
   }                                                                                                   \
   template <typename T, int DK, int DV>                                                               \
   BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                           \

@@ -76,6 +76,17 @@ struct WarpQueryRows {
   __device__ __forceinline__ bool warp_active() const { return tmax >= 0; }
 };
 
+// Selected's SplitKeys tiling (launch.cuh): all 4 warps hold rows 0..15.
+template <Branch BR>
+__device__ __forceinline__ bool splits_keys(const AttnParams& p) {
+  return BR == Branch::Selected && p.sel_split_keys;
+}
+// The rows this warp owns under its branch's tiling.
+template <Branch BR>
+__device__ __forceinline__ WarpQueryRows warp_rows(const AttnParams& p, const TcThread& c) {
+  return WarpQueryRows(p, c, splits_keys<BR>(p) ? 0 : c.warp * 16);
+}
+
 // Does a warp whose rows' queries span [tmin, tmax] see none / all of the keys
 // [kt, kend) of a tile (warp-uniform)? `all` needs a full tile: a partial one is
 // masked per element against its end.
