@@ -31,14 +31,22 @@ fi
 # Sanitizers over the kernel tests' small cases and the layer test (every branch
 # through the model's CUDA path). SANITIZER_TESTS entries: "binary#tool,tool#gtest_filter".
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck#*Small*:*Edge*:*Short* nsa_cuda_layer_test#memcheck#*}; do
+  # Default: the small cases of every branch (window, compressed, selected under
+  # both tilings, select_blocks) and the layer test.
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257* nsa_cuda_layer_test#memcheck#*}; do
     bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
     for tool in ${tools//,/ }; do
       extra=""; [ "$tool" = memcheck ] && extra="--leak-check no"
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT_S:-300}" compute-sanitizer --tool $tool $extra --error-exitcode 9 \
         "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$bin-$tool.log" 2>&1
-      log "compute-sanitizer $tool $bin rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$bin-$tool.log" | tail -1)"
+      rc=$?
+      # A filter that matches no test checks nothing: say so instead of a clean summary.
+      if grep -q "Running 0 tests" "$WORK/sanitizer-$bin-$tool.log"; then
+        log "compute-sanitizer $tool $bin: filter '$filter' matched no test"
+      else
+        log "compute-sanitizer $tool $bin rc=$rc $(grep -cE '^\[       OK \]' "$WORK/sanitizer-$bin-$tool.log") tests $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$bin-$tool.log" | tail -1)"
+      fi
     done
   done
 fi
