@@ -115,22 +115,10 @@ __device__ __forceinline__ void sum_and_write_dq(const AttnParams& p, unsigned c
   static_assert(size_t(kTcWarps) * 16 * kLdQ * sizeof(float) <= tc::KvStages<DK, DV>::kBytes,
                 "the reduction area must fit in the K/V stages");
   float* red = reinterpret_cast<float*>(smem);  // [4][16][kLdQ]
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float* row = red + (cta.warp * 16 + cta.gid + 8 * i) * kLdQ;
-#pragma unroll
-    for (int n = 0; n < DK / 8; ++n) {
-      row[n * 8 + 2 * cta.tig] = w.dq[n][2 * i];
-      row[n * 8 + 2 * cta.tig + 1] = w.dq[n][2 * i + 1];
-    }
-  }
+  tc::stash_warp_rows<DK, kLdQ>(red, w.dq, cta);
   __syncthreads();
   T* dq = static_cast<T*>(p.dq_out);
-  for (int e = cta.tid; e < 16 * DK / 2; e += kTcThreads) {
-    const int r = e / (DK / 2), c = 2 * (e % (DK / 2));
-    int hq;
-    const int t = cta.row(p, r, &hq);
-    if (t < 0) continue;
+  tc::for_each_merged_pair<DK>(p, cta, [&](int r, int c, int t, int hq) {
     float d0 = 0.f, d1 = 0.f;
 #pragma unroll
     for (int ww = 0; ww < kTcWarps; ++ww) {
@@ -139,10 +127,13 @@ __device__ __forceinline__ void sum_and_write_dq(const AttnParams& p, unsigned c
     }
     *reinterpret_cast<uint32_t*>(dq + row_offset(cta.b, t, hq, p.S, p.H, DK) + c) =
         tc::pack2<T>(d0 * p.scale, d1 * p.scale);
-  }
+  });
 }
 
 // ---- queries x heads per CTA, every branch ------------------------------------------
+// Its first lines repeat tc_fwd_rows_body's on purpose: the same CTA, rows and
+// key walk, so a forward and its gradient see the same keys; they part at the
+// tile's arithmetic.
 template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   using L = DqLayout<DK, DV>;

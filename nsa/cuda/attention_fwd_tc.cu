@@ -186,27 +186,18 @@ __device__ __forceinline__ void merge_and_write_rows(const AttnParams& p, unsign
   float* red_o = reinterpret_cast<float*>(smem);  // [4][16][kLdO]
   float* red_m = red_o + kTcWarps * 16 * kLdO;    // [4][16]
   float* red_l = red_m + kTcWarps * 16;           // [4][16]
+  tc::stash_warp_rows<DV, kLdO>(red_o, w.o, cta);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float l = w.l[i];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const int r = cta.gid + 8 * i;
-    float* orow = red_o + (cta.warp * 16 + r) * kLdO;
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      orow[n * 8 + 2 * cta.tig] = w.o[n][2 * i];
-      orow[n * 8 + 2 * cta.tig + 1] = w.o[n][2 * i + 1];
-    }
     if (cta.tig == 0) red_m[cta.warp * 16 + r] = w.m[i], red_l[cta.warp * 16 + r] = l;
   }
   __syncthreads();
   T* o = static_cast<T*>(p.o);
-  for (int e = cta.tid; e < 16 * DV / 2; e += kTcThreads) {
-    const int r = e / (DV / 2), c = 2 * (e % (DV / 2));
-    int hq;
-    const int t = cta.row(p, r, &hq);
-    if (t < 0) continue;
+  tc::for_each_merged_pair<DV>(p, cta, [&](int r, int c, int t, int hq) {
     float mx = -INFINITY;
 #pragma unroll
     for (int ww = 0; ww < kTcWarps; ++ww) mx = fmaxf(mx, red_m[ww * 16 + r]);
@@ -224,7 +215,7 @@ __device__ __forceinline__ void merge_and_write_rows(const AttnParams& p, unsign
     const float inv = l > 0.f ? 1.f / l : 0.f;
     *reinterpret_cast<uint32_t*>(o + row_offset(cta.b, t, hq, p.S, p.H, DV) + c) = tc::pack2<T>(o0 * inv, o1 * inv);
     if (c == 0) p.lse_out[(int64_t(cta.b) * p.S + t) * p.H + hq] = l > 0.f ? (mx + log2f(l)) * kLn2 : INFINITY;
-  }
+  });
 }
 
 // ---- queries x heads per CTA, every branch ------------------------------------------

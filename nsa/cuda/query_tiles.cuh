@@ -87,6 +87,35 @@ __device__ __forceinline__ WarpQueryRows warp_rows(const AttnParams& p, const Tc
   return WarpQueryRows(p, c, splits_keys<BR>(p) ? 0 : c.warp * 16);
 }
 
+// SplitKeys' merge: this warp's partial accumulators of its 16 rows (C layout,
+// N columns) into rows 16 warp .. + 15 of a [4][16][LD] float area, where the
+// merging threads read every warp's copy of a row.
+template <int N, int LD>
+__device__ __forceinline__ void stash_warp_rows(float* area, const float (&acc)[N / 8][4], const TcThread& c) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float* row = area + (c.warp * 16 + c.gid + 8 * i) * LD;
+#pragma unroll
+    for (int n = 0; n < N / 8; ++n) {
+      row[n * 8 + 2 * c.tig] = acc[n][2 * i];
+      row[n * 8 + 2 * c.tig + 1] = acc[n][2 * i + 1];
+    }
+  }
+}
+
+// SplitKeys' merge, after the stash and a barrier: `pair(r, c, t, hq)` for each
+// real row r (query t, global head hq) of the 16 and column pair c, c + 1 of N,
+// spread over the CTA's threads.
+template <int N, typename Pair>
+__device__ __forceinline__ void for_each_merged_pair(const AttnParams& p, const TcThread& c, Pair&& pair) {
+  for (int e = c.tid; e < 16 * N / 2; e += kTcThreads) {
+    const int r = e / (N / 2), col = 2 * (e % (N / 2));
+    int hq;
+    const int t = c.row(p, r, &hq);
+    if (t >= 0) pair(r, col, t, hq);
+  }
+}
+
 // Does a warp whose rows' queries span [tmin, tmax] see none / all of the keys
 // [kt, kend) of a tile (warp-uniform)? `all` needs a full tile: a partial one is
 // masked per element against its end.
