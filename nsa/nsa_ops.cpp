@@ -1,5 +1,9 @@
 #include "nsa/nsa_ops.h"
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "nsa/faults.h"
 #include "nsa/mutations.h"
 #include "nsa/observer.h"
@@ -8,30 +12,68 @@ namespace nsa {
 
 at::ScalarType accum_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
+namespace {
+
+// RoPE's cos/sin tables for positions pos0 .. pos0 + S - 1 (both halves), in a
+// dtype and on a device. They depend on nothing a step changes, and every
+// layer's q and three keys use the same ones: built once instead of ~12 kernel
+// launches per call (4 calls a layer, ~570 launches a training step of
+// m7c_125m). Bounded: decode asks for one new position per token.
+struct RopeTables {
+  at::Tensor cos, sin;  // [1, S, 1, dim]
+};
+
+RopeTables rope_tables(int64_t pos0, int64_t S, int64_t dim, double base, const at::TensorOptions& opts) {
+  using Key = std::tuple<int, int, int, int64_t, int64_t, int64_t, double>;
+  // Never destroyed: CUDA tensors freed during static destruction could reach
+  // an allocator that is already gone.
+  static auto* mu = new std::mutex;
+  static auto* cache = new std::map<Key, RopeTables>;
+  constexpr size_t kMaxEntries = 64;
+  const Key key{int(opts.device().type()), int(opts.device().index()), int(c10::typeMetaToScalarType(opts.dtype())),
+                pos0, S, dim, base};
+  std::lock_guard<std::mutex> lock(*mu);
+  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  const int64_t half = dim / 2;
+  auto fopts = opts.dtype(accum_dtype(c10::typeMetaToScalarType(opts.dtype())));
+  auto inv_freq = at::pow(base, -at::arange(0, half, fopts) / double(half));  // [half]
+  auto pos = at::arange(pos0, pos0 + S, fopts);                               // [S]
+  auto ang = at::outer(pos, inv_freq);                                        // [S, half]
+  RopeTables t;
+  t.cos = at::cat({ang.cos(), ang.cos()}, -1).view({1, S, 1, dim}).to(opts.dtype());
+  t.sin = at::cat({ang.sin(), ang.sin()}, -1).view({1, S, 1, dim}).to(opts.dtype());
+  if (cache->size() >= kMaxEntries) cache->clear();
+  cache->emplace(key, t);
+  return t;
+}
+
+}  // namespace
+
 at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base) {
   const int64_t S = x.size(1), dim = x.size(3), half = dim / 2;
-  auto fopts = x.options().dtype(accum_dtype(x.scalar_type()));
-  auto inv_freq = at::pow(base, -at::arange(0, half, fopts) / double(half));   // [half]
   if (mutation_on(Mutation::rope_position_offset)) ++pos0;
-  auto pos = at::arange(pos0, pos0 + S, fopts);                                // [S]
-  auto ang = at::outer(pos, inv_freq);                                         // [S, half]
-  auto cos = at::cat({ang.cos(), ang.cos()}, -1).view({1, S, 1, dim}).to(x.scalar_type());
-  auto sin = at::cat({ang.sin(), ang.sin()}, -1).view({1, S, 1, dim}).to(x.scalar_type());
+  const RopeTables t = rope_tables(pos0, S, dim, base, x.options());
   auto x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
   auto rotated = at::cat({-x2, x1}, -1);
-  return x * cos + rotated * sin;
+  return x * t.cos + rotated * t.sin;
 }
 
 Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c, int64_t pos0) {
-  const int64_t B = x.size(0), S = x.size(1);
+  const int64_t B = x.size(0), S = x.size(1), G = c.n_kv_groups;
   const auto dt = x.scalar_type();
+  // One GEMM for q and the three branches' k and v ([D, H·dk + 3 G·dk + 3 G·dv]):
+  // one weight cast and one matmul forward, two matmuls backward, instead of
+  // seven of each (the step is launch-bound). Each column is the same dot
+  // product as with seven GEMMs.
+  const int64_t nq = c.n_heads * c.d_k, nk = G * c.d_k, nv = G * c.d_v;
+  const at::Tensor y = at::matmul(x, at::cat({w.wq, w.wk[0], w.wk[1], w.wk[2], w.wv[0], w.wv[1], w.wv[2]}, 1).to(dt));
   Projected p;
-  p.q = apply_rope(at::matmul(x, w.wq.to(dt)).view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
+  p.q = apply_rope(y.narrow(-1, 0, nq).view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
   for (int b = 0; b < 3; ++b) {
-    auto k = at::matmul(x, w.wk[b].to(dt)).view({B, S, c.n_kv_groups, c.d_k});
+    auto k = y.narrow(-1, nq + b * nk, nk).view({B, S, G, c.d_k});
     const bool unrotated = b == static_cast<int>(Branch::slc) && mutation_on(Mutation::rope_skips_slc_keys);
     p.k[b] = unrotated ? k : apply_rope(k, pos0, c.rope_base);
-    p.v[b] = at::matmul(x, w.wv[b].to(dt)).view({B, S, c.n_kv_groups, c.d_v});
+    p.v[b] = y.narrow(-1, nq + 3 * nk + b * nv, nv).view({B, S, G, c.d_v});
   }
   return p;
 }

@@ -33,6 +33,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
 
   auto q = pj.q.contiguous();
   const int64_t S = q.size(1);
+  at::Tensor block_idx32;
   if (use_cmp) {
     const int64_t n_cmp = num_cmp_blocks(S, P);
     at::Tensor kc, vc;
@@ -45,13 +46,15 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
       vc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_v}, q.options());
     }
     out.o[0] = compressed_attention(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
-    out.block_idx = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale)
-                        .to(at::kLong);
+    // The kernel's int32 choice feeds the selected kernel as it is; the layer's
+    // record (BranchOutputs) is int64.
+    block_idx32 = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale);
+    out.block_idx = block_idx32.to(at::kLong);
     report("cmp", "cuda.cmp");
   }
   if (use_slc) {
-    out.o[1] = selected_attention(q, pj.k[1].contiguous(), pj.v[1].contiguous(), out.block_idx.to(at::kInt),
-                                  P.sel_block, scale);
+    if (!block_idx32.defined()) block_idx32 = out.block_idx.to(at::kInt);  // chosen by the batched path
+    out.o[1] = selected_attention(q, pj.k[1].contiguous(), pj.v[1].contiguous(), block_idx32, P.sel_block, scale);
     report("slc", "cuda.slc");
   }
   if (use_win) {
