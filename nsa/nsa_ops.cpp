@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "nsa/faults.h"
 #include "nsa/mutations.h"
@@ -65,15 +66,18 @@ Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c
   // one weight cast and one matmul forward, two matmuls backward, instead of
   // seven of each (the step is launch-bound). Each column is the same dot
   // product as with seven GEMMs.
+  // The parts are taken with one split, whose backward is one concatenation of
+  // their gradients (seven slices would each zero-fill a gradient of y's size).
   const int64_t nq = c.n_heads * c.d_k, nk = G * c.d_k, nv = G * c.d_v;
   const at::Tensor y = at::matmul(x, at::cat({w.wq, w.wk[0], w.wk[1], w.wk[2], w.wv[0], w.wv[1], w.wv[2]}, 1).to(dt));
+  const std::vector<at::Tensor> part = y.split_with_sizes({nq, nk, nk, nk, nv, nv, nv}, -1);
   Projected p;
-  p.q = apply_rope(y.narrow(-1, 0, nq).view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
+  p.q = apply_rope(part[0].view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
   for (int b = 0; b < 3; ++b) {
-    auto k = y.narrow(-1, nq + b * nk, nk).view({B, S, G, c.d_k});
+    auto k = part[1 + b].view({B, S, G, c.d_k});
     const bool unrotated = b == static_cast<int>(Branch::slc) && mutation_on(Mutation::rope_skips_slc_keys);
     p.k[b] = unrotated ? k : apply_rope(k, pos0, c.rope_base);
-    p.v[b] = y.narrow(-1, nq + 3 * nk + b * nv, nv).view({B, S, G, c.d_v});
+    p.v[b] = part[4 + b].view({B, S, G, c.d_v});
   }
   return p;
 }
