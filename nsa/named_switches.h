@@ -74,6 +74,13 @@ class NamedSwitches {
   void enable_csv(std::string_view csv) { enable(split_name_list(csv)); }
   void disable_all() { set_mask(0); }
 
+  // Every row's name, in registry order (for "did you mean" hints).
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (auto& r : *rows_) out.emplace_back(r.name);
+    return out;
+  }
+
   // The names of the rows switched on, in registry order.
   std::vector<std::string> active_names() const {
     std::vector<std::string> out;

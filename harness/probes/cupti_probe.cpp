@@ -36,7 +36,6 @@ const char* branch_pattern(const std::string& branch) {
 class CuptiProbe : public Probe {
  public:
   explicit CuptiProbe(const ProbeSpec& spec) : every_(std::max(1, spec.every)) {}
-  std::string name() const override { return "cupti"; }
   void set_observing(bool on) override { observing_ = on; }
   // Posted collections use tracer_ and retained_: the writer stops before they
   // go. Normally on_run_end closed it already; after an error nothing queued

@@ -57,9 +57,8 @@ class Probe {
  public:
   virtual ~Probe() = default;
   // The name it is registered under: probe_registry() is the one list of probe
-  // names, and make_probes gives each probe its own (the CUPTI probe still says
-  // its name itself, the same one).
-  virtual std::string name() const { return name_; }
+  // names, and make_probes gives each probe its own.
+  const std::string& name() const { return name_; }
   // Asked before each step: should the model hand over per-layer tensors this step?
   virtual bool wants_tensors(int /*step*/) const { return false; }
   // Asked before each step: does this probe need the parameters as they were before it?

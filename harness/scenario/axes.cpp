@@ -13,12 +13,6 @@
 namespace harness {
 namespace {
 
-std::vector<std::string> fault_names() {
-  std::vector<std::string> names;
-  for (auto& f : nsa::faults.rows()) names.emplace_back(f.name);
-  return names;
-}
-
 std::optional<AxisValue> same(std::optional<std::string> v) {
   if (!v) return std::nullopt;
   return AxisValue{*v, *v};
@@ -61,7 +55,7 @@ std::optional<std::string> check_flag(const std::string& name, const Pos& name_p
   if (name == "NSA_FAULT") {
     for (const auto& item : split(value.text, ',')) {
       if (!item.empty() && !nsa::faults.find(item)) {
-        check.error(value.pos, path, "unknown fault '" + item + "'" + did_you_mean(item, fault_names()));
+        check.error(value.pos, path, "unknown fault '" + item + "'" + did_you_mean(item, nsa::faults.names()));
         return std::nullopt;
       }
     }
@@ -77,7 +71,7 @@ std::optional<std::string> check_fault(const YNode& value, const std::string& pa
   }
   if (allow_none && value.text == "none") return value.text;
   if (nsa::faults.find(value.text)) return value.text;
-  std::string hint = did_you_mean(value.text, fault_names());
+  std::string hint = did_you_mean(value.text, nsa::faults.names());
   check.error(value.pos, path,
               "unknown fault '" + value.text + "'" + (hint.empty() ? " (see `nsa-harness list faults`)" : hint));
   return std::nullopt;

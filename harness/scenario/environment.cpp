@@ -47,9 +47,7 @@ EnvironmentSettings read_environment_settings(const std::vector<std::string>& en
       for (auto& f : nsa::split_name_list(value)) {
         if (f == "none") continue;
         if (!nsa::faults.find(f)) {
-          std::vector<std::string> known;
-          for (auto& k : nsa::faults.rows()) known.emplace_back(k.name);
-          problems.push_back(env_problem(name, "unknown fault '" + f + "'" + did_you_mean(f, known)));
+          problems.push_back(env_problem(name, "unknown fault '" + f + "'" + did_you_mean(f, nsa::faults.names())));
         } else if (std::find(out.faults.begin(), out.faults.end(), f) == out.faults.end()) {
           out.faults.push_back(f);
         }
