@@ -180,7 +180,8 @@ NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body)
 struct LaunchDq {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    return launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
+    launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
+    return true;
   }
 };
 

@@ -254,7 +254,8 @@ NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body)
 struct LaunchFwd {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    return launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, fwd_tc_kernels<T, DK, DV>());
+    launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, fwd_tc_kernels<T, DK, DV>());
+    return true;
   }
 };
 

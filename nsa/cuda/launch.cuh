@@ -78,12 +78,11 @@ inline dim3 tc_query_grid(Branch br, AttnParams& p) {
 // three branch kernels of one (T, DK, DV): `Layout` gives the shared memory of
 // Selected (K/V stages and its block union) and of the others.
 template <typename Layout, typename Kernel>
-bool launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kernels) {
+void launch_tc_query_kernel(Branch br, AttnParams& p, BranchKernels<Kernel> kernels) {
   static_assert(Layout::kSelectedBytes <= kSmemBudget, "Selected's shared memory exceeds the budget");
   const size_t smem = br == Branch::Selected ? Layout::kSelectedBytes : Layout::kKvBytes;
   const dim3 grid = tc_query_grid(br, p);
   launch_kernel(kernels.pick(br), grid, tc::kTcThreads, smem, p);
-  return true;
 }
 
 // A v1 launcher for the kernels tiled by queries (forward, dq): the largest

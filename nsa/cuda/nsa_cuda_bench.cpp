@@ -223,24 +223,31 @@ BranchSpec spec_for(const Problem& p, Which w) {
   return s;
 }
 
+// Branch W's forward (or backward, from one forward) on p, timed; and the
+// useful FLOPs it stands for.
+template <Which W, bool BWD>
+double time_branch(benchmark::State& state, const Problem& p) {
+  const BranchSpec spec = spec_for(p, W);
+  const at::Tensor& k = W == Which::Compressed ? p.kc : p.k;
+  const at::Tensor& v = W == Which::Compressed ? p.vc : p.v;
+  if (!BWD) return time_it(state, [&] { attention_forward(p.q, k, v, spec); });
+  const ForwardResult f = attention_forward(p.q, k, v, spec);
+  return time_it(state, [&] { attention_backward(p.q, k, v, f.o, f.lse, p.dout, spec); });
+}
+template <Which W, bool BWD>
+double branch_flops(const Problem& p) {
+  const double n = rows_keys(p, W), dk = double(p.sh.dk), dv = double(p.sh.dv);
+  return BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv);
+}
+
 template <Which W, bool BWD>
 void BM_Branch(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
-  const BranchSpec spec = spec_for(p, W);
-  const at::Tensor& k = W == Which::Compressed ? p.kc : p.k;
-  const at::Tensor& v = W == Which::Compressed ? p.vc : p.v;
-  const double n = rows_keys(p, W), dk = double(p.sh.dk), dv = double(p.sh.dv);
   KernelVersion version(state, int(W) + (BWD ? 3 : 0));
-  double ms;
-  if (!BWD) {
-    ms = time_it(state, [&] { attention_forward(p.q, k, v, spec); });
-  } else {
-    const ForwardResult f = attention_forward(p.q, k, v, spec);
-    ms = time_it(state, [&] { attention_backward(p.q, k, v, f.o, f.lse, p.dout, spec); });
-  }
+  const double ms = time_branch<W, BWD>(state, p);
   version.report(ms);
-  report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), dense_ms(p, BWD));
+  report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
 void BM_SelectBlocks(benchmark::State& state) {
@@ -344,17 +351,9 @@ void BM_SelectedTiling(benchmark::State& state) {
   const SelectedTiling prev = selected_tiling();
   set_selected_tiling(SelectedTiling(state.range(2)));
   const Problem p = make_problem(state);
-  const BranchSpec spec = spec_for(p, Which::Selected);
-  const double n = rows_keys(p, Which::Selected), dk = double(p.sh.dk), dv = double(p.sh.dv);
-  double ms;
-  if (!BWD) {
-    ms = time_it(state, [&] { attention_forward(p.q, p.k, p.v, spec); });
-  } else {
-    const ForwardResult f = attention_forward(p.q, p.k, p.v, spec);
-    ms = time_it(state, [&] { attention_backward(p.q, p.k, p.v, f.o, f.lse, p.dout, spec); });
-  }
+  const double ms = time_branch<Which::Selected, BWD>(state, p);
   set_selected_tiling(prev);
-  report(state, ms, BWD ? 2 * n * (3 * dk + 2 * dv) : 2 * n * (dk + dv), dense_ms(p, BWD));
+  report(state, ms, branch_flops<Which::Selected, BWD>(p), dense_ms(p, BWD));
 }
 void SizesTiling(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
