@@ -40,9 +40,10 @@ RopeTables rope_tables(int64_t pos0, int64_t S, int64_t dim, double base, const 
   auto inv_freq = at::pow(base, -at::arange(0, half, fopts) / double(half));  // [half]
   auto pos = at::arange(pos0, pos0 + S, fopts);                               // [S]
   auto ang = at::outer(pos, inv_freq);                                        // [S, half]
+  const at::Tensor cos = ang.cos(), sin = ang.sin();
   RopeTables t;
-  t.cos = at::cat({ang.cos(), ang.cos()}, -1).view({1, S, 1, dim}).to(opts.dtype());
-  t.sin = at::cat({ang.sin(), ang.sin()}, -1).view({1, S, 1, dim}).to(opts.dtype());
+  t.cos = at::cat({cos, cos}, -1).view({1, S, 1, dim}).to(opts.dtype());
+  t.sin = at::cat({sin, sin}, -1).view({1, S, 1, dim}).to(opts.dtype());
   if (cache->size() >= kMaxEntries) cache->clear();
   cache->emplace(key, t);
   return t;
