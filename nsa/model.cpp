@@ -9,6 +9,11 @@
 namespace nsa {
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  // On a GPU, ATen's fused kernel (statistics in fp32, one kernel each way):
+  // the composite below is ~10 kernels forward and ~13 backward over fp32
+  // copies of x: ~0.7 ms per norm and layer, ~17 ms of an m7c_125m step (H100).
+  if (x.is_cuda())
+    return std::get<0>(at::_fused_rms_norm(x, {x.size(-1)}, weight.to(x.scalar_type()), eps));
   // Statistics in fp32 whatever the compute dtype.
   auto xf = x.to(accum_dtype(x.scalar_type()));
   auto y = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);

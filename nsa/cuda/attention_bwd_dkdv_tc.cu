@@ -40,6 +40,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "nsa/cuda/attention_common.cuh"
@@ -135,7 +136,10 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
   const bool slice_active = slice < ceil_div(k1 - k0, 16);  // the slice holds a key
   const int n_rows = n_q * p.h;                             // row = (query index, head)
-  const int n_tiles = ceil_div(n_rows, RT);
+  // This CTA's row tiles [tile0, tile1): all of them, or its split's share.
+  const int n_tiles_all = ceil_div(n_rows, RT);
+  const int tile0 = int(int64_t(n_tiles_all) * blockIdx.z / p.row_splits);
+  const int tile1 = int(int64_t(n_tiles_all) * (blockIdx.z + 1) / p.row_splits);
 
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
@@ -165,19 +169,19 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) dv_acc[n][0] = dv_acc[n][1] = dv_acc[n][2] = dv_acc[n][3] = 0.f;
 
-  if (n_tiles > 0) {  // the key tile (2 threads per key row) joins row tile 0's group
+  if (tile0 < tile1) {  // the key tile (2 threads per key row) joins the first row tile's group
     const int r = tid / 2, key = k0 + r;
     const bool valid = key < k1;
     const int src = valid ? key : k0;
     tc::copy_row_async<DK>(Ks + r * L::kLdK, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
     tc::copy_row_async<DV>(Vs + r * L::kLdV, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
-    issue_rows(0);
+    issue_rows(tile0);
   }
   const float scale_log2 = p.scale * kLog2e;
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
+  for (int i = tile0; i < tile1; ++i) {
+    if (i + 1 < tile1) {
       issue_rows(i + 1);
       tc::cp_async_wait<1>();
     } else {
@@ -250,7 +254,12 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       const float* src = red + ((rg * n_slices + c / 16) * 16 + c % 16) * kLdR + col;
       s0 += src[0], s1 += src[1];
     }
-    if (col < DK) {
+    if (p.row_splits > 1) {  // a split's partial, summed by dkdv_reduce_kernel
+      const float f = col < DK ? p.scale : 1.f;
+      float2* dst = reinterpret_cast<float2*>(
+          p.dkdv_partial + ((int64_t(blockIdx.z) * p.B + b) * p.Sk + key) * p.G * kLdR + int64_t(g) * kLdR + col);
+      *dst = make_float2(s0 * f, s1 * f);
+    } else if (col < DK) {
       *reinterpret_cast<uint32_t*>(dk + row_offset(b, key, g, p.Sk, p.G, DK) + col) =
           tc::pack2<T>(s0 * p.scale, s1 * p.scale);
     } else {
@@ -261,13 +270,68 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 
 NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body)
 
-// Key-tiled: one CTA per 64 keys (of a selected block, for Selected) and (b, g).
+// dk | dv = Σ_z partial[z] in split order (fp32), one column pair per thread;
+// dK's scale is already in the partials.
+template <typename T>
+__global__ void dkdv_reduce_kernel(const AttnParams p) {
+  const int cols = p.dk + p.dv;
+  const int64_t per_split = int64_t(p.B) * p.Sk * p.G * cols;
+  const int64_t e = 2 * (int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (e >= per_split) return;
+  float s0 = 0.f, s1 = 0.f;
+  for (int z = 0; z < p.row_splits; ++z) {
+    const float2 v = *reinterpret_cast<const float2*>(p.dkdv_partial + z * per_split + e);
+    s0 += v.x, s1 += v.y;
+  }
+  const int64_t row = e / cols;  // (b, key, g)
+  const int col = int(e % cols);
+  T* dst = col < p.dk ? static_cast<T*>(p.dk_out) + row * p.dk + col
+                      : static_cast<T*>(p.dv_out) + row * p.dv + (col - p.dk);
+  *reinterpret_cast<uint32_t*>(dst) = tc::pack2<T>(s0, s1);
+}
+
+// How many CTAs share a key tile's rows: one while the key tiles fill two
+// waves of the GPU; otherwise enough to fill them, each split keeping >= 4 row
+// tiles on average and all partials within 256 MB.
+std::atomic<int> g_forced_row_splits{0};
+
+int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_tile) {
+  if (const int forced = g_forced_row_splits.load(); forced > 0) return forced;
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  if (key_ctas >= 2 * sms) return 1;
+  // The rows one key tile is seen by, on average: every later query (window: w + 64 of them)
+  // or, for a selected block, the queries choosing it (each chooses n of the blocks).
+  const int64_t rows = br == Branch::Window     ? int64_t(imin(p.S, p.window + kKeys)) * p.h
+                 : br == Branch::Selected ? int64_t(p.S) * p.n_sel * p.h / imax(1, p.n_blocks)
+                                          : int64_t(p.S) * p.h / 2;
+  const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
+  const int64_t split_bytes = int64_t(p.B) * p.Sk * p.G * (p.dk + p.dv) * int64_t(sizeof(float));
+  int64_t s = (2 * sms + key_ctas - 1) / key_ctas;
+  s = std::min<int64_t>({s, 16, tiles / 4, (int64_t(256) << 20) / imax(1, split_bytes)});
+  return int(std::max<int64_t>(s, 1));
+}
+
+// Key-tiled: one CTA per 64 keys (of a selected block, for Selected) and (b, g),
+// times the row splits.
 struct LaunchDkdv {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
     const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
-    launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), dim3(n_tiles, p.B * p.G), kTcThreads,
+    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, DkdvLayout<DK, DV>::kRows);
+    at::Tensor partial;  // freed after the launches are queued: the allocator is stream-ordered
+    if (p.row_splits > 1) {
+      partial = at::empty({int64_t(p.row_splits) * p.B * p.Sk * p.G * (DK + DV)},
+                          at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device()));
+      p.dkdv_partial = partial.data_ptr<float>();
+    }
+    launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), dim3(n_tiles, p.B * p.G, p.row_splits), kTcThreads,
                   DkdvLayout<DK, DV>::kBytes, p);
+    if (p.row_splits > 1) {
+      const int64_t pairs = int64_t(p.B) * p.Sk * p.G * (DK + DV) / 2;
+      dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(p);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    p.row_splits = 1, p.dkdv_partial = nullptr;
     return true;
   }
 };
@@ -277,6 +341,11 @@ std::atomic<int> g_last_dkdv_version{0};
 }  // namespace
 
 int last_dkdv_kernel_version() { return g_last_dkdv_version.load(); }
+void set_dkdv_row_splits(int n) {
+  TORCH_CHECK(n >= 0 && n <= 64, "set_dkdv_row_splits: ", n, " is not in [0, 64]");
+  g_forced_row_splits.store(n);
+}
+int dkdv_row_splits_forced() { return g_forced_row_splits.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},

@@ -52,6 +52,13 @@ struct AttnParams {
   // v2 Selected: 1 = the 4 warps hold the same <= 16 rows and split each tile's
   // keys; 0 = each warp owns 16 of 64 rows (launch.cuh, tc_query_grid).
   int sel_split_keys = 0;
+  // v2 dk/dv: the row tiles of a key tile split over gridDim.z CTAs when the
+  // key tiles alone leave SMs idle (the compressed branch has S/d keys: 32 CTAs
+  // at S=2048). Each split writes its fp32 partial dK·scale | dV to
+  // dkdv_partial [row_splits][B][Sk][G][dk+dv]; a reduction sums them in split
+  // order (attention_bwd_dkdv_tc.cu), so results stay bitwise reproducible.
+  int row_splits = 1;
+  float* dkdv_partial = nullptr;
 };
 
 // ---- shared-memory layouts (in floats; row pads of +1 avoid bank conflicts

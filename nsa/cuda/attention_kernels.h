@@ -20,6 +20,8 @@ bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p);
 bool launch_attention_bwd_dq_tc(Branch br, at::ScalarType dtype, AttnParams& p);
 void launch_attention_bwd_dq(Branch br, at::ScalarType dtype, AttnParams& p);
 void launch_attention_bwd_dkdv(Branch br, at::ScalarType dtype, AttnParams& p);
+// rowsum(a ⊙ b) over the last dim, fp32 (row_dot.cu): the backward's delta.
+at::Tensor row_dot_fp32(const at::Tensor& a, const at::Tensor& b);
 
 // Query-centric tiling: the largest row count R (<= 64) whose shared memory
 // fits the budget; Selected (and large groups) take one query and up to R heads

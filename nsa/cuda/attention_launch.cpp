@@ -152,7 +152,7 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
                   lse.sizes() == at::IntArrayRef({q.size(0), q.size(1), q.size(2)}),
               branch_name(spec.branch), ": lse must be contiguous float32 [B,S,H]");
   // delta = rowsum(dO * O) in fp32: the softmax-backward term of every row.
-  const at::Tensor delta = (dout.to(at::kFloat) * o.to(at::kFloat)).sum(-1).contiguous();
+  const at::Tensor delta = row_dot_fp32(dout, o.contiguous());
   Gradients g;
   g.dq = new_output_like(q);
   g.dk = new_output_like(k);

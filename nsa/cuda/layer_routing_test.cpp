@@ -4,6 +4,7 @@
 
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/model.h"
 #include "nsa/test_support.h"
 
 namespace nsa::cuda {
@@ -34,6 +35,36 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
       ASSERT_TRUE(t.grad().defined()) << name;
       EXPECT_GT(t.grad().abs().max().item<double>(), 0.0) << name;
     }
+  }
+}
+
+
+// The model's RMSNorm on a GPU (ATen's fused kernel) against the formula in
+// float64, value and both gradients, for the dtypes training uses.
+TEST(CudaModelOps, RmsNormMatchesFloat64Formula) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  at::manual_seed(fresh_seed());
+  const double eps = 1e-5;
+  for (auto dt : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(std::string("dtype ") + c10::toString(dt));
+    auto x64 = at::randn({3, 37, 96}, at::kDouble) * 3.0;
+    auto w64 = at::rand({96}, at::kDouble) + 0.5;
+    auto g64 = at::randn({3, 37, 96}, at::kDouble);
+    // Oracle: y = x / sqrt(mean(x²) + eps) · w, from the inputs as the GPU sees them.
+    auto xr = x64.to(dt).to(at::kDouble).requires_grad_();
+    auto wr = w64.to(at::kFloat).to(at::kDouble).requires_grad_();
+    auto y_ref = xr / at::sqrt((xr * xr).mean(-1, true) + eps) * wr;
+    y_ref.backward(g64);
+    auto x = x64.to(at::kCUDA, dt).requires_grad_();
+    auto w = w64.to(at::kCUDA, at::kFloat).requires_grad_();  // fp32 master weight, as the model keeps it
+    auto y = rms_norm(x, w, eps);
+    ASSERT_EQ(y.scalar_type(), dt);
+    y.backward(g64.to(at::kCUDA, dt));
+    // bf16: one rounding of the output (2^-8) and of the weight the kernel multiplies by.
+    const double tol = dt == at::kFloat ? 1e-5 : 1.6e-2;
+    EXPECT_LE(rel_max_err(y.cpu().to(at::kDouble), y_ref.detach()), tol);
+    EXPECT_LE(rel_max_err(x.grad().cpu().to(at::kDouble), xr.grad()), dt == at::kFloat ? 1e-5 : 3e-2);
+    EXPECT_LE(rel_max_err(w.grad().cpu().to(at::kDouble), wr.grad()), dt == at::kFloat ? 1e-5 : 3e-2);
   }
 }
 

@@ -89,6 +89,12 @@ int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
 enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2 };
 void set_selected_tiling(SelectedTiling t);
 SelectedTiling selected_tiling();
+// v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
+// partial that one reduction sums). 0 = automatic (split only when the key
+// tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces
+// n, for tests and bisection. The result is the same function. Next launch on.
+void set_dkdv_row_splits(int n);
+int dkdv_row_splits_forced();
 
 // ---- availability and the kernel list (routing probe) --------------------------
 bool kernels_available();          // a CUDA device is present
