@@ -290,24 +290,27 @@ __global__ void dkdv_reduce_kernel(const AttnParams p) {
   *reinterpret_cast<uint32_t*>(dst) = tc::pack2<T>(s0, s1);
 }
 
-// How many CTAs share a key tile's rows: one while the key tiles fill two
-// waves of the GPU; otherwise enough to fill them, each split keeping >= 4 row
-// tiles on average and all partials within 256 MB.
-std::atomic<int> g_forced_row_splits{0};
+std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 
+// How many CTAs share a key tile's rows (each split costs an fp32 partial of
+// dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
+// BwdSplits, docs/performance.md), the key tiles are not only too few but
+// unequal: a selected block is seen by the queries choosing it, and block 0
+// (forced) by all S, against S·n/n_blocks on average; a compressed key tile by
+// every later query. So Selected splits ~2·n_blocks/n ways, Compressed as if
+// to fill 8 waves, Window (equal tiles of w + 64 queries) only to fill 2;
+// at most 8 splits, >= 4 row tiles each for the longest tile, 1 GiB of partials.
 int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_tile) {
   if (const int forced = g_forced_row_splits.load(); forced > 0) return forced;
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  if (key_ctas >= 2 * sms) return 1;
-  // The rows one key tile is seen by, on average: every later query (window: w + 64 of them)
-  // or, for a selected block, the queries choosing it (each chooses n of the blocks).
-  const int64_t rows = br == Branch::Window     ? int64_t(imin(p.S, p.window + kKeys)) * p.h
-                 : br == Branch::Selected ? int64_t(p.S) * p.n_sel * p.h / imax(1, p.n_blocks)
-                                          : int64_t(p.S) * p.h / 2;
-  const int64_t tiles = (rows + rows_per_tile - 1) / rows_per_tile;
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const auto fill = [&](int64_t waves) { return (waves * sms + key_ctas - 1) / key_ctas; };
+  int64_t s = br == Branch::Window     ? (key_ctas >= 2 * sms ? 1 : fill(2))
+              : br == Branch::Selected ? std::max<int64_t>(fill(2), 2 * int64_t(p.n_blocks) / imax(1, p.n_sel))
+                                       : fill(8);
+  // The longest key tile's rows: window w + 64 queries, otherwise (nearly) all S.
+  const int64_t rows = int64_t(br == Branch::Window ? imin(p.S, p.window + kKeys) : p.S) * p.h;
   const int64_t split_bytes = int64_t(p.B) * p.Sk * p.G * (p.dk + p.dv) * int64_t(sizeof(float));
-  int64_t s = (2 * sms + key_ctas - 1) / key_ctas;
-  s = std::min<int64_t>({s, 16, tiles / 4, (int64_t(256) << 20) / imax(1, split_bytes)});
+  s = std::min<int64_t>({s, 8, rows / rows_per_tile / 4, (int64_t(1) << 30) / std::max<int64_t>(1, split_bytes)});
   return int(std::max<int64_t>(s, 1));
 }
 

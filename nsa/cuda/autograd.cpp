@@ -55,13 +55,18 @@ struct WindowFn : torch::autograd::Function<WindowFn> {
   }
 };
 
+// Returns {o, lse}: select_blocks reads the logsumexp of the same scores; it
+// has no gradient.
 struct CompressedFn : torch::autograd::Function<CompressedFn> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& kc,
-                            const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale) {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& kc,
+                               const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale) {
     BranchSpec spec;
     spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
     spec.scale = scale;
-    return forward_common(ctx, q, kc, vc, spec);
+    at::Tensor o = forward_common(ctx, q, kc, vc, spec);
+    at::Tensor lse = ctx->saved_data["lse"].toTensor();
+    ctx->mark_non_differentiable({lse});
+    return {o, lse};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Gradients g = backward_common(ctx, grads);
@@ -97,10 +102,17 @@ at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at
                            sel_block, scale);
 }
 
+std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,
+                                                                const at::Tensor& vc, int64_t cmp_block,
+                                                                int64_t cmp_stride, double scale) {
+  variable_list out =
+      CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride, scale);
+  return {out[0], out[1]};
+}
+
 at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,
                                 int64_t cmp_block, int64_t cmp_stride, double scale) {
-  return CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride,
-                             scale);
+  return compressed_attention_with_lse(q, kc, vc, cmp_block, cmp_stride, scale).first;
 }
 
 }  // namespace nsa::cuda

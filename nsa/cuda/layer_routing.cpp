@@ -4,6 +4,8 @@
 // to the observer, so a fallback is never silent.
 #include "nsa/cuda/layer_routing.h"
 
+#include <tuple>
+
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/faults.h"
 #include "nsa/nsa_layer.h"
@@ -45,10 +47,13 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
       kc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_k}, q.options());
       vc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_v}, q.options());
     }
-    out.o[0] = compressed_attention(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
+    at::Tensor lse;
+    std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
     // The kernel's int32 choice feeds the selected kernel as it is; the layer's
-    // record (BranchOutputs) is int64.
-    block_idx32 = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale);
+    // record (BranchOutputs) is int64. The compressed forward's logsumexp spares
+    // select_blocks one pass over the compressed keys.
+    block_idx32 = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale,
+                                lse);
     out.block_idx = block_idx32.to(at::kLong);
     report("cmp", "cuda.cmp");
   }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -35,11 +36,21 @@ at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at
 // i*cmp_stride + cmp_block - 1 <= t.
 at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc,
                                 int64_t cmp_block, int64_t cmp_stride, double scale);
+// The same, also returning the forward's fp32 logsumexp [B,S,H] (no grad): what
+// select_blocks needs to turn the same q.kc scores into probabilities.
+std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,
+                                                                const at::Tensor& vc, int64_t cmp_block,
+                                                                int64_t cmp_stride, double scale);
 
 // Top-n selection blocks per (b, t, g) from the compressed scores (no grad).
 // Returns int32 [B,S,G,n_sel], each row sorted ascending with -1 padding last.
+// cmp_lse: the compressed forward's logsumexp of the same scores [B,S,H] fp32
+// (compressed_attention_with_lse), or undefined. Given, the v2 kernel skips
+// its own first pass over the compressed keys (row max and sum) and takes
+// p = exp(s - lse); v1 always computes its own.
 at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_block,
-                         int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale);
+                         int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale,
+                         const at::Tensor& cmp_lse = at::Tensor());
 
 // ---- without autograd: the launchers the wrappers, tests and benchmarks share --
 struct BranchSpec {

@@ -26,6 +26,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -43,7 +44,10 @@ struct Shape {
   const char* name;
   int64_t B, G, H, dk, dv;
 };
-constexpr Shape kShapes[] = {{"paper_kernel", 1, 4, 64, 192, 128}, {"m7c_125m", 1, 2, 12, 64, 64}};
+// Shape 2 is m7c_125m as its training step runs it (batch 8): the dk/dv split rows only.
+constexpr Shape kShapes[] = {{"paper_kernel", 1, 4, 64, 192, 128},
+                             {"m7c_125m", 1, 2, 12, 64, 64},
+                             {"m7c_125m_b8", 8, 2, 12, 64, 64}};
 constexpr int64_t kL = 32, kD = 16, kLp = 64, kN = 16, kW = 512;
 
 // Median milliseconds of `fn`, timed with events into Google Benchmark's manual time.
@@ -250,11 +254,16 @@ void BM_Branch(benchmark::State& state) {
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
+// FROM_LSE: given the compressed forward's logsumexp, as the layer calls it
+// (v2 then reads the compressed keys once instead of twice).
+template <bool FROM_LSE>
 void BM_SelectBlocks(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
-  KernelVersion version(state, 20);
-  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale); });
+  const at::Tensor lse =
+      FROM_LSE ? attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)).lse : at::Tensor();
+  KernelVersion version(state, FROM_LSE ? 21 : 20);
+  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
   version.report(ms);
   report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
@@ -268,12 +277,12 @@ void BM_LayerAttention(benchmark::State& state) {
   double n = 0;
   for (Which w : {Which::Window, Which::Compressed, Which::Selected}) n += rows_keys(p, w);
   double flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
+  // In the layer's order: select_blocks reads the compressed forward's logsumexp.
   const auto fwd_all = [&] {
-    at::Tensor idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale);
+    ForwardResult cmp = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed));
     BranchSpec s = spec_for(p, Which::Selected);
-    s.block_idx = idx;
-    return std::vector<ForwardResult>{attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)),
-                                      attention_forward(p.q, p.k, p.v, s),
+    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, cmp.lse);
+    return std::vector<ForwardResult>{std::move(cmp), attention_forward(p.q, p.k, p.v, s),
                                       attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
   };
   KernelVersion version(state, 10 + int(BWD));
@@ -362,15 +371,37 @@ void SizesTiling(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "tiling"});
 }
 
+// v2 dk/dv with a forced number of row splits (nsa_cuda.h, set_dkdv_row_splits;
+// 0 = the automatic choice): backward of the selected and compressed branches.
+template <Which W>
+void BM_DkdvSplits(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const int prev = dkdv_row_splits_forced();
+  set_dkdv_row_splits(int(state.range(2)));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, true>(state, p);
+  set_dkdv_row_splits(prev);
+  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
+}
+void SizesSplits(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048},
+                                  {2, 8192}})
+    for (int64_t splits : {0, 1, 2, 4, 8}) b->Args({shape, S, splits});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
+}
+
 BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
 BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
-BENCHMARK(BM_SelectBlocks)->Apply(SizesV);
+BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
+BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
 BENCHMARK(BM_SelectedTiling<true>)->Name("BM_SelectedBwdTiling")->Apply(SizesTiling);
+BENCHMARK(BM_DkdvSplits<Which::Selected>)->Name("BM_SelectedBwdSplits")->Apply(SizesSplits);
+BENCHMARK(BM_DkdvSplits<Which::Compressed>)->Name("BM_CompressedBwdSplits")->Apply(SizesSplits);
 BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV);

@@ -158,14 +158,16 @@ std::atomic<int> g_last_select_version{0};
 }  // namespace
 
 // select_blocks_tc.cu: false when v2 does not tile this call (dtype, dk, h, S).
-bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, at::Tensor& out, int cmp_block,
-                             int cmp_stride, int sel_block, int n_sel, float scale);
+bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& cmp_lse,
+                             at::Tensor& out, int cmp_block, int cmp_stride, int sel_block, int n_sel,
+                             float scale);
 
 // Testing hook: the version (1 or 2) of the last select_blocks kernel launched (0 before the first).
 int last_select_blocks_kernel_version() { return g_last_select_version.load(); }
 
 at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_block,
-                         int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale) {
+                         int64_t cmp_stride, int64_t sel_block, int64_t n_sel, double scale,
+                         const at::Tensor& cmp_lse) {
   TORCH_CHECK(q.is_cuda() && kc.is_cuda(), "select_blocks: q and kc must be CUDA tensors");
   TORCH_CHECK(q.dim() == 4 && kc.dim() == 4, "select_blocks: q [B,S,H,dk], kc [B,S_cmp,G,dk] expected, got ",
               q.sizes(), " and ", kc.sizes());
@@ -177,6 +179,9 @@ at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_
               "select_blocks: need l, d, l' > 0 and 0 < n <= 256");
   const int64_t G = kc.size(2), H = q.size(2);
   TORCH_CHECK(G > 0 && H % G == 0, "select_blocks: H=", H, " not a multiple of G=", G);
+  TORCH_CHECK(!cmp_lse.defined() || (cmp_lse.is_cuda() && cmp_lse.scalar_type() == at::kFloat &&
+                                     cmp_lse.is_contiguous() && cmp_lse.sizes() == q.sizes().slice(0, 3)),
+              "select_blocks: cmp_lse must be a contiguous CUDA float32 [B,S,H] tensor");
   c10::cuda::CUDAGuard guard(q.device());
 
   SelectParams p{};
@@ -199,7 +204,7 @@ at::Tensor select_blocks(const at::Tensor& q, const at::Tensor& kc, int64_t cmp_
                               : at::empty({q.size(0), q.size(1), G, n_sel}, q.options().dtype(at::kInt));
   p.out = out.data_ptr<int>();
   if (out.numel() == 0) return out;
-  if (!force_v1_kernels() && launch_select_blocks_tc(q, kc, out, p.cmp_block, p.cmp_stride, p.sel_block,
+  if (!force_v1_kernels() && launch_select_blocks_tc(q, kc, cmp_lse, out, p.cmp_block, p.cmp_stride, p.sel_block,
                                                      p.n_sel, p.scale)) {
     g_last_select_version.store(2);
     return out;

@@ -25,6 +25,9 @@
 //           the reference). The host checks that no block overlaps more than 64
 //           compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16, l'=64), so
 //           lo_j lies in this tile or the previous one, both still in the ring.
+// Pass 1 recomputes what the compressed forward already knows: given its
+// logsumexp (select_blocks' cmp_lse, the layer passes it), m = lse, l = 1 and
+// only pass 2 runs, one read of the compressed keys instead of two.
 // Then one warp per query: forced blocks (0, t/l', t/l' - 1) -> +inf, n rounds
 // of a warp argmax (higher score, ties -> lower index; a taken block becomes
 // -inf, as in v1), and the taken blocks are written in ascending order with a
@@ -65,7 +68,8 @@ constexpr int kLdP = kRing + 8;       // floats per P row
 struct SelectTcParams {
   const void* q;
   const void* kc;
-  int* out;  // [B,S,G,n_sel]
+  const float* lse;  // the compressed forward's [B,S,H] logsumexp, or null: pass 1 computes it
+  int* out;          // [B,S,G,n_sel]
   int B, S, S_cmp, H, G, h, n_blocks, n_sel;
   int cmp_block, cmp_stride, sel_block;
   int q_tile;
@@ -159,7 +163,17 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   };
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, inv_l[2] = {0.f, 0.f};
-  for (int pass = 0; pass < 2; ++pass) {
+  if (p.lse) {  // the row max is the logsumexp (log2 domain) and the sum 1: pass 1 is done
+    const int ra[2] = {r0, r1};
+    const bool va[2] = {v0, v1};
+    const int tr[2] = {ta, tb};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m[r] = va[r] ? p.lse[(int64_t(b) * p.S + tr[r]) * p.H + g * p.h + ra[r] % p.h] * kLog2e : -INFINITY;
+      inv_l[r] = 1.f;
+    }
+  }
+  for (int pass = p.lse ? 1 : 0; pass < 2; ++pass) {
     if (n_tiles > 0) issue_tile(0);
     for (int i = 0; i < n_tiles; ++i) {
       if (i + 1 < n_tiles) {
@@ -300,13 +314,15 @@ bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 =
 
 // Called by select_blocks (select_blocks.cu) after its argument checks; false:
 // this shape / dtype is not tiled here, the caller runs v1.
-bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, at::Tensor& out, int cmp_block,
-                             int cmp_stride, int sel_block, int n_sel, float scale) {
+bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& cmp_lse,
+                             at::Tensor& out, int cmp_block, int cmp_stride, int sel_block, int n_sel,
+                             float scale) {
   const at::ScalarType dtype = q.scalar_type();
   if (dtype != at::kHalf && dtype != at::kBFloat16) return false;
   SelectTcParams p{};
   p.q = q.data_ptr();
   p.kc = kc.data_ptr();
+  p.lse = cmp_lse.defined() ? cmp_lse.data_ptr<float>() : nullptr;
   p.out = out.data_ptr<int>();
   p.B = int(q.size(0));
   p.S = int(q.size(1));

@@ -154,6 +154,31 @@ INSTANTIATE_TEST_SUITE_P(
     V2Cases, SelectBlocks, ::testing::ValuesIn(v2_cases()),
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
+// v2 fed the compressed forward's logsumexp of the same scores (as the layer
+// feeds it; the kernel then skips its own max/sum pass): the same selection,
+// judged against the float64 reference exactly as without.
+class SelectBlocksFromCompressedLse : public ::testing::TestWithParam<SelectCase> {};
+
+TEST_P(SelectBlocksFromCompressedLse, MatchesReference) {
+  NSA_REQUIRE_CUDA();
+  const SelectCase& c = GetParam();
+  const SelectInputs in = make_select_inputs(c, 9000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  const at::Tensor q = in.q.to(at::kCUDA), kc = in.kc.to(at::kCUDA);
+  BranchSpec spec;
+  spec.branch = Branch::Compressed, spec.cmp_block = c.l, spec.cmp_stride = c.d, spec.scale = scale;
+  const ForwardResult f = attention_forward(q, kc, at::randn_like(kc), spec);
+  set_poison_outputs(true);
+  const at::Tensor got = select_blocks(q, kc, c.l, c.d, c.lp, c.n, scale, f.lse).cpu();
+  set_poison_outputs(false);
+  EXPECT_EQ(last_select_blocks_kernel_version(), 2) << "this case should run the tensor-core kernel";
+  expect_matches_reference(c, in, scale, got);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    V2Cases, SelectBlocksFromCompressedLse, ::testing::ValuesIn(v2_cases()),
+    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
+
 // The same input through v1 (forced) and v2: both equal the reference (exactly
 // on tied inputs, where they must also equal each other bitwise).
 class SelectBlocksV1AndV2 : public ::testing::TestWithParam<SelectCase> {};
