@@ -91,8 +91,12 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
   shape.pop_back();
   shape.back() = l * dim;  // [..., l·dim]
   auto pe = mutation_on(Mutation::phi_pe_reversed) ? phi.pe.flip(0) : phi.pe;
-  auto flat = (tokens + pe.to(dt)).reshape(shape);
-  auto h = at::silu(at::matmul(flat, phi.w1.to(dt)) + phi.b1.to(dt));
+  // (tokens + pe)·W1 = tokens·W1 + pe·W1: the position term is the same row for
+  // every block, so it joins the bias and the [..., l·dim] sum is never formed
+  // (nor its gradient reduced over every block in backward).
+  const at::Tensor w1 = phi.w1.to(dt);
+  const at::Tensor bias1 = at::matmul(pe.to(dt).reshape({1, l * dim}), w1).squeeze(0) + phi.b1.to(dt);
+  auto h = at::silu(at::matmul(tokens.reshape(shape), w1) + bias1);
   return at::matmul(h, phi.w2.to(dt)) + phi.b2.to(dt);
 }
 
