@@ -1,15 +1,20 @@
 // The projection epilogue kernel against a float64 oracle written here from
 // RoPE's definition (not nsa::apply_rope): forward for every part, backward
 // through float64 autograd of that oracle with some gradients undefined, and
-// project() on a GPU honouring the two RoPE mutations through the kernel.
+// project() and the dense cell on a GPU going through the kernel (project()
+// honouring the two RoPE mutations).
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
+
+#include <ATen/core/grad_mode.h>
 
 #include "nsa/config.h"
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/projection_epilogue.h"
 #include "nsa/cuda/test_util.h"
+#include "nsa/dense_attention.h"
 #include "nsa/mutations.h"
 #include "nsa/nsa_weights.h"
 
@@ -192,6 +197,27 @@ TEST(ProjectionEpilogue, ProjectHonoursRopeMutationsThroughTheKernel) {
     }
   }
   mutations.set_mask(saved);
+}
+
+// The dense cell's projection goes through the same kernel on a GPU; its
+// output (fp32) matches the CPU path in float64, which dense_attention_test
+// checks against a brute force from the definitions.
+TEST(ProjectionEpilogue, DenseCellThroughTheKernelMatchesItsCpuPath) {
+  NSA_REQUIRE_CUDA();
+  register_with_layer();
+  ModelConfig c = load_model_config("tiny");
+  c.attention = "dense";
+  at::manual_seed(6);
+  const DenseWeights w64 = init_dense_weights(c, at::TensorOptions().dtype(at::kDouble));
+  const auto gpu = [](const at::Tensor& t) { return t.detach().to(at::kCUDA).to(at::kFloat); };
+  const DenseWeights w{gpu(w64.wq), gpu(w64.wk), gpu(w64.wv), gpu(w64.wo)};
+  const at::Tensor x64 = at::randn({2, 37, c.d_model}, at::kDouble);
+  at::NoGradGuard no_grad;
+  const at::Tensor want = dense_attention(w64, x64, c);
+  const int64_t launches = projection_epilogue_launches();
+  const at::Tensor got = dense_attention(w, gpu(x64), c);
+  EXPECT_EQ(projection_epilogue_launches(), launches + 1) << "the dense cell did not run the fused kernel";
+  expect_close("dense output", got, want, tolerance_for(at::kFloat));
 }
 
 }  // namespace
