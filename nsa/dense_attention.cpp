@@ -17,10 +17,14 @@ DenseWeights init_dense_weights(const ModelConfig& c, const at::TensorOptions& o
 at::Tensor dense_attention(const DenseWeights& w, const at::Tensor& x, const ModelConfig& c) {
   const int64_t B = x.size(0), S = x.size(1), H = c.n_heads, G = c.n_kv_groups;
   const auto dt = x.scalar_type();
-  // [B,S,N,dim] → [B,N,S,dim], the layout SDPA takes.
-  auto q = apply_rope(at::matmul(x, w.wq.to(dt)).view({B, S, H, c.d_k}), 0, c.rope_base).transpose(1, 2);
-  auto k = apply_rope(at::matmul(x, w.wk.to(dt)).view({B, S, G, c.d_k}), 0, c.rope_base).transpose(1, 2);
-  auto v = at::matmul(x, w.wv.to(dt)).view({B, S, G, c.d_v}).transpose(1, 2);
+  // One GEMM for q, k and v, split (and q, k rotated) as the NSA layer's
+  // projection is: on a GPU by the same fused kernel, so the two cells differ in
+  // attention alone. [B,S,N,dim] → [B,N,S,dim], the layout SDPA takes.
+  ProjectionSplit s;
+  s.n_heads = H, s.n_groups = G, s.d_k = c.d_k, s.d_v = c.d_v, s.n_kv = 1, s.rope_base = c.rope_base;
+  const std::vector<at::Tensor> part =
+      split_projection(at::matmul(x, at::cat({w.wq, w.wk, w.wv}, 1).to(dt)), s, /*pos0=*/0);
+  auto q = part[0].transpose(1, 2), k = part[1].transpose(1, 2), v = part[2].transpose(1, 2);
   // Each group's K/V serves its H/G consecutive heads (head h reads group h / (H/G)),
   // as in the NSA layer. Expanded here rather than through SDPA's GQA switch, which
   // not every backend takes, so the fastest kernel for the dtype is free to run.

@@ -12,7 +12,7 @@ using S = MutationSite;
 // faults.cpp).
 // clang-format off
 const std::vector<MutationInfo> kMutations = {
-    {M::rope_position_offset, "rope_position_offset", "RoPE positions (q, k of every branch)", "RoPE counts positions from 1 instead of 0. q·k of rotated pairs is unchanged, but the compression φ sees raw keys rotated by the wrong angles.", S::shared, "nsa_ops.cpp apply_rope"},
+    {M::rope_position_offset, "rope_position_offset", "RoPE positions (q, k of every branch)", "RoPE counts positions from 1 instead of 0. q·k of rotated pairs is unchanged, but the compression φ sees raw keys rotated by the wrong angles.", S::shared, "nsa_ops.cpp rope_position"},
     {M::rope_skips_slc_keys, "rope_skips_slc_keys", "RoPE on k^slc", "The selected branch's keys are projected but never rotated.", S::shared, "nsa_ops.cpp project"},
     {M::phi_pe_reversed, "phi_pe_reversed", "Compression φ: intra-block position embedding", "φ adds the intra-block position embedding in reverse order (the last token gets the first position's row).", S::shared, "nsa_ops.cpp compress_blocks"},
     {M::overlap_touching_blocks, "overlap_touching_blocks", "Eq. 9: selection scores by overlap", "A compressed block that only touches a selection block (shares an end point, no token) counts as overlapping it: closed intervals where the spans are half-open.", S::shared, "nsa_ops.h cmp_overlaps_sel, nsa_ops.cpp overlap_matrix"},

@@ -49,37 +49,66 @@ RopeTables rope_tables(int64_t pos0, int64_t S, int64_t dim, double base, const 
   return t;
 }
 
+// The position RoPE gives the token at pos0: one decision for the ATen ops and
+// the fused kernel alike.
+int64_t rope_position(int64_t pos0) {
+  if (mutation_on(Mutation::rope_position_offset)) ++pos0;
+  return pos0;
+}
+
+ProjectionEpilogueFn g_projection_epilogue = nullptr;
+
 }  // namespace
+
+void register_projection_epilogue(ProjectionEpilogueFn fn) { g_projection_epilogue = fn; }
 
 at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base) {
   const int64_t S = x.size(1), dim = x.size(3), half = dim / 2;
-  if (mutation_on(Mutation::rope_position_offset)) ++pos0;
+  pos0 = rope_position(pos0);
   const RopeTables t = rope_tables(pos0, S, dim, base, x.options());
   auto x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
   auto rotated = at::cat({-x2, x1}, -1);
   return x * t.cos + rotated * t.sin;
 }
 
+std::vector<at::Tensor> split_projection(const at::Tensor& y, const ProjectionSplit& s, int64_t pos0) {
+  TORCH_CHECK(y.dim() == 3 && y.size(2) == s.width(), "split_projection: y ", y.sizes(), " is not [B,S,", s.width(),
+              "]");
+  if (y.is_cuda() && g_projection_epilogue) {
+    std::vector<at::Tensor> parts = g_projection_epilogue(y, s, rope_position(pos0));
+    if (!parts.empty()) return parts;
+  }
+  const int64_t B = y.size(0), S = y.size(1), nq = s.n_heads * s.d_k, nk = s.n_groups * s.d_k,
+                nv = s.n_groups * s.d_v;
+  std::vector<int64_t> widths{nq};
+  for (int b = 0; b < s.n_kv; ++b) widths.push_back(nk);
+  for (int b = 0; b < s.n_kv; ++b) widths.push_back(nv);
+  // One split, whose backward is one concatenation of the parts' gradients
+  // (seven slices would each zero-fill a gradient of y's size).
+  std::vector<at::Tensor> part = y.split_with_sizes(widths, -1);
+  part[0] = apply_rope(part[0].view({B, S, s.n_heads, s.d_k}), pos0, s.rope_base);
+  for (int b = 0; b < s.n_kv; ++b) {
+    auto k = part[1 + b].view({B, S, s.n_groups, s.d_k});
+    part[1 + b] = s.rotate_k[b] ? apply_rope(k, pos0, s.rope_base) : k;
+    part[1 + s.n_kv + b] = part[1 + s.n_kv + b].view({B, S, s.n_groups, s.d_v});
+  }
+  return part;
+}
+
 Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c, int64_t pos0) {
-  const int64_t B = x.size(0), S = x.size(1), G = c.n_kv_groups;
   const auto dt = x.scalar_type();
   // One GEMM for q and the three branches' k and v ([D, H·dk + 3 G·dk + 3 G·dv]):
   // one weight cast and one matmul forward, two matmuls backward, instead of
   // seven of each (the step is launch-bound). Each column is the same dot
   // product as with seven GEMMs.
-  // The parts are taken with one split, whose backward is one concatenation of
-  // their gradients (seven slices would each zero-fill a gradient of y's size).
-  const int64_t nq = c.n_heads * c.d_k, nk = G * c.d_k, nv = G * c.d_v;
   const at::Tensor y = at::matmul(x, at::cat({w.wq, w.wk[0], w.wk[1], w.wk[2], w.wv[0], w.wv[1], w.wv[2]}, 1).to(dt));
-  const std::vector<at::Tensor> part = y.split_with_sizes({nq, nk, nk, nk, nv, nv, nv}, -1);
+  ProjectionSplit s;
+  s.n_heads = c.n_heads, s.n_groups = c.n_kv_groups, s.d_k = c.d_k, s.d_v = c.d_v, s.rope_base = c.rope_base;
+  s.rotate_k[static_cast<int>(Branch::slc)] = !mutation_on(Mutation::rope_skips_slc_keys);
+  const std::vector<at::Tensor> part = split_projection(y, s, pos0);
   Projected p;
-  p.q = apply_rope(part[0].view({B, S, c.n_heads, c.d_k}), pos0, c.rope_base);
-  for (int b = 0; b < 3; ++b) {
-    auto k = part[1 + b].view({B, S, G, c.d_k});
-    const bool unrotated = b == static_cast<int>(Branch::slc) && mutation_on(Mutation::rope_skips_slc_keys);
-    p.k[b] = unrotated ? k : apply_rope(k, pos0, c.rope_base);
-    p.v[b] = part[4 + b].view({B, S, G, c.d_v});
-  }
+  p.q = part[0];
+  for (int b = 0; b < 3; ++b) p.k[b] = part[1 + b], p.v[b] = part[4 + b];
   return p;
 }
 

@@ -5,6 +5,9 @@
 // these definitions.
 #include <ATen/ATen.h>
 
+#include <array>
+#include <vector>
+
 #include "nsa/config.h"
 #include "nsa/mutations.h"
 #include "nsa/nsa_weights.h"
@@ -29,6 +32,29 @@ Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c
 
 // RoPE (base from config) on x [B,S,N,dim] at positions pos0 … pos0+S-1 (rotate-half form).
 at::Tensor apply_rope(const at::Tensor& x, int64_t pos0, double base);
+
+// The layout of one projection GEMM's output row, [q (H·dk) | k_0 … k_{n-1}
+// (G·dk each) | v_0 … v_{n-1} (G·dv each)], and which parts RoPE rotates.
+struct ProjectionSplit {
+  int64_t n_heads = 0, n_groups = 0, d_k = 0, d_v = 0;
+  int n_kv = 3;                                  // 3: NSA (cmp, slc, win); 1: dense
+  std::array<bool, 3> rotate_k{true, true, true};  // q is always rotated, v never
+  double rope_base = 10000.0;
+  int64_t width() const { return n_heads * d_k + n_kv * n_groups * (d_k + d_v); }
+};
+
+// y [B,S,width] → {q, k_0 … k_{n-1}, v_0 … v_{n-1}}, each [B,S,heads,dim], q and
+// the flagged keys rotated for positions pos0 … pos0+S-1. On a GPU with the
+// CUDA build's epilogue registered: one fused kernel, every part contiguous;
+// else ATen ops (the reference), the parts views of y or rotated copies.
+std::vector<at::Tensor> split_projection(const at::Tensor& y, const ProjectionSplit& s, int64_t pos0);
+
+// Hook for that kernel (set by nsa_cuda when compiled in). `rope_pos0` is the
+// position RoPE gives y's first token (the mutations already applied). Returns
+// an empty list to decline (e.g. a dtype it does not take): the ATen ops run.
+using ProjectionEpilogueFn = std::vector<at::Tensor> (*)(const at::Tensor& y, const ProjectionSplit& s,
+                                                         int64_t rope_pos0);
+void register_projection_epilogue(ProjectionEpilogueFn fn);
 
 // φ over blocks: tokens [..., l, dim] → [..., dim]. "mean": mean pooling; "mlp": the MLP with
 // intra-block position embedding.

@@ -36,6 +36,8 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_decode_partial_tc_kernel", "decode: split-K attention partials, v2 tensor cores fp16/bf16", "decode"},
       {"nsa_decode_select_kernel", "decode: block importances and top-n for the new token", "decode"},
       {"nsa_decode_combine_kernel", "decode: merges the split-K partials into o_cmp, o_slc, o_win", "decode"},
+      // The projection's epilogue (projection_epilogue.cu) serves every branch and the dense cell.
+      {"nsa_projection_epilogue_kernel", "projection epilogue: split, RoPE of q and keys, contiguous parts; forward and backward", "project"},
   };
   return kInfos;
 }

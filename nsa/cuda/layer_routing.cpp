@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/projection_epilogue.h"
 #include "nsa/faults.h"
 #include "nsa/nsa_layer.h"
 
@@ -79,6 +80,11 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
 
 }  // namespace
 
-void register_with_layer() { register_cuda_branches(&cuda_branches); }
+void register_with_layer() {
+  register_cuda_branches(&cuda_branches);
+  // The projection's split + RoPE as one kernel on CUDA tensors, for the NSA
+  // layer and the dense cell alike (nsa::split_projection).
+  register_projection_epilogue(&projection_epilogue_hook);
+}
 
 }  // namespace nsa::cuda

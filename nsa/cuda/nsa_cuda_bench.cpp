@@ -31,11 +31,13 @@
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/decode_graph.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/projection_epilogue.h"
 
 namespace nsa::cuda {
 namespace {
@@ -605,6 +607,48 @@ void DecodeSizes(benchmark::internal::Benchmark* b, bool versions) {
 }
 BENCHMARK(BM_DenseSdpaDecode)->Apply([](benchmark::internal::Benchmark* b) { DecodeSizes(b, false); });
 BENCHMARK(BM_DecodeStepGraph)->Apply([](benchmark::internal::Benchmark* b) { DecodeSizes(b, true); });
+
+// The projection's epilogue (split + RoPE + contiguous parts) at m7c_125m's
+// training shape (B=8, S=2048, H=12, G=2, dk=dv=64, bf16), through
+// nsa::split_projection and then .contiguous() of every part, as the layer
+// uses them: impl 0 = the ATen ops (no kernel registered), 1 = the fused
+// kernel. Bwd: the gradient of y from all seven parts' gradients, from one
+// forward. GB/s counts y and the parts once each (the least any way moves).
+template <bool BWD>
+void BM_ProjectionEpilogue(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const bool fused = state.range(0) == 1;
+  ProjectionSplit s;
+  s.n_heads = 12, s.n_groups = 2, s.d_k = 64, s.d_v = 64;
+  const int64_t B = 8, S = 2048;
+  const at::Tensor y =
+      at::randn({B, S, s.width()}, at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16)).requires_grad_(BWD);
+  register_projection_epilogue(fused ? &projection_epilogue_hook : nullptr);
+  const auto forward = [&] {
+    std::vector<at::Tensor> parts = split_projection(y, s, 0);
+    for (auto& part : parts) part = part.contiguous();
+    return parts;
+  };
+  double ms;
+  if (!BWD) {
+    ms = time_it(state, [&] { forward(); });
+  } else {
+    const std::vector<at::Tensor> parts = forward();
+    std::vector<at::Tensor> grads;
+    for (const auto& part : parts) grads.push_back(at::randn_like(part));
+    ms = time_it(state, [&] { torch::autograd::grad(parts, {y}, grads, /*retain_graph=*/true); });
+  }
+  register_projection_epilogue(nullptr);
+  static std::map<bool, double> aten_ms;
+  if (!fused) aten_ms[BWD] = ms;
+  else if (aten_ms.count(BWD) && ms > 0) state.counters["speedup_vs_aten"] = aten_ms[BWD] / ms;
+  state.counters["ms"] = ms;
+  state.counters["GB/s"] = ms > 0 ? 2.0 * double(y.nbytes()) / (ms * 1e-3) / 1e9 : 0;
+}
+BENCHMARK(BM_ProjectionEpilogue<false>)->Name("BM_ProjectionEpilogueFwd")->Arg(0)->Arg(1)->ArgNames({"impl"})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ProjectionEpilogue<true>)->Name("BM_ProjectionEpilogueBwd")->Arg(0)->Arg(1)->ArgNames({"impl"})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace nsa::cuda
