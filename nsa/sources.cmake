@@ -1,7 +1,7 @@
 # The model library (libtorch). Included from nsa/CMakeLists.txt.
 add_library(nsa STATIC
   runtime.cpp nsa_weights.cpp nsa_ops.cpp nsa_reference.cpp nsa_batched.cpp nsa_decode.cpp
-  nsa_layer.cpp dense_attention.cpp model.cpp data.cpp optim.cpp trainer.cpp)
+  nsa_layer.cpp dense_attention.cpp model.cpp data.cpp data_prefetch.cpp optim.cpp trainer.cpp)
 target_link_libraries(nsa PUBLIC nsa_config ${TORCH_LIBRARIES})
 target_compile_options(nsa PUBLIC ${TORCH_CXX_FLAGS})
 # libtorch headers dominate build time: precompile the one umbrella we use.
@@ -23,7 +23,9 @@ nsa_add_test(nsa_model_test
 # Mutation self-test (mutations.h). nsa_mutation_test checks that every mutation
 # changes the layer; it is the only test binary that reads the registry.
 nsa_add_test(nsa_mutation_test SOURCES mutation_layer_test.cpp test_support.cpp LIBS nsa)
-nsa_torch_pch(nsa_model_test nsa_mutation_test)
+# The batch prefetcher (threads, deadlines, fake producers): seconds, not minutes.
+nsa_add_test(nsa_data_test SOURCES data_prefetch_test.cpp LIBS nsa)
+nsa_torch_pch(nsa_model_test nsa_mutation_test nsa_data_test)
 # Each mutation must be caught by the model's own tests, which do not know it:
 # nsa_model_test run with NSA_MUTATION=<name> must report a failed test (exit 1
 # with a "[  FAILED  ] Suite.Test" line; a crash, or exit 2 for an unknown name,

@@ -15,6 +15,7 @@
 #include "harness/child/dist_rank.h"
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
+#include "nsa/data_prefetch.h"
 #include "nsa/faults.h"
 #include "nsa/mutations.h"
 #ifdef NSA_WITH_CUDA_KERNELS
@@ -124,6 +125,20 @@ void sync_device(const at::Device& d) {
   if (d.is_cuda()) at::accelerator::synchronizeDevice(d.index());
 }
 
+// "data" on the phase stack (no events) while the step waits for its batch: a
+// stalled producer shows in the stacks the supervisor asks for, and an error
+// from it names the phase.
+class DataFrame {
+ public:
+  explicit DataFrame(PhaseStack& stack) : stack_(stack) { stack_.push("data", -1); }
+  ~DataFrame() { stack_.pop(); }
+  DataFrame(const DataFrame&) = delete;
+  DataFrame& operator=(const DataFrame&) = delete;
+
+ private:
+  PhaseStack& stack_;
+};
+
 nlohmann::json platform_json(const at::Device& d) {
   nlohmann::json p = {{"device", d.str()}, {"libtorch", TORCH_VERSION}, {"threads", at::get_num_threads()}};
   return p;
@@ -185,7 +200,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     tc.master_weights = spec.train.master_weights;
     nsa::Model model(spec.model, at::TensorOptions().dtype(nsa::param_dtype_for(tc)).device(device));
     nsa::Trainer trainer(model, tc);
-    nsa::DataSource data(spec.train.data, spec.train.seed);
+    nsa::DataSource source(spec.train.data, spec.train.seed);  // here, so a bad file fails before any setup
     std::unique_ptr<DistRank> dist;
     if (rank_env) {
       const int gpus = device.is_cuda() ? static_cast<int>(at::getNumGPUs()) : 0;
@@ -210,6 +225,15 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     // Each rank trains on its slice of the global batch (tokens counted per rank).
     const auto rows = dist ? dist->data_parallel().slice(spec.train.batch) : std::pair<int64_t, int64_t>{0, spec.train.batch};
     const int64_t tokens = (rows.second - rows.first) * spec.train.seq_len;
+    // Every rank draws the whole global batch (the same data stream as one
+    // process) and keeps its rows; a thread draws them ahead of the steps,
+    // pinned for a GPU so the copy can overlap, and waits no longer than a rank's collectives.
+    nsa::PrefetchOptions prefetch;
+    prefetch.rows = rows;
+    prefetch.pin_memory = device.is_cuda();
+    prefetch.deadline_s = dist_timeout_s(spec);
+    prefetch.limit = spec.train.steps;
+    nsa::BatchPrefetcher data(std::move(source), spec.train.batch, spec.train.seq_len, prefetch);
     std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
     std::vector<at::Tensor> snapshot;                   // the parameters before a step, when a probe asks
     for (step = 1; step <= spec.train.steps; ++step) {
@@ -229,10 +253,16 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       observer.set_capture(capture);
       events.emit(ev::step_begin, {{"step", step}});
       if (dist) dist->set_step(step);
-      // Every rank draws the whole global batch (the same data stream as one
-      // process) and keeps its rows.
-      auto batch = data.next_batch(spec.train.batch, spec.train.seq_len).slice(0, rows.first, rows.second).to(device);
-      sync_device(device);
+      // data_ms: waiting for the batch and copying it to the device, synced
+      // so the copy stays out of step_ms.
+      const auto data_t0 = Clock::now();
+      at::Tensor batch;
+      {
+        DataFrame frame(stack);
+        batch = data.next().tokens.to(device, /*non_blocking=*/true);
+        sync_device(device);
+      }
+      const double data_ms = ms_since(data_t0);
       double probe_ms = 0;
       if (keep_params) {
         auto snap_t0 = Clock::now();
@@ -250,7 +280,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       }
       sync_device(device);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      nlohmann::json e = {{"step", step},       {"step_ms", ms},
+      nlohmann::json e = {{"step", step},       {"step_ms", ms},              {"data_ms", data_ms},
                           {"tok_s", tokens / (ms / 1000.0)}, {"tokens", tokens},
                           {"skipped", st.skipped}, {"host_syncs", tap.sync_points},
                           {"lr", st.lr},         {"loss_scale", st.loss_scale}};

@@ -106,6 +106,7 @@ void to_json(json& j, const StepRecord& s) {
   j = json{{"step", s.step}, {"loss", number(s.loss)}, {"step_ms", number(s.step_ms)},
            {"tok_s", number(s.tok_s)}, {"skipped", s.skipped}, {"host_syncs", s.host_syncs}};
   if (s.probe_ms > 0) j["probe_ms"] = number(s.probe_ms);
+  if (s.data_ms) j["data_ms"] = number(*s.data_ms);
   if (s.observed) j["observed"] = *s.observed;
 }
 void from_json(const json& j, StepRecord& s) {
@@ -116,6 +117,7 @@ void from_json(const json& j, StepRecord& s) {
   s.skipped = j.value("skipped", false);
   s.host_syncs = j.value("host_syncs", 0);
   s.probe_ms = number_from(j.value("probe_ms", json(0.0)));
+  get_opt(j, "data_ms", s.data_ms);
   if (j.contains("observed") && j.at("observed").is_boolean()) s.observed = j.at("observed").get<bool>();
   else s.observed.reset();
 }
@@ -124,7 +126,8 @@ void from_json(const json& j, StepRecord& s) {
 template <class M, class Visit>
 void visit_metrics(M& m, Visit&& visit) {
   visit("tok_s", m.tok_s); visit("step_ms_median", m.step_ms_median); visit("step_ms_max", m.step_ms_max);
-  visit("probe_ms_median", m.probe_ms_median); visit("peak_mem_bytes", m.peak_mem_bytes);
+  visit("probe_ms_median", m.probe_ms_median); visit("data_ms_median", m.data_ms_median);
+  visit("peak_mem_bytes", m.peak_mem_bytes);
   visit("first_loss", m.first_loss); visit("last_loss", m.last_loss);
 }
 void to_json(json& j, const CellMetrics& m) {

@@ -46,6 +46,9 @@ struct StepRecord {
   bool skipped = false;       // fp16 loss-scale overflow skip
   int host_syncs = 0;
   double probe_ms = 0.0;      // observing outside the timed step (probe hooks, snapshots); 0 = none
+  // Waiting for the step's batch and copying it to the device, outside the
+  // timed step; unset in results written before the child reported it.
+  std::optional<double> data_ms;
   std::optional<bool> observed;  // under `probes: alternate`: did the probes watch this step?
 
   friend void to_json(nlohmann::json& j, const StepRecord& v);
@@ -179,6 +182,7 @@ struct CellMetrics {
   std::optional<double> step_ms_median;
   std::optional<double> step_ms_max;
   std::optional<double> probe_ms_median;  // median probe_ms over the timed steps, when reported
+  std::optional<double> data_ms_median;   // median data_ms over the timed steps, when reported
   std::optional<double> peak_mem_bytes;
   std::optional<double> first_loss;
   std::optional<double> last_loss;

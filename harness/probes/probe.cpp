@@ -19,7 +19,8 @@ const std::vector<ProbeInfo>& probe_registry() {
   static const std::vector<ProbeInfo> kProbes = {
       // First: tracing must be running before any other probe launches a kernel.
       {"cupti", "CUPTI kernel trace and NVTX ranges (CUDA builds on a GPU)", make_cupti_probe},
-      {"timing", "step time (wall, device events on GPU) and tokens/s; built into every step_end", make_timing_probe},
+      {"timing", "step time (wall, device events on GPU), tokens/s and the wait for data before the step; built into every step_end",
+       make_timing_probe},
       {"memory", "peak memory and its growth per step", make_memory_probe},
       {"syncs", "device→host synchronisations per step, as the model reports them", make_syncs_probe},
       {"precision", "dtypes, master weights, AdamW eps representable, loss-scale history", make_precision_probe},

@@ -10,7 +10,8 @@
 //
 //   start        {pid, cell, steps, device, platform:{...}}
 //   step_begin   {step}
-//   step_end     {step, loss, step_ms, tok_s, tokens, skipped, host_syncs}
+//   step_end     {step, loss, step_ms, data_ms, tok_s, tokens, skipped, host_syncs}
+//                data_ms: waiting for the batch and copying it to the device, before (outside) step_ms
 //   phase_begin  {name, step, layer?}         phase_end {name, step, layer?, ms}
 //   progress     {what, done, total, step}    sub-step progress (tokens of a sequential prefill)
 //   metric       {name, value, step?}

@@ -129,6 +129,31 @@ TEST(JsonWriter, ReadsRecordsAnOlderFileKeptUnderExtra) {
   EXPECT_EQ(back.extra, (nlohmann::json{{"note", "kept"}}));
 }
 
+TEST(JsonWriter, RoundTripsDataTimeAndReadsFilesWithoutIt) {
+  testing::TempDir dir;
+  RunResult run = testing::prefill_hang_run();
+  CellResult& c = run.cells.at(1);
+  ASSERT_GE(c.steps.size(), 2u);
+  c.metrics.data_ms_median = 0.25;
+  c.steps[0].data_ms = 3.5;
+  c.steps[1].data_ms = 0.125;
+  JsonWriter().write(run, dir.str());
+  const CellResult back = load_results(dir.str()).cells.at(1);
+  EXPECT_EQ(back.metrics.data_ms_median, 0.25);
+  EXPECT_EQ(back.steps[0].data_ms, 3.5);
+  EXPECT_EQ(back.steps[1].data_ms, 0.125);
+  // A file from before data_ms: no key in the metrics or the steps.
+  nlohmann::json j = nlohmann::json::parse(read_file(dir.str() + "/results.json"));
+  auto& cell = j["cells"][1];
+  ASSERT_TRUE(cell["metrics"].contains("data_ms_median") && cell["steps"][0].contains("data_ms"));
+  cell["metrics"].erase("data_ms_median");
+  for (auto& s : cell["steps"]) s.erase("data_ms");
+  const CellResult old = cell.get<CellResult>();
+  EXPECT_FALSE(old.metrics.data_ms_median);
+  EXPECT_FALSE(old.steps[0].data_ms);
+  EXPECT_EQ(old.metrics.step_ms_median, c.metrics.step_ms_median);
+}
+
 TEST(JsonWriter, RoundTripsGpusShardAndMergeRecords) {
   testing::TempDir dir;
   RunResult run = testing::prefill_hang_run();

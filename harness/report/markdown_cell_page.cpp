@@ -26,6 +26,8 @@ std::string facts(const RunResult& run, const CellResult& c) {
   s += fmt::format("| tok/s (median) | {} |\n", number_text(c.metrics.tok_s, 1));
   s += fmt::format("| Step ms (median / max) | {} / {} |\n", number_text(c.metrics.step_ms_median, 1),
                    number_text(c.metrics.step_ms_max, 1));
+  // Before each step and outside its time: near zero while the prefetcher keeps up.
+  if (c.metrics.data_ms_median) s += fmt::format("| Data wait + copy ms (median) | {} |\n", number_text(c.metrics.data_ms_median, 2));
   if (c.metrics.peak_mem_bytes) s += fmt::format("| Peak memory (MB) | {:.1f} |\n", *c.metrics.peak_mem_bytes / 1e6);
   s += fmt::format("| Wall time (s) | {:.1f} |\n", c.wall_s);
   if (c.exit_code) s += fmt::format("| Exit status | {} |\n", *c.exit_code);

@@ -10,6 +10,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/link_check.h"
+#include "harness/report/markdown_cell_page.h"
 #include "harness/report/markdown_report.h"
 #include "harness/report/render_all.h"
 #include "harness/report/report_writer.h"
@@ -60,6 +61,19 @@ TEST(ReportPages, TheRootCauseComesBeforeTheMatrixAndTheCellPageKeepsTheStack) {
   EXPECT_EQ(md.find("#0 nsa::prefill_sequential"), std::string::npos) << "the stack belongs on the cell page";
   const std::string page = read_file((dir.path() / cell_page_path("prefill=sequential,seq_len=128")).string());
   EXPECT_NE(page.find("#0 nsa::prefill_sequential\n#1 nsa::Attention::forward"), std::string::npos) << page;
+}
+
+TEST(ReportPages, TheCellPageShowsTheDataWaitNextToTheStepTimeWhenMeasured) {
+  RunResult run = testing::prefill_hang_run();
+  CellResult c = run.cells.at(1);
+  const auto none = [](const std::string&) { return false; };
+  const std::string line = "| Data wait + copy ms (median) |";
+  EXPECT_EQ(render_cell_page(run, c, none).find(line), std::string::npos) << "an older result has no data time";
+  c.metrics.data_ms_median = 0.25;
+  const std::string page = render_cell_page(run, c, none);
+  const size_t step = page.find("| Step ms (median / max) |"), data = page.find(line + " 0.25 |");
+  ASSERT_NE(data, std::string::npos) << page;
+  EXPECT_LT(step, data) << "the data time follows the step time";
 }
 
 TEST(ReportPages, ALargeMatrixShowsItsFailingCellsOnTopAndEveryCellInTheAppendix) {

@@ -63,6 +63,7 @@ std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
     s.tok_s = field(e, "tok_s", 0.0);
     s.skipped = e.value("skipped", false);
     s.host_syncs = static_cast<int>(field(e, "host_syncs", 0.0));
+    if (e.contains("data_ms")) s.data_ms = field(e, "data_ms", std::nan(""));
     if (e.contains("observed") && e.at("observed").is_boolean()) s.observed = e.at("observed").get<bool>();
     out.push_back(s);
   }
@@ -78,13 +79,15 @@ std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
 
 CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector<json>& events) {
   CellMetrics m;
-  std::vector<double> tok, ms, probe;
+  std::vector<double> tok, ms, probe, data;
   for (size_t i : timed(steps)) {
     tok.push_back(steps[i].tok_s);
     ms.push_back(steps[i].step_ms);
     if (steps[i].probe_ms > 0) probe.push_back(steps[i].probe_ms);
+    if (steps[i].data_ms && std::isfinite(*steps[i].data_ms)) data.push_back(*steps[i].data_ms);
   }
   if (!probe.empty()) m.probe_ms_median = median(probe);
+  if (!data.empty()) m.data_ms_median = median(data);
   if (!ms.empty()) {
     m.tok_s = median(tok);
     m.step_ms_median = median(ms);

@@ -35,8 +35,9 @@ inline constexpr double kSlowNoiseMultiple = 6.0;
 // One record per step_end event, in arrival order.
 std::vector<StepRecord> steps_from_events(const std::vector<nlohmann::json>& events);
 
-// Medians over steps after the first, max step time, peak memory (largest
-// "peak_mem_bytes" metric), first/last loss.
+// Medians over steps after the first (step time, tok/s, probe and data
+// time), max step time, peak memory (largest "peak_mem_bytes" metric),
+// first/last loss.
 CellMetrics metrics_from(const std::vector<StepRecord>& steps, const std::vector<nlohmann::json>& events);
 
 // The slow-step finding (severity blocking; code slow_host_syncs,

@@ -60,6 +60,29 @@ TEST(Metrics, ProbeTimeJoinsItsStepAndSkipsWarmUp) {
   EXPECT_FALSE(metrics_from(records({10, 10, 10}), {}).probe_ms_median);  // no probe metric: unset
 }
 
+TEST(Metrics, DataTimeIsReadPerStepAndItsMedianSkipsWarmUp) {
+  auto with_data = [](int step, json data_ms) {
+    json e = step_end(step, 10);
+    e["data_ms"] = data_ms;
+    return e;
+  };
+  // Step 0 (warm-up) waited 900 ms; the timed steps 4, 1, 0.5 and a non-finite one → median of 4, 1, 0.5 = 1.
+  std::vector<json> ev = {with_data(0, 900.0), with_data(1, 4.0), with_data(2, 1.0), with_data(3, "nan"),
+                          with_data(4, 0.5)};
+  auto steps = steps_from_events(ev);
+  ASSERT_EQ(steps.size(), 5u);
+  ASSERT_TRUE(steps[0].data_ms && steps[1].data_ms && steps[3].data_ms);
+  EXPECT_EQ(*steps[0].data_ms, 900.0);
+  EXPECT_EQ(*steps[1].data_ms, 4.0);
+  EXPECT_TRUE(std::isnan(*steps[3].data_ms));
+  EXPECT_EQ(steps[1].step_ms, 10) << "data_ms is not step time";
+  EXPECT_EQ(metrics_from(steps, ev).data_ms_median, 1.0);
+  // An older child's step_end has no data_ms: unset, not zero.
+  auto old = records({10, 10, 10});
+  EXPECT_FALSE(old[1].data_ms);
+  EXPECT_FALSE(metrics_from(old, {}).data_ms_median);
+}
+
 TEST(Metrics, NoStepsLeavesMetricsUnset) {
   auto m = metrics_from({}, {});
   EXPECT_FALSE(m.tok_s);
