@@ -129,9 +129,12 @@ class RecordsTest(unittest.TestCase):
         src = os.path.join(HERE, "..", "..", "nsa", "cuda", "nsa_cuda_bench.cpp")
         with open(src) as f:
             text = f.read()
-        line = re.search(r"kShapes\[\] = \{(.*)\};", text).group(1)
+        line = re.search(r"kShapes\[\] = \{(.*?)\};", text, re.S).group(1)
         cpp = [(n, *map(int, rest.split(","))) for n, rest in re.findall(r'\{"(\w+)",([^}]*)\}', line)]
-        self.assertEqual(cpp, [(s.name, s.B, s.G, s.H, s.dk, s.dv) for s in peer_records.SHAPES])
+        # The peer shapes are the bench's first ones, index for index (the bench
+        # may have more of its own after them).
+        peer = [(s.name, s.B, s.G, s.H, s.dk, s.dv) for s in peer_records.SHAPES]
+        self.assertEqual(cpp[: len(peer)], peer)
         self.assertIn(f"kLp = {peer_records.SEL_BLOCK}, kN = {peer_records.TOP_N}, kW = {peer_records.WINDOW}", text)
 
 
