@@ -53,7 +53,7 @@ struct CombineParams {
   int64_t gs[4];
   int64_t rows;
   int S, H, dv, col[3];
-  int group;  // lanes per row
+  int group, log2_group;  // lanes per row, a power of two
 };
 
 template <typename T, int N>
@@ -61,17 +61,20 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
-// This thread's row and its lane within the row's group.
+// This thread's row and its lane within the row's group (shifts: a 64-bit
+// division costs ~70 instructions, a sizeable share of a thread's work here).
 __device__ inline void row_and_lane(const CombineParams& p, int64_t* row, int* lane) {
   const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  *row = t / p.group;
-  *lane = int(t % p.group);
+  *row = t >> p.log2_group;
+  *lane = int(t & (p.group - 1));
 }
 
-// The three gates of a row, in branch order (g[c] weights o_c).
+// The three gates of a row, in branch order (g[c] weights o_c). rows < 2^31
+// (checked on the host), so the row splits in 32-bit arithmetic.
 template <typename A>
 __device__ inline void load_gates(const CombineParams& p, int64_t row, A g[3]) {
-  const int64_t h = row % p.H, bs = row / p.H, s = bs % p.S, b = bs / p.S;
+  const uint32_t r = uint32_t(row), H = uint32_t(p.H), S = uint32_t(p.S);
+  const uint32_t h = r % H, bs = r / H, s = bs % S, b = bs / S;
   const A* gr = static_cast<const A*>(p.g) + b * p.gs[0] + s * p.gs[1] + h * p.gs[2];
 #pragma unroll
   for (int c = 0; c < 3; ++c) g[c] = gr[p.col[c] * p.gs[3]];
@@ -137,7 +140,7 @@ __global__ void __launch_bounds__(kThreads) nsa_gate_combine_bwd_kernel(CombineP
     }
   }
   if (!p.dg) return;  // the same for every thread
-  // Butterfly over the group's lanes (xor by < P stays inside the group).
+  // Butterfly over the group's lanes (an xor by less than the group size stays inside it).
   for (int off = p.group / 2; off > 0; off /= 2)
 #pragma unroll
     for (int c = 0; c < 3; ++c) dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], off);
@@ -181,6 +184,7 @@ CombineParams common_params(const at::Tensor (&o)[3], const at::Tensor& gates, c
   p.g = gates.data_ptr();
   for (int d = 0; d < 4; ++d) p.gs[d] = gates.stride(d);
   p.rows = B * S * H;
+  TORCH_CHECK(p.rows < (int64_t(1) << 31), "gate_combine: B*S*H = ", p.rows, " rows, the kernels take < 2^31");
   p.S = int(S), p.H = int(H), p.dv = int(o[0].size(3));
   return p;
 }
@@ -197,8 +201,8 @@ void launch(at::ScalarType dtype, CombineParams& p, std::initializer_list<const 
     bool vec = p.dv % kPack == 0;
     for (const void* ptr : ptrs) vec = vec && (ptr == nullptr || aligned16(ptr));
     const int packs = vec ? p.dv / kPack : p.dv;
-    p.group = 1;
-    while (p.group < packs && p.group < 32) p.group *= 2;
+    p.group = 1, p.log2_group = 0;
+    while (p.group < packs && p.group < 32) p.group *= 2, ++p.log2_group;
     const int64_t blocks = (p.rows * p.group + kThreads - 1) / kThreads;
     auto kernel = vec ? KernelFor<scalar_t, kPack>::get() : KernelFor<scalar_t, 1>::get();
     kernel<<<dim3(unsigned(blocks)), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(p);
