@@ -414,8 +414,9 @@ BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768}
     ->ArgNames({"shape", "S"});
 
 // ---- The layer's gate combine (gate_combine.h) against its ATen expression ----
-// m7c_125m's training shape, one layer: B=8, S=2048, H=12, dv=64, bf16 branch
-// outputs, fp32 gates as the transpose of [B,S,3,H] (as gate_values gives them).
+// m7c_125m's training shape (kShapes[2], S=2048), one layer: B=8, H=12, dv=64,
+// bf16 branch outputs, fp32 gates as the transpose of [B,S,3,H] (as gate_values
+// gives them).
 // Arg impl: 0 = ATen (nsa::gated_sum, what combine_branches runs without the
 // kernel), 1 = the kernel, through autograd in both; Fwd is the forward alone,
 // FwdBwd the forward and the gradients of all four inputs (autograd::grad, so
@@ -425,7 +426,8 @@ BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768}
 template <bool BWD>
 void BM_GateCombine(benchmark::State& state) {
   if (!require_device(state)) return;
-  constexpr int64_t B = 8, S = 2048, H = 12, dv = 64, R = B * S * H;
+  constexpr Shape sh = kShapes[2];
+  constexpr int64_t B = sh.B, S = 2048, H = sh.H, dv = sh.dv, R = B * S * H;
   const bool fused = state.range(0) == 1;
   const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
   at::Tensor o[3];
