@@ -3,8 +3,6 @@
 // compression φ, the gate, masked softmax, block arithmetic. The paths differ
 // in how they walk positions (per query, vectorised, token by token), not in
 // these definitions.
-#include <array>
-
 #include <ATen/ATen.h>
 
 #include <array>
