@@ -63,8 +63,23 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
 // Gate values sigmoid(MLP(x)) as [B,S,H,3] (last dim: cmp, slc, win).
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c);
 
-// o_t = Σ_c g_c ⊙ o_c per head, concatenated, through W_O → [B,S,D].
+// o_t = Σ_c g_c ⊙ o_c per head, concatenated, through W_O → [B,S,D]. The sum
+// runs in the registered gate combine for CUDA tensors when one is set, else in
+// gated_sum.
 at::Tensor combine_branches(const BranchOutputs& b, const at::Tensor& gates, const NsaWeights& w);
+
+// Which gate column multiplies each branch's output (cmp, slc, win): column
+// cols[c] of gates [B,S,H,3] weights o[c]. combine_branches picks it.
+using GateColumns = std::array<int64_t, 3>;
+
+// Σ_c gates[..., cols[c]] ⊙ o[c] → [B,S,H,dv] in o's dtype, in ATen (gates cast
+// to o's dtype first): the definition, for the CPU and for parity.
+at::Tensor gated_sum(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols);
+
+// Hook for a fused gated_sum (set by nsa_cuda when compiled in, so that this
+// library needs no CUDA): the same function and shapes, autograd included.
+using GateCombineFn = at::Tensor (*)(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols);
+void register_gate_combine(GateCombineFn fn);
 
 // softmax over the last dim restricted to `mask` (bool, broadcastable); a row
 // with no valid entry gives all zeros and zero gradient — never NaN.

@@ -154,5 +154,23 @@ TEST(Oracle, OutputWeighsEachBranchByItsOwnGate) {
                   1e-12);
 }
 
+// A registered gate combine (the CUDA kernel in CUDA builds) serves CUDA
+// tensors only: on the CPU the ATen definition still runs.
+TEST(Oracle, CpuTensorsKeepTheAtenCombineWhenAKernelIsRegistered) {
+  static int calls = 0;
+  register_gate_combine([](const at::Tensor (&)[3], const at::Tensor&, const GateColumns&) {
+    ++calls;
+    return at::Tensor();
+  });
+  BranchOutputs b;
+  for (int c = 0; c < 3; ++c) b.o[c] = at::full({1, 1, 1, 1}, std::pow(10.0, c), kF64);
+  NsaWeights w;
+  w.wo = at::eye(1, kF64);
+  const double y = combine_branches(b, at::tensor({0.2, 0.3, 0.5}, kF64).view({1, 1, 1, 3}), w).item<double>();
+  register_gate_combine(nullptr);
+  EXPECT_EQ(calls, 0);
+  EXPECT_NEAR(y, 0.2 + 0.3 * 10 + 0.5 * 100, 1e-12);
+}
+
 }  // namespace
 }  // namespace nsa

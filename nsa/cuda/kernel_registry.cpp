@@ -38,6 +38,9 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_decode_combine_kernel", "decode: merges the split-K partials into o_cmp, o_slc, o_win", "decode"},
       // The projection's epilogue (projection_epilogue.cu) serves every branch and the dense cell.
       {"nsa_projection_epilogue_kernel", "projection epilogue: split, RoPE of q and keys, contiguous parts; forward and backward", "project"},
+      // The layer's gate combine (gate_combine.h) serves all three branches: branch "combine".
+      {"nsa_gate_combine_fwd_kernel", "o = sum_c g_c o_c over the three branch outputs, one pass", "combine"},
+      {"nsa_gate_combine_bwd_kernel", "gate combine backward: d o_c = g_c dO and dg_c = sum_d dO o_c, one pass", "combine"},
   };
   return kInfos;
 }

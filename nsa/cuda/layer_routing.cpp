@@ -6,6 +6,7 @@
 
 #include <tuple>
 
+#include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
 #include "nsa/faults.h"
@@ -85,6 +86,8 @@ void register_with_layer() {
   // The projection's split + RoPE as one kernel on CUDA tensors, for the NSA
   // layer and the dense cell alike (nsa::split_projection).
   register_projection_epilogue(&projection_epilogue_hook);
+  // Every path's output combine (nsa_ops.cpp combine_branches), for CUDA tensors.
+  register_gate_combine(&gate_combine);
 }
 
 }  // namespace nsa::cuda

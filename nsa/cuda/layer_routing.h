@@ -1,6 +1,7 @@
 #pragma once
-// Plugs the CUDA kernels into the NSA layer's CUDA path (nsa::register_cuda_branches)
-// and the projection's fused epilogue into nsa::split_projection.
+// Plugs the CUDA kernels into the NSA layer: its CUDA path (nsa::register_cuda_branches),
+// the projection's fused epilogue (nsa::split_projection) and the gate combine of
+// every path (nsa::register_gate_combine).
 namespace nsa::cuda {
 // Call once before the model runs (the child does, in CUDA builds).
 void register_with_layer();

@@ -36,8 +36,10 @@
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/decode_graph.h"
+#include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
+#include "nsa/nsa_ops.h"
 
 namespace nsa::cuda {
 namespace {
@@ -410,6 +412,46 @@ BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV)
 BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(SizesV);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
+
+// ---- The layer's gate combine (gate_combine.h) against its ATen expression ----
+// m7c_125m's training shape (kShapes[2], S=2048), one layer: B=8, H=12, dv=64,
+// bf16 branch outputs, fp32 gates as the transpose of [B,S,3,H] (as gate_values
+// gives them).
+// Arg impl: 0 = ATen (nsa::gated_sum, what combine_branches runs without the
+// kernel), 1 = the kernel, through autograd in both; Fwd is the forward alone,
+// FwdBwd the forward and the gradients of all four inputs (autograd::grad, so
+// nothing accumulates across iterations). Bytes of the napkin math, R = B·S·H
+// rows, each tensor once: forward reads 3 o_c and g, writes o: 4·R·dv·2 + R·3·4;
+// backward reads dO, 3 o_c and g, writes 3 d o_c and dg: 7·R·dv·2 + 2·R·3·4.
+template <bool BWD>
+void BM_GateCombine(benchmark::State& state) {
+  if (!require_device(state)) return;
+  constexpr Shape sh = kShapes[2];
+  constexpr int64_t B = sh.B, S = 2048, H = sh.H, dv = sh.dv, R = B * S * H;
+  const bool fused = state.range(0) == 1;
+  const auto bf16 = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  at::Tensor o[3];
+  for (auto& t : o) t = at::randn({B, S, H, dv}, bf16).requires_grad_(BWD);
+  const at::Tensor g_base = at::rand({B, S, 3, H}, bf16.dtype(at::kFloat)).requires_grad_(BWD);
+  const at::Tensor dout = at::randn({B, S, H, dv}, bf16);
+  const GateColumns cols{0, 1, 2};
+  const double ms = time_it(state, [&] {
+    const at::Tensor g = g_base.transpose(2, 3);
+    const at::Tensor y = fused ? gate_combine(o, g, cols) : nsa::gated_sum(o, g, cols);
+    if (BWD) torch::autograd::grad({y}, {o[0], o[1], o[2], g_base}, {dout});
+  });
+  static std::map<bool, double> aten_ms;  // per direction, for the kernel's speedup
+  if (!fused) aten_ms[BWD] = ms;
+  else if (aten_ms.count(BWD) && ms > 0) state.counters["speedup_vs_aten"] = aten_ms[BWD] / ms;
+  const double bytes = (4.0 * R * dv * 2 + R * 3 * 4) + (BWD ? 7.0 * R * dv * 2 + 2 * R * 3 * 4 : 0.0);
+  state.SetLabel(fused ? "kernel" : "aten");
+  state.counters["us"] = 1e3 * ms;
+  state.counters["GB/s"] = ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0;
+}
+BENCHMARK(BM_GateCombine<false>)->Name("BM_GateCombineFwd")->Arg(0)->Arg(1)->ArgName("impl")->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GateCombine<true>)->Name("BM_GateCombineFwdBwd")->Arg(0)->Arg(1)->ArgName("impl")->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // ---- Decode: one new token against caches of S tokens (t = S - 1) -------------
 // BM_DecodeStepGraph replays the captured decode step (decode_graph.h: the four
