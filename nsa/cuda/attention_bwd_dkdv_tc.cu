@@ -254,7 +254,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       const float* src = red + ((rg * n_slices + c / 16) * 16 + c % 16) * kLdR + col;
       s0 += src[0], s1 += src[1];
     }
-    if (p.row_splits > 1) {  // a split's partial, summed by dkdv_reduce_kernel
+    if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
       const float f = col < DK ? p.scale : 1.f;
       float2* dst = reinterpret_cast<float2*>(
           p.dkdv_partial + ((int64_t(blockIdx.z) * p.B + b) * p.Sk + key) * p.G * kLdR + int64_t(g) * kLdR + col);
@@ -273,7 +273,7 @@ NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body)
 // dk | dv = Σ_z partial[z] in split order (fp32), one column pair per thread;
 // dK's scale is already in the partials.
 template <typename T>
-__global__ void dkdv_reduce_kernel(const AttnParams p) {
+__global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
   const int cols = p.dk + p.dv;
   const int64_t per_split = int64_t(p.B) * p.Sk * p.G * cols;
   const int64_t e = 2 * (int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
@@ -331,7 +331,7 @@ struct LaunchDkdv {
                   DkdvLayout<DK, DV>::kBytes, p);
     if (p.row_splits > 1) {
       const int64_t pairs = int64_t(p.B) * p.Sk * p.G * (DK + DV) / 2;
-      dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(p);
+      nsa_dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(p);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     p.row_splits = 1, p.dkdv_partial = nullptr;

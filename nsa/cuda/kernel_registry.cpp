@@ -41,6 +41,10 @@ const std::vector<KernelInfo>& kernel_infos() {
       // The layer's gate combine (gate_combine.h) serves all three branches: branch "combine".
       {"nsa_gate_combine_fwd_kernel", "o = sum_c g_c o_c over the three branch outputs, one pass", "combine"},
       {"nsa_gate_combine_bwd_kernel", "gate combine backward: d o_c = g_c dO and dg_c = sum_d dO o_c, one pass", "combine"},
+      // Backward helpers every branch's backward may launch (row_dot.cu, attention_bwd_dkdv_tc.cu): branch "backward".
+      {"nsa_row_dot_kernel", "backward delta = rowsum(dO * O) in fp32, a warp per row", "backward"},
+      {"nsa_row_dot_vec_kernel", "backward delta for 16-bit rows of 64/128/256, 16-byte loads", "backward"},
+      {"nsa_dkdv_reduce_kernel", "dk/dv v2: sums the row splits' fp32 partials in split order", "backward"},
   };
   return kInfos;
 }

@@ -21,7 +21,7 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 
 template <typename T>
-__global__ void row_dot_kernel(const T* __restrict__ a, const T* __restrict__ b, float* __restrict__ out,
+__global__ void nsa_row_dot_kernel(const T* __restrict__ a, const T* __restrict__ b, float* __restrict__ out,
                                int64_t rows, int dim) {
   // double stays double until the final store (the fp64 parity tests); the rest in fp32.
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -41,7 +41,7 @@ __global__ void row_dot_kernel(const T* __restrict__ a, const T* __restrict__ b,
 // warp; the shuffles stay within a row's lanes. Twice the generic kernel's
 // speed at dim 64, where its lanes read 2-byte elements.
 template <typename T, int LANES>
-__global__ void row_dot_vec_kernel(const T* __restrict__ a, const T* __restrict__ b, float* __restrict__ out,
+__global__ void nsa_row_dot_vec_kernel(const T* __restrict__ a, const T* __restrict__ b, float* __restrict__ out,
                                    int64_t rows) {
   constexpr int kRowsPerWarp = 32 / LANES;
   const int lane = threadIdx.x % 32;
@@ -65,7 +65,7 @@ bool launch_vec(const T* a, const T* b, float* out, int64_t rows, int64_t dim, c
   const auto go = [&](auto lanes) {
     constexpr int L = decltype(lanes)::value;
     constexpr int64_t kRowsPerBlock = int64_t(kWarpsPerBlock) * (32 / L);
-    row_dot_vec_kernel<T, L><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kWarpsPerBlock * 32, 0, stream>>>(
+    nsa_row_dot_vec_kernel<T, L><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kWarpsPerBlock * 32, 0, stream>>>(
         a, b, out, rows);
     return true;
   };
@@ -98,7 +98,7 @@ at::Tensor row_dot_fp32(const at::Tensor& a, const at::Tensor& b) {
     bool done = false;
     if constexpr (sizeof(scalar_t) == 2) done = launch_vec(pa, pb, out.data_ptr<float>(), rows, dim, stream);
     if (!done)
-      row_dot_kernel<scalar_t><<<grid, kWarpsPerBlock * 32, 0, stream>>>(pa, pb, out.data_ptr<float>(), rows, int(dim));
+      nsa_row_dot_kernel<scalar_t><<<grid, kWarpsPerBlock * 32, 0, stream>>>(pa, pb, out.data_ptr<float>(), rows, int(dim));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
