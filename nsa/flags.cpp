@@ -39,6 +39,10 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_USE_CUDA_CMP", T::boolean, "1",
      "Use the fused CUDA kernels for compressed attention, block scores and top-n on CUDA tensors.", true},
+    {"NSA_CUDA_GRAPH", T::boolean, "1",
+     "Capture the training step as one CUDA graph after two eager steps and replay it on the steps no probe "
+     "watches from inside (fp32/bf16, one process); 0 runs every step eagerly. Each step_end records which ran.",
+     true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
     {"NSA_FAULT", T::string, "",

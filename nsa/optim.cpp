@@ -1,5 +1,7 @@
 #include "nsa/optim.h"
 
+#include <ATen/ops/_fused_adamw.h>
+
 #include <cmath>
 
 namespace nsa {
@@ -9,16 +11,52 @@ AdamW::AdamW(std::vector<at::Tensor> params, AdamWConfig cfg) : params_(std::mov
     m_.push_back(at::zeros_like(p).detach());
     v_.push_back(at::zeros_like(p).detach());
   }
+  fused_ = !params_.empty();
+  for (auto& p : params_) fused_ = fused_ && (p.scalar_type() == at::kFloat || p.scalar_type() == at::kDouble);
+  if (fused_) {
+    // The fused kernel reads lr and the step count through device pointers
+    // (fp32 both), so a captured graph sees each step's values.
+    const auto opts = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
+    lr_t_ = at::zeros({}, opts);
+    step_t_ = at::zeros({}, opts);
+  }
+}
+
+void AdamW::schedule(double lr) {
+  ++t_;
+  lr_ = lr;
+  // A 4-byte host→device copy (blocking: the host value lives on the stack).
+  if (fused_) lr_t_.fill_(at::Scalar(lr));
+}
+
+void AdamW::apply(const at::Tensor& grad_divisor) {
+  at::NoGradGuard no_grad;
+  if (!fused_) return apply_written_out(grad_divisor);
+  std::vector<at::Tensor> p, g, m, v, steps;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    p.push_back(params_[i]);
+    g.push_back(params_[i].grad());
+    m.push_back(m_[i]);
+    v.push_back(v_[i]);
+    steps.push_back(step_t_);  // one shared count: every parameter steps together
+  }
+  if (p.empty()) return;
+  step_t_.add_(1);
+  std::optional<at::Tensor> scale;
+  if (grad_divisor.defined()) scale = grad_divisor;
+  // p ← p·(1 − lr·wd) − lr · m̂ / (√v̂ + eps), m and v as in the written-out
+  // path below; gradients divided by `scale` first (and written back divided).
+  at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, steps, lr_t_, cfg_.beta1, cfg_.beta2, cfg_.weight_decay,
+                    cfg_.eps, /*amsgrad=*/false, /*maximize=*/false, scale, /*found_inf=*/std::nullopt);
 }
 
 // The same arithmetic as one loop over the parameters, written with the
 // multi-tensor (_foreach_) ops: each line below is one or a few kernel launches
-// for the whole model instead of one per parameter (a 12-layer model has ~300
-// parameters, so ~3000 launches per step otherwise). Each op rounds to the
+// for the whole model instead of one per parameter. Each op rounds to the
 // state's dtype, as the per-parameter ops did.
-void AdamW::step(double lr) {
-  at::NoGradGuard no_grad;
-  ++t_;
+void AdamW::apply_written_out(const at::Tensor& grad_divisor) {
+  const double lr = lr_;
   const double bc1 = 1.0 - std::pow(cfg_.beta1, double(t_));
   const double bc2 = 1.0 - std::pow(cfg_.beta2, double(t_));
   std::vector<at::Tensor> p, g, m, v;
@@ -30,6 +68,7 @@ void AdamW::step(double lr) {
     v.push_back(v_[i]);
   }
   if (p.empty()) return;
+  if (grad_divisor.defined()) g = at::_foreach_div(g, grad_divisor);
   at::_foreach_mul_(m, cfg_.beta1);
   at::_foreach_add_(m, g, 1.0 - cfg_.beta1);                 // m = β1·m + (1-β1)·g
   at::_foreach_mul_(v, cfg_.beta2);

@@ -1,7 +1,7 @@
 # The model library (libtorch). Included from nsa/CMakeLists.txt.
 add_library(nsa STATIC
   runtime.cpp nsa_weights.cpp nsa_ops.cpp nsa_reference.cpp nsa_batched.cpp nsa_decode.cpp
-  nsa_layer.cpp dense_attention.cpp model.cpp data.cpp data_prefetch.cpp optim.cpp trainer.cpp)
+  nsa_layer.cpp dense_attention.cpp model.cpp data.cpp data_prefetch.cpp optim.cpp trainer.cpp step_graph.cpp)
 target_link_libraries(nsa PUBLIC nsa_config ${TORCH_LIBRARIES})
 target_compile_options(nsa PUBLIC ${TORCH_CXX_FLAGS})
 # libtorch headers dominate build time: precompile the one umbrella we use.

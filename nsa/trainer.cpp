@@ -5,6 +5,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "nsa/faults.h"
+#include "nsa/runtime.h"
+
 namespace nsa {
 
 Precision precision_from_string(const std::string& s) {
@@ -36,57 +39,166 @@ Trainer::Trainer(Model& model, TrainConfig cfg)
 
 at::ScalarType Trainer::param_dtype() const { return param_dtype_for(cfg_); }
 
-StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt) {
+namespace {
+
+// ‖g‖₂ over every gradient in one multi-tensor pass, summed in fp32 whatever
+// the gradients' dtype (a 16-bit sum of squares overflows on ordinary values);
+// an fp64 0-d device tensor.
+at::Tensor grad_norm(const std::vector<at::Tensor>& grads, const at::TensorOptions& opts) {
+  at::NoGradGuard ng;
+  if (grads.empty()) return at::zeros({}, opts.dtype(at::kDouble));
+  return at::stack(at::_foreach_norm(grads, 2, at::kFloat)).pow(2).sum().to(at::kDouble).sqrt();
+}
+
+void fill_stats(StepStats& st, const at::Tensor& device_stats, double loss_scale) {
+  const at::Tensor h = device_stats.to(at::kCPU);  // the step's one host sync
+  st.loss = h[0].item<double>();
+  st.grad_norm = h[1].item<double>() / loss_scale;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> Trainer::grads() const {
+  std::vector<at::Tensor> out;
+  for (auto& [name, p] : model_.parameters())
+    if (p.grad().defined()) out.push_back(p.grad());
+  return out;
+}
+
+void Trainer::zero_grads() {
+  auto g = grads();
+  if (!g.empty()) at::_foreach_zero_(g);
+}
+
+at::Tensor Trainer::loss_of(const at::Tensor& batch, Runtime& rt) {
+  Phase phase(rt, "forward");
+  return model_.loss(batch, compute(), rt);
+}
+
+void Trainer::backward_of(const at::Tensor& loss, Runtime& rt) {
+  Phase phase(rt, "backward");
+  const bool anomaly = rt.flags.get_bool("NSA_DETECT_ANOMALY");
+  torch::autograd::AnomalyMode::set_enabled(anomaly);
+  (scaler_.enabled() ? loss * scaler_.scale() : loss).backward();
+  torch::autograd::AnomalyMode::set_enabled(false);
+}
+
+void Trainer::forward_backward(const at::Tensor& batch, Runtime& rt) { backward_of(loss_of(batch, rt), rt); }
+
+at::Tensor Trainer::device_step(int step, const at::Tensor& batch, Runtime& rt) {
+  // Existing gradients keep their storage (a captured graph holds their
+  // addresses); backward accumulates into them.
+  zero_grads();
+  at::Tensor loss = loss_of(batch, rt);
+  backward_of(loss, rt);
+  std::vector<at::Tensor> g = grads();
+  if (sync_) {
+    Phase phase(rt, "allreduce");
+    sync_->reduce(step, g, loss);
+  }
+  Phase phase(rt, "optimizer");
+  at::NoGradGuard ng;
+  const at::Tensor norm = grad_norm(g, loss.options());
+  // Clipping as the divisor AdamW applies to every gradient: (‖g‖ + 1e-6) / clip
+  // when the norm is finite and above clip, else 1 (a non-finite norm goes
+  // through unclipped and shows in the loss).
+  const at::Tensor divisor =
+      at::where(at::isfinite(norm) & (norm > cfg_.grad_clip), (norm + 1e-6) / cfg_.grad_clip, at::ones_like(norm))
+          .to(at::kFloat);
+  opt_->apply(divisor);
+  if (sync_) sync_->after_update(step, model_);
+  return at::stack({loss.detach().to(at::kDouble), norm});
+}
+
+StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt, bool may_replay) {
   StepStats st;
   rt.step = step;
   st.lr = lr_at(step, cfg_.warmup_steps, cfg_.steps, cfg_.lr);
   st.loss_scale = scaler_.scale();
-  for (auto& [name, p] : model_.parameters()) p.mutable_grad() = at::Tensor();
+  last_exec_ = StepExec::eager;
+  if (scaler_.enabled()) return scaled_step(step, batch, rt, st);
+  if (may_replay)
+    if (auto replayed = try_graph(step, batch, rt, st)) return *replayed;
+  // Without a graph the gradients are dropped and backward allocates them
+  // afresh (no zeroing pass); once a graph holds their addresses they stay.
+  if (!graph_)
+    for (auto& [name, p] : model_.parameters()) p.mutable_grad() = at::Tensor();
+  opt_->schedule(st.lr);
+  const at::Tensor stats = device_step(step, batch, rt);
+  if (rt.observer) rt.observer->sync_point("loss and grad norm");
+  fill_stats(st, stats, 1.0);
+  ++eager_steps_;
+  return st;
+}
 
-  at::Tensor loss;
-  {
-    Phase phase(rt, "forward");
-    loss = model_.loss(batch, compute(), rt);
-  }
-  {
-    Phase phase(rt, "backward");
-    const bool anomaly = rt.flags.get_bool("NSA_DETECT_ANOMALY");
-    torch::autograd::AnomalyMode::set_enabled(anomaly);
-    (scaler_.enabled() ? loss * scaler_.scale() : loss).backward();
-    torch::autograd::AnomalyMode::set_enabled(false);
-  }
-  std::vector<at::Tensor> grads;
-  for (auto& [name, p] : model_.parameters())
-    if (p.grad().defined()) grads.push_back(p.grad());
+// fp16: the loss scaler decides on the host, after backward, whether the step
+// is skipped (non-finite gradients at this scale) — so this step syncs before
+// the update and is never captured.
+StepStats Trainer::scaled_step(int step, const at::Tensor& batch, Runtime& rt, StepStats st) {
+  for (auto& [name, p] : model_.parameters()) p.mutable_grad() = at::Tensor();
+  at::Tensor loss = loss_of(batch, rt);
+  backward_of(loss, rt);
+  std::vector<at::Tensor> g = grads();
   if (sync_) {
     Phase phase(rt, "allreduce");
-    sync_->reduce(step, grads, loss);
+    sync_->reduce(step, g, loss);
   }
   Phase phase(rt, "optimizer");
-  // One host sync per step for the loss and the gradient norm: the optimizer needs both.
   if (rt.observer) rt.observer->sync_point("loss and grad norm");
-  st.loss = loss.item<double>();
-  at::Tensor sq;
-  {
-    at::NoGradGuard ng;
-    // One multi-tensor pass for every gradient's L2 norm, in fp32 whatever the
-    // gradients' dtype (a 16-bit sum of squares overflows on ordinary values).
-    sq = grads.empty() ? at::zeros({}, at::kFloat)
-                       : at::stack(at::_foreach_norm(grads, 2, at::kFloat)).pow(2).sum();
-  }
-  double norm = std::sqrt(sq.item<double>()) / scaler_.scale();
-  st.grad_norm = norm;
+  const double scale = scaler_.scale();  // the scale this step's gradients carry
+  fill_stats(st, at::stack({loss.detach().to(at::kDouble), grad_norm(g, loss.options())}), scale);
+  const double norm = st.grad_norm;
   st.skipped = scaler_.update(std::isfinite(norm));
+  ++eager_steps_;
   if (st.skipped) return st;
-  {
-    at::NoGradGuard ng;
-    // Unscale and clip in one multiply.
-    double factor = 1.0 / scaler_.scale();
-    if (std::isfinite(norm) && norm > cfg_.grad_clip) factor *= cfg_.grad_clip / (norm + 1e-6);
-    if (factor != 1.0 && !grads.empty()) at::_foreach_mul_(grads, factor);
-  }
-  opt_->step(st.lr);
+  // Unscale and clip in one divisor.
+  double divisor = scale;
+  if (std::isfinite(norm) && norm > cfg_.grad_clip) divisor *= (norm + 1e-6) / cfg_.grad_clip;
+  opt_->schedule(st.lr);
+  const auto opts = g.empty() ? loss.options() : g.front().options();
+  opt_->apply(at::full({}, divisor, opts.dtype(at::kFloat)));
   if (sync_) sync_->after_update(step, model_);
+  return st;
+}
+
+std::optional<StepStats> Trainer::try_graph(int step, const at::Tensor& batch, Runtime& rt, StepStats st) {
+  if (!graph_checked_) {
+    graph_checked_ = true;
+    GraphSetting s;
+    s.cuda = batch.is_cuda();
+    s.switched_on = rt.flags.get_bool("NSA_CUDA_GRAPH");
+    s.loss_scaling = scaler_.enabled();
+    s.fused_optimizer = opt_->fused();
+    s.distributed = sync_ != nullptr;
+    s.faults = !faults.active_names().empty();
+    s.anomaly = rt.flags.get_bool("NSA_DETECT_ANOMALY");
+    s.sequential_prefill = !rt.prefill_batched;
+    s.capture_available = step_graph_factory() != nullptr;
+    if (const char* why = graph_blocker(s)) graph_off_ = why;
+  }
+  if (!graph_off_.empty() || eager_steps_ < kEagerStepsBeforeGraph) return std::nullopt;
+  StepExec exec = StepExec::replay;
+  if (!graph_) {
+    try {
+      Phase phase(rt, "graph capture");
+      graph_ = step_graph_factory()(*this, batch, rt);
+    } catch (const std::exception& e) {
+      graph_off_ = "capture failed at step " + std::to_string(step) + ": " + e.what();
+      return std::nullopt;
+    }
+    captured_at_ = step;
+    exec = StepExec::capture;
+  }
+  opt_->schedule(st.lr);
+  at::Tensor stats;
+  {
+    Phase phase(rt, "graph replay");
+    stats = graph_->replay(batch);
+    if (rt.observer) rt.observer->sync_point("loss and grad norm");
+    fill_stats(st, stats, 1.0);
+  }
+  ++replays_;
+  last_exec_ = exec;
   return st;
 }
 

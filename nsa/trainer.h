@@ -5,11 +5,13 @@
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nsa/model.h"
 #include "nsa/optim.h"
+#include "nsa/step_graph.h"
 
 namespace nsa {
 
@@ -50,7 +52,27 @@ class Trainer {
  public:
   Trainer(Model& model, TrainConfig cfg);
   // Runs step `step` (1-based) on `batch` [B,S+1] (already on the model's device).
-  StepStats step(int step, const at::Tensor& batch, Runtime& rt);
+  // may_replay: nothing watches inside this step, so it may run as a replay of
+  // a captured CUDA graph (nsa/step_graph.h) when the cell allows graphs.
+  StepStats step(int step, const at::Tensor& batch, Runtime& rt, bool may_replay = false);
+
+  // The step's device work once the batch is known, without a host sync:
+  // gradients zeroed in place (those that exist), forward, backward, gradient
+  // all-reduce (data parallel), gradient norm, clipping and the AdamW update.
+  // Returns [loss, gradient norm before clipping] as an fp64 device tensor.
+  // The eager step (without loss scaling) and the captured graph both run it,
+  // so a replay computes what an eager step computes.
+  at::Tensor device_step(int step, const at::Tensor& batch, Runtime& rt);
+  // Forward and backward only (no update): the warm-up before a capture.
+  void forward_backward(const at::Tensor& batch, Runtime& rt);
+  void zero_grads();  // in place, keeping each gradient's storage
+
+  // How the last step ran; why steps run eagerly ("" while graphs may run);
+  // the step that captured the graph (0: none) and the replays since.
+  StepExec last_exec() const { return last_exec_; }
+  const std::string& graph_off_reason() const { return graph_off_; }
+  int graph_captured_at() const { return captured_at_; }
+  int graph_replays() const { return replays_; }
 
   at::ScalarType param_dtype() const;
   at::ScalarType compute() const { return compute_dtype(cfg_.precision); }
@@ -66,7 +88,23 @@ class Trainer {
   std::unique_ptr<AdamW> opt_;
   LossScaler scaler_;
   GradSync* sync_ = nullptr;
+
+  StepStats scaled_step(int step, const at::Tensor& batch, Runtime& rt, StepStats st);
+  std::optional<StepStats> try_graph(int step, const at::Tensor& batch, Runtime& rt, StepStats st);
+  at::Tensor loss_of(const at::Tensor& batch, Runtime& rt);
+  void backward_of(const at::Tensor& loss, Runtime& rt);
+  std::vector<at::Tensor> grads() const;
+
+  std::unique_ptr<StepGraph> graph_;
+  bool graph_checked_ = false;
+  std::string graph_off_;
+  StepExec last_exec_ = StepExec::eager;
+  int eager_steps_ = 0, captured_at_ = 0, replays_ = 0;
 };
+
+// Eager steps before a capture: the first pays for lazy initialisation
+// (cuBLAS handles, kernel modules), the capture needs a step's gradients.
+inline constexpr int kEagerStepsBeforeGraph = 2;
 
 // The parameter dtype a TrainConfig implies (fp32 with master weights).
 at::ScalarType param_dtype_for(const TrainConfig& c);

@@ -18,12 +18,13 @@ bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.me
 }  // namespace
 
 // `probes: alternate`: even steps observed, odd steps bare, in one process.
-// The first step is warm-up, as in step_ms_median.
+// The first step is warm-up and the step that captured the CUDA graph is
+// set-up, as in step_ms_median.
 std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   std::vector<double> on_step, on_probe, off_step, off_total;
   for (size_t i = 1; i < c.steps.size(); ++i) {
     const StepRecord& s = c.steps[i];
-    if (!s.observed) continue;
+    if (!s.observed || s.exec == StepExec::capture) continue;
     if (*s.observed) {
       on_step.push_back(s.step_ms);
       on_probe.push_back(s.probe_ms);

@@ -236,6 +236,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     nsa::BatchPrefetcher data(std::move(source), spec.train.batch, spec.train.seq_len, prefetch);
     std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
     std::vector<at::Tensor> snapshot;                   // the parameters before a step, when a probe asks
+    CudaGraphRecord graph;                              // how the steps ran (nsa/step_graph.h)
     for (step = 1; step <= spec.train.steps; ++step) {
       // Time spent observing outside the timed step (parameter snapshots, the
       // probes' step-end hooks) is reported per step as the metric probe_ms, so
@@ -243,11 +244,16 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       // Under `probes: alternate` odd steps run unobserved: no tensors, no
       // snapshot, no hooks, no trace records — the yardstick for the even ones.
       const bool observed = !spec.observe_alternate || step % 2 == 0;
-      bool capture = false, keep_params = false;
+      bool capture = false, keep_params = false, inside = false;
       for (auto& p : probes) {
         p->set_observing(observed);
-        if (observed) capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
+        if (observed) {
+          capture |= p->wants_tensors(step), keep_params |= p->wants_params_before(step);
+          inside |= p->watches_inside(step);
+        }
       }
+      inside |= capture || keep_params;
+      graph.watched_steps += inside ? 1 : 0;
       tap.clear();
       observer.set_step(step);
       observer.set_capture(capture);
@@ -276,7 +282,8 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       nsa::StepStats st;
       {
         nsa::Phase phase(rt, "step");
-        st = trainer.step(step, batch, rt);
+        // A step no probe watches from inside may replay the captured CUDA graph.
+        st = trainer.step(step, batch, rt, /*may_replay=*/!inside);
       }
       sync_device(device);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -287,6 +294,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       e["loss"] = std::isfinite(st.loss) ? nlohmann::json(st.loss) : nlohmann::json(std::isnan(st.loss) ? "nan" : "inf");
       e["grad_norm"] = std::isfinite(st.grad_norm) ? nlohmann::json(st.grad_norm) : nlohmann::json("non-finite");
       if (spec.observe_alternate) e["observed"] = observed;
+      e["exec"] = nsa::step_exec_name(trainer.last_exec());
       if (dist) {
         // comm_ms: blocked in collectives, i.e. waiting for the slowest rank;
         // step_ms − comm_ms is this rank's own work (what finds a straggler).
@@ -318,6 +326,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       events.emit(ev::metric, {{"name", "probe_ms"}, {"step", step}, {"value", probe_ms}});
     }
     emit_probe_costs(events, costs);
+    graph.captured_at = trainer.graph_captured_at();
+    graph.replays = trainer.graph_replays();
+    graph.off_reason = trainer.graph_off_reason();
+    if (graph.captured_at == 0 && graph.off_reason.empty() && graph.watched_steps > 0)
+      graph.off_reason = "every step a graph could have run was watched from inside by a probe";
+    if (device.is_cuda()) events.emit(ev::probe, {{"name", "cuda_graph"}, {"step", spec.train.steps}, {"data", graph}});
     observer.set_step(spec.train.steps);
     for (auto& p : probes) p->on_run_end(ctx);
     if (dist) dist->finish();

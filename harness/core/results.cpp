@@ -108,6 +108,7 @@ void to_json(json& j, const StepRecord& s) {
   if (s.probe_ms > 0) j["probe_ms"] = number(s.probe_ms);
   if (s.data_ms) j["data_ms"] = number(*s.data_ms);
   if (s.observed) j["observed"] = *s.observed;
+  if (s.exec) j["exec"] = *s.exec;
 }
 void from_json(const json& j, StepRecord& s) {
   s.step = j.at("step").get<int>();
@@ -120,6 +121,7 @@ void from_json(const json& j, StepRecord& s) {
   get_opt(j, "data_ms", s.data_ms);
   if (j.contains("observed") && j.at("observed").is_boolean()) s.observed = j.at("observed").get<bool>();
   else s.observed.reset();
+  read_opt(j, "exec", s.exec);
 }
 
 // The metrics' fields, listed once for writing and reading.
@@ -192,6 +194,7 @@ void to_json(json& j, const CellResult& c) {
   if (c.gates) j["gates_spec"] = *c.gates;
   if (c.gate_stats) j["gate_stats"] = *c.gate_stats;
   if (c.trace) j["trace"] = *c.trace;
+  if (c.cuda_graph) j["cuda_graph"] = *c.cuda_graph;
   if (!c.probe_tables.empty()) j["probe_tables"] = c.probe_tables;
   if (c.step_noise) j["step_noise"] = *c.step_noise;
   if (c.load) j["load"] = *c.load;
@@ -239,6 +242,7 @@ void from_json(const json& j, CellResult& c) {
   c.faults = j.value("faults", std::vector<std::string>{});
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
   read_opt(j, "step_noise", c.step_noise);
+  read_opt(j, "cuda_graph", c.cuda_graph);
   read_opt(j, "load", c.load);
   read_opt(j, "confirmation", c.confirmation);
   // Records that results.json kept under `extra` before they had fields; each

@@ -38,6 +38,21 @@ struct Finding {
   friend void from_json(const nlohmann::json& j, Finding& v);
 };
 
+// How a training step ran (nsa/step_graph.h): eagerly, capturing the CUDA
+// graph of the step (set-up, like the first step: not timed), or replaying it.
+enum class StepExec { eager, capture, replay };
+NLOHMANN_JSON_SERIALIZE_ENUM(StepExec, {{StepExec::eager, "eager"}, {StepExec::capture, "capture"},
+                                        {StepExec::replay, "replay"}})
+
+// The cell's CUDA graph of the training step, as the child reported it.
+struct CudaGraphRecord {
+  int captured_at = 0;     // the step that captured it; 0: never captured
+  int replays = 0;         // steps run as a replay (the capturing step included)
+  int watched_steps = 0;   // steps a probe watched from inside, which ran eagerly
+  std::string off_reason;  // why no step could replay ("" when graphs could run)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaGraphRecord, captured_at, replays, watched_steps, off_reason)
+
 struct StepRecord {
   int step = 0;
   double loss = 0.0;          // NaN allowed (written as null in JSON)
@@ -50,6 +65,7 @@ struct StepRecord {
   // timed step; unset in results written before the child reported it.
   std::optional<double> data_ms;
   std::optional<bool> observed;  // under `probes: alternate`: did the probes watch this step?
+  std::optional<StepExec> exec;  // unset in results written before the child reported it
 
   friend void to_json(nlohmann::json& j, const StepRecord& v);
   friend void from_json(const nlohmann::json& j, StepRecord& v);
@@ -217,6 +233,7 @@ struct CellResult {
   std::optional<GateSpec> gates;  // the limits it was judged against; unset: none checked
   std::optional<GateStats> gate_stats;  // the gates probe's last table, when it ran
   std::optional<TraceSummary> trace;    // the CUPTI probe's summary, when it traced
+  std::optional<CudaGraphRecord> cuda_graph;  // unset: the child did not report one (older results)
   std::optional<StepNoise> step_noise;
   std::optional<MachineLoad> load;
   std::optional<Confirmation> confirmation;

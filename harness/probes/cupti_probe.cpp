@@ -37,6 +37,9 @@ class CuptiProbe : public Probe {
  public:
   explicit CuptiProbe(const ProbeSpec& spec) : every_(std::max(1, spec.every)) {}
   void set_observing(bool on) override { observing_ = on; }
+  // A traced step needs the kernels launched one by one under their ranges;
+  // between traced steps the flight recorder sees a graph replay as one launch.
+  bool watches_inside(int step) const override { return tracer_ && observing_ && traced_step(step); }
   // Posted collections use tracer_ and retained_: the writer stops before they
   // go. Normally on_run_end closed it already; after an error nothing queued
   // runs (deadline 0) and a collection in hand gets a short grace.

@@ -25,12 +25,19 @@ std::string precision_of(at::ScalarType t) {
 
 class FiniteProbe : public Probe {
  public:
-  bool wants_tensors(int) const override { return !reported_; }
-  bool wants_params_before(int) const override { return !reported_; }
+  explicit FiniteProbe(const ProbeSpec& ps) : spec_(ps) {}
+  // `every: N` samples the full search (activations, a parameter snapshot for
+  // the re-run, one scan over every tensor); the steps between are checked
+  // through the loss and the gradient norm the step returned — a non-finite
+  // gradient makes the norm non-finite — and searched only when those are.
+  bool wants_tensors(int step) const override { return !reported_ && probe_due(spec_, step); }
+  bool wants_params_before(int step) const override { return !reported_ && probe_due(spec_, step); }
 
   void on_step_end(ProbeContext& ctx) override {
     if (std::isfinite(ctx.stats.loss) && !first_loss_) first_loss_ = std::abs(ctx.stats.loss);
-    if (reported_ || nothing_to_report(ctx)) return;
+    if (reported_) return;
+    if (!probe_due(spec_, ctx.step) && std::isfinite(ctx.stats.loss) && std::isfinite(ctx.stats.grad_norm)) return;
+    if (nothing_to_report(ctx)) return;
     std::string location, stage;
     nlohmann::json ev = nlohmann::json::object();
     // 1. forward activations, in the order the model computed them.
@@ -187,12 +194,13 @@ class FiniteProbe : public Probe {
     return std::abs(loss) > kExplosionFactor * first_loss_.value_or(INFINITY) || std::abs(loss) > kHugeLoss * kExplosionFactor;
   }
 
+  ProbeSpec spec_;
   bool reported_ = false;
   std::optional<double> first_loss_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> make_finite_probe(const ProbeSpec&) { return std::make_unique<FiniteProbe>(); }
+std::unique_ptr<Probe> make_finite_probe(const ProbeSpec& ps) { return std::make_unique<FiniteProbe>(ps); }
 
 }  // namespace harness

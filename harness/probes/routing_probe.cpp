@@ -25,6 +25,9 @@ class RoutingProbe : public Probe {
       ctx.report(f);
     }
   }
+  // Routes are reported by the model's host code: until they have been checked
+  // the step must run eagerly.
+  bool watches_inside(int) const override { return !checked_; }
   void on_step_end(ProbeContext& ctx) override {
     if (checked_ || ctx.tap.routes.empty()) return;
     checked_ = true;

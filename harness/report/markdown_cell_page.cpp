@@ -13,6 +13,18 @@ namespace {
 // The page lives two directories below the run directory (cells/<dir>/).
 constexpr const char* kToRunDir = "../../";
 
+// How the steps ran: replays of the captured step, or why every step ran
+// eagerly (CUDA cells report it).
+std::optional<std::string> graph_text(const CellResult& c) {
+  if (!c.cuda_graph) return std::nullopt;
+  const CudaGraphRecord& g = *c.cuda_graph;
+  if (g.captured_at > 0)
+    return fmt::format("captured at step {}, {} of {} steps replayed ({} watched from inside ran eagerly){}", g.captured_at,
+                       g.replays, c.steps_completed, g.watched_steps,
+                       g.off_reason.empty() ? "" : "; " + g.off_reason);
+  return "off: " + (g.off_reason.empty() ? std::string("no step ran") : g.off_reason);
+}
+
 std::string facts(const RunResult& run, const CellResult& c) {
   const Judgement j = judge(c);
   std::string s = fmt::format("# Cell {}\n\n", code(c.id));
@@ -29,6 +41,7 @@ std::string facts(const RunResult& run, const CellResult& c) {
   // Before each step and outside its time: near zero while the prefetcher keeps up.
   if (c.metrics.data_ms_median) s += fmt::format("| Data wait + copy ms (median) | {} |\n", number_text(c.metrics.data_ms_median, 2));
   if (c.metrics.peak_mem_bytes) s += fmt::format("| Peak memory (MB) | {:.1f} |\n", *c.metrics.peak_mem_bytes / 1e6);
+  if (auto g = graph_text(c)) s += "| CUDA graph of the step | " + table_cell(*g) + " |\n";
   s += fmt::format("| Wall time (s) | {:.1f} |\n", c.wall_s);
   if (c.exit_code) s += fmt::format("| Exit status | {} |\n", *c.exit_code);
   if (c.term_signal) s += fmt::format("| Signal | {} |\n", *c.term_signal);

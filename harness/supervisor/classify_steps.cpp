@@ -29,10 +29,13 @@ double field(const json& e, const char* key, double fallback) {
   return it == e.end() ? fallback : number(*it, fallback);
 }
 
-// Indices of the steps that count for timing: all but the warm-up step.
+// Indices of the steps that count for timing: all but the warm-up step and
+// the step that captured the CUDA graph (it also ran a warm-up forward and
+// backward and instantiated the graph: set-up, not a step's speed).
 std::vector<size_t> timed(const std::vector<StepRecord>& steps) {
   std::vector<size_t> idx;
-  for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i) idx.push_back(i);
+  for (size_t i = steps.size() > 1 ? 1 : 0; i < steps.size(); ++i)
+    if (steps[i].exec != StepExec::capture) idx.push_back(i);
   return idx;
 }
 
@@ -65,6 +68,7 @@ std::vector<StepRecord> steps_from_events(const std::vector<json>& events) {
     s.host_syncs = static_cast<int>(field(e, "host_syncs", 0.0));
     if (e.contains("data_ms")) s.data_ms = field(e, "data_ms", std::nan(""));
     if (e.contains("observed") && e.at("observed").is_boolean()) s.observed = e.at("observed").get<bool>();
+    if (e.contains("exec") && e.at("exec").is_string()) s.exec = e.at("exec").get<StepExec>();
     out.push_back(s);
   }
   // probe_ms arrives as a metric after its step's step_end (the hooks run then).

@@ -3,6 +3,7 @@
 // is off comes from the batched ATen path; the route of every branch is reported
 // to the observer, so a fallback is never silent.
 #include "nsa/cuda/layer_routing.h"
+#include "nsa/cuda/step_graph_capture.h"
 
 #include <tuple>
 
@@ -88,6 +89,8 @@ void register_with_layer() {
   register_projection_epilogue(&projection_epilogue_hook);
   // Every path's output combine (nsa_ops.cpp combine_branches), for CUDA tensors.
   register_gate_combine(&gate_combine);
+  // The whole training step as one CUDA graph where a cell allows it.
+  register_step_graph_capture();
 }
 
 }  // namespace nsa::cuda

@@ -1,0 +1,159 @@
+// The training step captured as a CUDA graph (nsa/step_graph.h) against the
+// same steps run eagerly: a replay must compute exactly what the eager step
+// computes — the eager path (kernels launched one by one from host code) is
+// the oracle the capture and replay mechanism is held to.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nsa/cuda/layer_routing.h"
+#include "nsa/cuda/nsa_cuda.h"
+#include "nsa/data.h"
+#include "nsa/model.h"
+#include "nsa/test_support.h"
+#include "nsa/trainer.h"
+
+namespace nsa::cuda {
+namespace {
+using namespace nsa::testing;
+
+ModelConfig graph_case() {
+  ModelConfig c = tiny();
+  c.d_model = 128, c.n_heads = 4, c.n_kv_groups = 2, c.d_k = 64, c.d_v = 64;
+  return c;
+}
+
+struct TrainedRun {
+  std::vector<double> loss, norm;
+  std::vector<StepExec> exec;
+  std::vector<at::Tensor> params;
+  std::string off_reason;
+  int captured_at = 0, replays = 0;
+};
+
+// `steps` steps of a fresh model (same seed every call) on the same batches.
+TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed) {
+  register_with_layer();
+  at::manual_seed(seed);
+  TrainConfig tc;
+  tc.steps = steps, tc.lr = 3e-3, tc.warmup_steps = 2, tc.precision = precision;
+  Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
+  Trainer trainer(m, tc);
+  DataSource data("synthetic", 7);
+  auto rt = runtime_with();
+  TrainedRun r;
+  for (int s = 1; s <= steps; ++s) {
+    auto batch = data.next_batch(2, 256).to(at::kCUDA);
+    StepStats st = trainer.step(s, batch, rt, may_replay);
+    r.loss.push_back(st.loss);
+    r.norm.push_back(st.grad_norm);
+    r.exec.push_back(trainer.last_exec());
+  }
+  for (auto& [name, p] : m.parameters()) r.params.push_back(p.detach().cpu());
+  r.off_reason = trainer.graph_off_reason();
+  r.captured_at = trainer.graph_captured_at();
+  r.replays = trainer.graph_replays();
+  return r;
+}
+
+double max_param_diff(const TrainedRun& a, const TrainedRun& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.params.size(); ++i) d = std::max(d, (a.params[i] - b.params[i]).abs().max().item<double>());
+  return d;
+}
+
+TEST(StepGraph, ReplayComputesWhatTheEagerStepComputes) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  for (auto precision : {Precision::bf16, Precision::fp32}) {
+    SCOPED_TRACE(precision == Precision::bf16 ? "bf16" : "fp32");
+    const uint64_t seed = fresh_seed();
+    const int steps = 6;
+    const TrainedRun eager = train(precision, steps, false, seed);
+    const TrainedRun again = train(precision, steps, false, seed);
+    const TrainedRun graphed = train(precision, steps, true, seed);
+    ASSERT_EQ(graphed.off_reason, "");
+    EXPECT_EQ(graphed.captured_at, kEagerStepsBeforeGraph + 1);
+    EXPECT_EQ(graphed.replays, steps - kEagerStepsBeforeGraph);
+    for (int s = 0; s < steps; ++s) {
+      const StepExec want = s < kEagerStepsBeforeGraph ? StepExec::eager
+                            : s == kEagerStepsBeforeGraph ? StepExec::capture : StepExec::replay;
+      EXPECT_EQ(graphed.exec[s], want) << "step " << s + 1;
+      EXPECT_EQ(eager.exec[s], StepExec::eager);
+    }
+    // The noise this comparison is made against: two eager runs. Our kernels
+    // and their backward are deterministic, so it is normally zero and the
+    // replay must then match bit for bit; where ATen reorders a reduction
+    // between runs, the replay may differ from eager by no more than eager
+    // differs from itself.
+    const double eager_noise = max_param_diff(eager, again);
+    const double graph_diff = max_param_diff(eager, graphed);
+    EXPECT_LE(graph_diff, eager_noise) << "eager vs eager " << eager_noise;
+    for (int s = 0; s < steps; ++s) {
+      const double loss_noise = std::abs(eager.loss[s] - again.loss[s]);
+      EXPECT_LE(std::abs(graphed.loss[s] - eager.loss[s]), loss_noise) << "loss at step " << s + 1;
+      EXPECT_LE(std::abs(graphed.norm[s] - eager.norm[s]), std::abs(eager.norm[s] - again.norm[s]))
+          << "gradient norm at step " << s + 1;
+      EXPECT_TRUE(std::isfinite(graphed.loss[s]));
+    }
+    EXPECT_LT(graphed.loss.back(), graphed.loss.front()) << "the replayed steps train";
+  }
+}
+
+// A capture the step's code breaks leaves the cell training eagerly, with the
+// cause recorded; nothing trained differs from a run that never tried.
+std::unique_ptr<StepGraph> failing_capture(Trainer&, const at::Tensor&, Runtime&) {
+  throw std::runtime_error("operation not permitted when stream is capturing (planted)");
+}
+
+TEST(StepGraph, AFailedCaptureFallsBackToEagerStepsAndSaysWhy) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  const uint64_t seed = fresh_seed();
+  const TrainedRun eager = train(Precision::bf16, 4, false, seed);
+  register_with_layer();
+  auto real = step_graph_factory();
+  register_step_graph(&failing_capture);
+  // train() registers the real capture again: plant the failing one inside.
+  at::manual_seed(seed);
+  TrainConfig tc;
+  tc.steps = 4, tc.lr = 3e-3, tc.warmup_steps = 2, tc.precision = Precision::bf16;
+  Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
+  Trainer trainer(m, tc);
+  DataSource data("synthetic", 7);
+  auto rt = runtime_with();
+  for (int s = 1; s <= 4; ++s) {
+    trainer.step(s, data.next_batch(2, 256).to(at::kCUDA), rt, /*may_replay=*/true);
+    EXPECT_EQ(trainer.last_exec(), StepExec::eager) << "step " << s;
+  }
+  register_step_graph(real);
+  EXPECT_NE(trainer.graph_off_reason().find("capture failed at step 3"), std::string::npos) << trainer.graph_off_reason();
+  EXPECT_NE(trainer.graph_off_reason().find("planted"), std::string::npos);
+  EXPECT_EQ(trainer.graph_captured_at(), 0);
+  size_t i = 0;
+  for (auto& [name, p] : m.parameters()) EXPECT_TRUE(at::equal(p.detach().cpu(), eager.params[i++])) << name;
+}
+
+// What keeps steps eager is read from the cell: NSA_CUDA_GRAPH=0 and fp16
+// loss scaling each stop the graph, with their reason.
+TEST(StepGraph, BlockedCellsRunEagerlyWithTheirReason) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  register_with_layer();
+  at::manual_seed(fresh_seed());
+  for (auto [precision, flag] : {std::pair{Precision::fp16, "1"}, std::pair{Precision::bf16, "0"}}) {
+    TrainConfig tc;
+    tc.steps = 4, tc.precision = precision;
+    Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
+    Trainer trainer(m, tc);
+    DataSource data("synthetic", 3);
+    auto rt = runtime_with("NSA_CUDA_GRAPH", flag);
+    for (int s = 1; s <= 4; ++s) {
+      trainer.step(s, data.next_batch(2, 64).to(at::kCUDA), rt, true);
+      EXPECT_EQ(trainer.last_exec(), StepExec::eager);
+    }
+    EXPECT_NE(trainer.graph_off_reason(), "");
+    EXPECT_EQ(trainer.graph_off_reason().find("fp16") != std::string::npos, precision == Precision::fp16)
+        << trainer.graph_off_reason();
+  }
+}
+
+}  // namespace
+}  // namespace nsa::cuda
