@@ -116,9 +116,9 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt, bool may
   st.lr = lr_at(step, cfg_.warmup_steps, cfg_.steps, cfg_.lr);
   st.loss_scale = scaler_.scale();
   last_exec_ = StepExec::eager;
-  if (scaler_.enabled()) return scaled_step(step, batch, rt, st);
   if (may_replay)
     if (auto replayed = try_graph(step, batch, rt, st)) return *replayed;
+  if (scaler_.enabled()) return scaled_step(step, batch, rt, st);
   // Without a graph the gradients are dropped and backward allocates them
   // afresh (no zeroing pass); once a graph holds their addresses they stay.
   if (!graph_)

@@ -1,6 +1,7 @@
 #include "harness/analysis/observation_cost.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "harness/analysis/axis_pairs.h"
@@ -14,6 +15,39 @@ constexpr const char* kAxis = "probes";
 std::optional<std::string> probes_value(const CellResult& c) { return axis_value(c, kAxis); }
 
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
+
+// A step's cost split in its two parts, for one class of steps.
+struct StepCost {
+  double step_ms = 0, probe_ms = 0;
+};
+
+// What an observed step costs on average, robustly: steps are grouped by how
+// they ran (eager, or replayed from the CUDA graph) and each group's median
+// weighted by how many steps it had. With probes sampled (`every: 50`) the
+// few steps a probe watched from inside run eagerly and cost more; a median
+// over all steps would not see them, a mean would be swayed by one step a
+// busy machine slowed. Warm-up and the capture step are not counted.
+StepCost amortized(const std::vector<const StepRecord*>& steps) {
+  std::map<bool, std::vector<const StepRecord*>> by_class;  // replayed or not
+  for (const StepRecord* s : steps) by_class[s->exec == StepExec::replay].push_back(s);
+  StepCost out;
+  if (steps.empty()) return out;
+  for (auto& [replayed, group] : by_class) {
+    std::vector<double> step_ms, probe_ms;
+    for (const StepRecord* s : group) step_ms.push_back(s->step_ms), probe_ms.push_back(s->probe_ms);
+    const double w = double(group.size()) / double(steps.size());
+    out.step_ms += w * median(step_ms);
+    out.probe_ms += w * median(probe_ms);
+  }
+  return out;
+}
+
+std::vector<const StepRecord*> timed_steps(const CellResult& c) {
+  std::vector<const StepRecord*> out;
+  for (size_t i = 1; i < c.steps.size(); ++i)
+    if (c.steps[i].exec != StepExec::capture) out.push_back(&c.steps[i]);
+  return out;
+}
 
 }  // namespace
 
@@ -64,8 +98,12 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.cell_id = observed.id;
     oc.observed_cell = observed.id;
     oc.bare_cell = bare->id;
-    oc.observed_step_ms = *observed.metrics.step_ms_median;
-    oc.observed_probe_ms = observed.metrics.probe_ms_median.value_or(0.0);
+    const auto steps = timed_steps(observed);
+    const StepCost on = steps.empty() ? StepCost{*observed.metrics.step_ms_median,
+                                                 observed.metrics.probe_ms_median.value_or(0.0)}
+                                      : amortized(steps);
+    oc.observed_step_ms = on.step_ms;
+    oc.observed_probe_ms = on.probe_ms;
     // The bare cell's probe_ms is the loop's own bookkeeping (a device sync):
     // it is paid with or without probes, so it counts on both sides.
     oc.bare_ms = *bare->metrics.step_ms_median + bare->metrics.probe_ms_median.value_or(0.0);

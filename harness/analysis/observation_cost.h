@@ -1,8 +1,10 @@
 #pragma once
 // What watching a run costs. A matrix with the `probes` axis (all / none) has
 // pairs of cells that differ only in whether the probes ran; per pair, the
-// observed cell's median step (the timed step plus the time its probes spent
-// outside it, probe_ms) against the bare cell's. The goal is ≤ 3 %.
+// observed cell's step (the timed step plus the time its probes spent outside
+// it, probe_ms; with sampled probes the eager steps they watched and the
+// replayed ones between, each class's median weighted by its count) against
+// the bare cell's median step. The goal is ≤ 3 %.
 #include <string>
 #include <vector>
 
@@ -16,8 +18,8 @@ struct ObservationCost {
   std::string cell_id;        // the observed cell (its probe_costs are the hooks behind the cost)
   std::string observed_cell;  // probes=all, or "probes=alternate (even steps)"
   std::string bare_cell;      // probes=none
-  double observed_step_ms = 0;   // median timed step with the probes on
-  double observed_probe_ms = 0;  // median time in probe hooks per step
+  double observed_step_ms = 0;   // timed step with the probes on (class medians, weighted)
+  double observed_probe_ms = 0;  // time in probe hooks per step (the same)
   double bare_ms = 0;            // median step (+ its own bookkeeping) with the probes off
   double cost = 0;               // (observed_step_ms + observed_probe_ms) / bare_ms - 1
   // Step-to-step noise of the bare cell (robust σ of its timed steps over their

@@ -54,6 +54,30 @@ TEST(ObservationCost, BareCellNoiseIsTheRobustSpreadOfItsTimedSteps) {
   EXPECT_NEAR(costs[0].bare_noise, 0.07413, 1e-5);
 }
 
+// Probes sampled every N steps: the steps they watch run eagerly and cost
+// more, the replayed steps between cost little. Each class's median counts by
+// its share of the steps, so the rare expensive step is neither lost (as in a
+// median over all steps) nor inflated by one noisy step (as in a mean).
+TEST(ObservationCost, SampledProbesCostTheirWatchedStepsByTheirShare) {
+  CellResult on = timed({{"probes", "all"}}, 0.0, 0.0);
+  auto add = [&](double ms, double probe, StepExec exec) {
+    StepRecord s{int(on.steps.size()) + 1, 1.0, ms};
+    s.probe_ms = probe, s.exec = exec;
+    on.steps.push_back(s);
+  };
+  add(900, 9, StepExec::eager);    // warm-up: not counted
+  add(400, 0, StepExec::capture);  // capture: not counted
+  for (double ms : {100.0, 101.0, 99.0, 100.0, 500.0 /* a busy-machine spike */, 100.0, 100.0}) add(ms, 0.1, StepExec::replay);
+  add(150, 5, StepExec::eager);    // the one step the sampled probes watched
+  CellResult bare = timed({{"probes", "none"}}, 100.0, 0.0);
+  auto costs = observation_costs({on, bare});
+  ASSERT_EQ(costs.size(), 1u);
+  // 7 replays (median 100 ms, 0.1 ms hooks) and 1 eager (150 + 5) of 8 steps.
+  EXPECT_NEAR(costs[0].observed_step_ms, (7 * 100.0 + 150.0) / 8, 1e-9);
+  EXPECT_NEAR(costs[0].observed_probe_ms, (7 * 0.1 + 5.0) / 8, 1e-9);
+  EXPECT_NEAR(costs[0].cost, ((7 * 100.1 + 155.0) / 8) / 100.0 - 1.0, 1e-9);
+}
+
 TEST(ObservationCost, AlternateCellComparesItsEvenStepsWithItsOddOnes) {
   CellResult c = timed({{"probes", "alternate"}}, 0.0, 0.0);
   // step 1 (warm-up, ignored), then odd steps 100/102/98 ms with 0.5 ms of
