@@ -105,8 +105,14 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.observed_step_ms = on.step_ms;
     oc.observed_probe_ms = on.probe_ms;
     // The bare cell's probe_ms is the loop's own bookkeeping (a device sync):
-    // it is paid with or without probes, so it counts on both sides.
-    oc.bare_ms = *bare->metrics.step_ms_median + bare->metrics.probe_ms_median.value_or(0.0);
+    // it is paid with or without probes, so it counts on both sides. Its steps
+    // are weighed as the observed cell's are (its eager steps before the
+    // capture count on both sides too).
+    const auto bare_steps = timed_steps(*bare);
+    const StepCost off = bare_steps.empty() ? StepCost{*bare->metrics.step_ms_median,
+                                                       bare->metrics.probe_ms_median.value_or(0.0)}
+                                            : amortized(bare_steps);
+    oc.bare_ms = off.step_ms + off.probe_ms;
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
     oc.bare_noise = relative_spread(warm_step_ms(*bare));
