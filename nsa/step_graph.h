@@ -52,6 +52,8 @@ const char* graph_blocker(const GraphSetting& s);
 class StepGraph {
  public:
   virtual ~StepGraph() = default;
+  // A batch of another shape or dtype than the captured one runs eagerly.
+  virtual bool accepts(const at::Tensor& batch) const = 0;
   // Copies `batch` into the static input and replays the step. Returns the
   // device tensor [loss, grad norm before clipping] (fp64) the step wrote.
   virtual at::Tensor replay(const at::Tensor& batch) = 0;

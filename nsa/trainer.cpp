@@ -189,6 +189,7 @@ std::optional<StepStats> Trainer::try_graph(int step, const at::Tensor& batch, R
     captured_at_ = step;
     exec = StepExec::capture;
   }
+  if (!graph_->accepts(batch)) return std::nullopt;  // another shape: this step runs eagerly
   opt_->schedule(st.lr);
   at::Tensor stats;
   {

@@ -56,9 +56,13 @@ class CudaStepGraph : public StepGraph {
     order_after(side, caller);
   }
 
+  bool accepts(const at::Tensor& batch) const override {
+    return batch.sizes() == batch_.sizes() && batch.scalar_type() == batch_.scalar_type() &&
+           batch.device() == batch_.device();
+  }
+
   at::Tensor replay(const at::Tensor& batch) override {
-    TORCH_CHECK(batch.sizes() == batch_.sizes() && batch.scalar_type() == batch_.scalar_type(),
-                "CUDA graph step: batch ", batch.sizes(), " differs from the captured ", batch_.sizes());
+    TORCH_CHECK(accepts(batch), "CUDA graph step: batch ", batch.sizes(), " differs from the captured ", batch_.sizes());
     batch_.copy_(batch, /*non_blocking=*/true);
     graph_.replay();  // on the current stream, after the copy and AdamW's schedule
     return stats_;

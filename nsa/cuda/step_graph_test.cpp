@@ -115,6 +115,30 @@ TEST(StepGraph, ReplayComputesWhatTheEagerStepComputes) {
   }
 }
 
+// The graph holds one batch shape: a batch of another shape (a short last
+// batch) runs eagerly, and the next batch of the captured shape replays again.
+TEST(StepGraph, ABatchOfAnotherShapeRunsEagerlyAndReplayResumes) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  register_with_layer();
+  at::manual_seed(fresh_seed());
+  TrainConfig tc;
+  tc.steps = 6, tc.precision = Precision::bf16;
+  Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
+  Trainer trainer(m, tc);
+  DataSource data("synthetic", 5);
+  auto rt = runtime_with();
+  const int64_t rows[] = {2, 2, 2, 2, 1, 2};
+  const StepExec want[] = {StepExec::eager, StepExec::eager, StepExec::capture, StepExec::replay, StepExec::eager,
+                           StepExec::replay};
+  for (int s = 1; s <= 6; ++s) {
+    const StepStats st = trainer.step(s, data.next_batch(rows[s - 1], 128).to(at::kCUDA), rt, true);
+    EXPECT_EQ(trainer.last_exec(), want[s - 1]) << "step " << s;
+    EXPECT_TRUE(std::isfinite(st.loss) && std::isfinite(st.grad_norm)) << "step " << s;
+  }
+  EXPECT_EQ(trainer.graph_off_reason(), "");
+  EXPECT_EQ(trainer.graph_replays(), 3);
+}
+
 // A capture the step's code breaks leaves the cell training eagerly, with the
 // cause recorded; nothing trained differs from a run that never tried.
 std::unique_ptr<StepGraph> failing_capture(Trainer&, const at::Tensor&, Runtime&) {
