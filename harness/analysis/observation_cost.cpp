@@ -42,6 +42,10 @@ StepCost amortized(const std::vector<const StepRecord*>& steps) {
   return out;
 }
 
+double goal_for(const CellResult& observed) {
+  return observed.sampled_probes.empty() ? kObservationCostGoal : kSampledObservationCostGoal;
+}
+
 std::vector<const StepRecord*> timed_steps(const CellResult& c) {
   std::vector<const StepRecord*> out;
   for (size_t i = 1; i < c.steps.size(); ++i)
@@ -78,6 +82,7 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   if (oc.bare_ms <= 0) return std::nullopt;
   oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
   oc.bare_noise = relative_spread(off_step);
+  oc.goal = goal_for(c);
   return oc;
 }
 
@@ -116,6 +121,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
     oc.bare_noise = relative_spread(warm_step_ms(*bare));
+    oc.goal = goal_for(observed);
     out.push_back(oc);
   }
   return out;

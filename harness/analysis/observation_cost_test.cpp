@@ -76,6 +76,9 @@ TEST(ObservationCost, SampledProbesCostTheirWatchedStepsByTheirShare) {
   EXPECT_NEAR(costs[0].observed_step_ms, (7 * 100.0 + 150.0) / 8, 1e-9);
   EXPECT_NEAR(costs[0].observed_probe_ms, (7 * 0.1 + 5.0) / 8, 1e-9);
   EXPECT_NEAR(costs[0].cost, ((7 * 100.1 + 155.0) / 8) / 100.0 - 1.0, 1e-9);
+  EXPECT_EQ(costs[0].goal, kObservationCostGoal);  // nothing sampled: watching every step
+  on.sampled_probes = {{"finite", 50}, {"cupti", 50}};
+  EXPECT_EQ(observation_costs({on, bare})[0].goal, kSampledObservationCostGoal);
 }
 
 TEST(ObservationCost, AlternateCellComparesItsEvenStepsWithItsOddOnes) {

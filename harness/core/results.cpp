@@ -195,6 +195,7 @@ void to_json(json& j, const CellResult& c) {
   if (c.gate_stats) j["gate_stats"] = *c.gate_stats;
   if (c.trace) j["trace"] = *c.trace;
   if (c.cuda_graph) j["cuda_graph"] = *c.cuda_graph;
+  if (!c.sampled_probes.empty()) j["sampled_probes"] = c.sampled_probes;
   if (!c.probe_tables.empty()) j["probe_tables"] = c.probe_tables;
   if (c.step_noise) j["step_noise"] = *c.step_noise;
   if (c.load) j["load"] = *c.load;
@@ -243,6 +244,7 @@ void from_json(const json& j, CellResult& c) {
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
   read_opt(j, "step_noise", c.step_noise);
   read_opt(j, "cuda_graph", c.cuda_graph);
+  c.sampled_probes = j.value("sampled_probes", std::map<std::string, int>{});
   read_opt(j, "load", c.load);
   read_opt(j, "confirmation", c.confirmation);
   // Records that results.json kept under `extra` before they had fields; each

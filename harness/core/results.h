@@ -230,6 +230,9 @@ struct CellResult {
   std::map<std::string, std::string> flags;
   std::vector<std::string> faults;
   std::vector<std::string> from_environment;
+  // Probes that ran on a sample of the steps (`every: N`, N > 1), by name:
+  // observing changes with it (the steps between may replay the CUDA graph).
+  std::map<std::string, int> sampled_probes;
   std::optional<GateSpec> gates;  // the limits it was judged against; unset: none checked
   std::optional<GateStats> gate_stats;  // the gates probe's last table, when it ran
   std::optional<TraceSummary> trace;    // the CUPTI probe's summary, when it traced

@@ -186,6 +186,8 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.flags = spec.flags;
   r.faults = spec.faults;
   r.from_environment = spec.from_environment;
+  for (const auto& [name, probe] : spec.probes)
+    if (probe.enabled && probe.every > 1) r.sampled_probes[name] = probe.every;
   r.gates = spec.gates;
   r.step_noise = step_noise(r.steps);
   if (run.load_start) r.load = MachineLoad{*run.load_start, run.load_end.value_or(*run.load_start), run.cpus};
