@@ -85,10 +85,9 @@ void Trainer::backward_of(const at::Tensor& loss, Runtime& rt) {
 
 void Trainer::forward_backward(const at::Tensor& batch, Runtime& rt) { backward_of(loss_of(batch, rt), rt); }
 
-at::Tensor Trainer::device_step(int step, const at::Tensor& batch, Runtime& rt) {
-  // Existing gradients keep their storage (a captured graph holds their
-  // addresses); backward accumulates into them.
-  zero_grads();
+// Forward, backward and (data parallel) the gradients' all-reduce: the loss
+// and the gradients the update will use.
+std::pair<at::Tensor, std::vector<at::Tensor>> Trainer::loss_and_grads(int step, const at::Tensor& batch, Runtime& rt) {
   at::Tensor loss = loss_of(batch, rt);
   backward_of(loss, rt);
   std::vector<at::Tensor> g = grads();
@@ -96,6 +95,14 @@ at::Tensor Trainer::device_step(int step, const at::Tensor& batch, Runtime& rt) 
     Phase phase(rt, "allreduce");
     sync_->reduce(step, g, loss);
   }
+  return {loss, g};
+}
+
+at::Tensor Trainer::device_step(int step, const at::Tensor& batch, Runtime& rt) {
+  // Existing gradients keep their storage (a captured graph holds their
+  // addresses); backward accumulates into them.
+  zero_grads();
+  auto [loss, g] = loss_and_grads(step, batch, rt);
   Phase phase(rt, "optimizer");
   at::NoGradGuard ng;
   const at::Tensor norm = grad_norm(g, loss.options());
@@ -136,13 +143,7 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt, bool may
 // the update and is never captured.
 StepStats Trainer::scaled_step(int step, const at::Tensor& batch, Runtime& rt, StepStats st) {
   for (auto& [name, p] : model_.parameters()) p.mutable_grad() = at::Tensor();
-  at::Tensor loss = loss_of(batch, rt);
-  backward_of(loss, rt);
-  std::vector<at::Tensor> g = grads();
-  if (sync_) {
-    Phase phase(rt, "allreduce");
-    sync_->reduce(step, g, loss);
-  }
+  auto [loss, g] = loss_and_grads(step, batch, rt);
   Phase phase(rt, "optimizer");
   if (rt.observer) rt.observer->sync_point("loss and grad norm");
   const double scale = scaler_.scale();  // the scale this step's gradients carry

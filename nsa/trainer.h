@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nsa/model.h"
@@ -93,6 +94,7 @@ class Trainer {
   std::optional<StepStats> try_graph(int step, const at::Tensor& batch, Runtime& rt, StepStats st);
   at::Tensor loss_of(const at::Tensor& batch, Runtime& rt);
   void backward_of(const at::Tensor& loss, Runtime& rt);
+  std::pair<at::Tensor, std::vector<at::Tensor>> loss_and_grads(int step, const at::Tensor& batch, Runtime& rt);
   std::vector<at::Tensor> grads() const;
 
   std::unique_ptr<StepGraph> graph_;
