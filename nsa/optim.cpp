@@ -25,7 +25,8 @@ AdamW::AdamW(std::vector<at::Tensor> params, AdamWConfig cfg) : params_(std::mov
 void AdamW::schedule(double lr) {
   ++t_;
   lr_ = lr;
-  // A 4-byte host→device copy (blocking: the host value lives on the stack).
+  // A fill kernel with lr as its argument: no host sync, and outside any
+  // captured graph, so each replay reads this step's value.
   if (fused_) lr_t_.fill_(at::Scalar(lr));
 }
 
