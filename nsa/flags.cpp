@@ -30,7 +30,9 @@ const std::vector<FlagInfo> kFlags = {
     {"NSA_DISABLE_AUX_STATS", T::boolean, "0",
      "Skip the auxiliary statistics the layer reports to observers (gate values, selected indices)."},
     {"NSA_SDPA_NO_FLASH", T::boolean, "0",
-     "Keep the FlashAttention backend out of the dense SDPA calls (window branch on CUDA)."},
+     "Keep libtorch's FlashAttention-2 out of the window branch on CUDA: 0 runs the window through its "
+     "sliding-window kernels where they apply (fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, "
+     "compute capability >= 8.0), 1 runs our window kernel everywhere."},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0",
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},

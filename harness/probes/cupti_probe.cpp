@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <ATen/cuda/CUDAContext.h>
+
 #include "harness/probes/probes.h"
 #include "harness/trace/chrome_trace_writer.h"
 #include "harness/trace/async_trace_writer.h"
@@ -28,6 +30,22 @@ const char* branch_pattern(const std::string& branch) {
   if (branch == "win") return "*nsa_window_*";
   if (branch == "slc") return "*nsa_selected_*";
   return "*nsa_compressed_*";
+}
+// libtorch's FlashAttention-2 forward ("pytorch_flash::flash_fwd_kernel<…>",
+// or its split-KV variant), which the window branch runs where it applies.
+constexpr const char* kFlashForward = "*flash_fwd*";
+
+// Should the window branch run FlashAttention-2 in this cell? Written again
+// from NSA_SDPA_NO_FLASH's documented meaning (nsa/flags.cpp), never shared with
+// the layer's own choice: an expectation copied from the code under test would
+// agree with its bugs.
+bool window_expects_flash(const ProbeContext& ctx) {
+  if (ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH")) return false;
+  const at::ScalarType dt = ctx.trainer.compute();
+  if (dt != at::kHalf && dt != at::kBFloat16) return false;
+  const auto& c = ctx.model.config();
+  if (c.d_k != c.d_v || c.d_k % 8 != 0 || c.d_k > 256) return false;
+  return at::cuda::getCurrentDeviceProperties()->major >= 8;
 }
 
 // `every: N` traces steps 1, 2 and every N-th step: CUPTI's records cost a few
@@ -175,7 +193,19 @@ class CuptiProbe : public Probe {
                                     std::tuple{"win", rt.use_cuda_win, "NSA_USE_CUDA_WIN"}}) {
       tr::RoutingExpectation e;
       e.flag = std::string(flag) + (on ? "=1" : "=0");
-      (on ? e.must_launch : e.must_not_launch).push_back(branch_pattern(branch));
+      const std::string b = branch;
+      if (!on) {
+        // Switched off: neither of the window's fused kernels may run (the
+        // batched fallback gathers its keys with ATen, no FlashAttention).
+        e.must_not_launch.push_back(branch_pattern(b));
+        if (b == "win") e.must_not_launch.push_back(kFlashForward);
+      } else if (b == "win" && window_expects_flash(ctx)) {
+        e.flag += ", NSA_SDPA_NO_FLASH=0";
+        e.must_launch.push_back(kFlashForward);
+        e.must_not_launch.push_back(branch_pattern(b));
+      } else {
+        e.must_launch.push_back(branch_pattern(b));
+      }
       exp.push_back(e);
     }
     auto mismatches = tr::check_routing(exp, summary.kernels);

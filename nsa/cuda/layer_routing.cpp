@@ -10,6 +10,7 @@
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
+#include "nsa/cuda/window_flash.h"
 #include "nsa/faults.h"
 #include "nsa/nsa_layer.h"
 
@@ -74,7 +75,12 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
               .target_device(k.device())
               .make_tensor();
     }
-    out.o[2] = window_attention(q, k, pj.v[2].contiguous(), P.window, scale);
+    auto v = pj.v[2].contiguous();
+    // FlashAttention-2's sliding window where it applies (window_flash.h), our
+    // kernel elsewhere or when NSA_SDPA_NO_FLASH keeps it out. Both are the
+    // fused CUDA route; which kernels ran is in the CUPTI records.
+    const bool flash = !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q, k, v, P.window).empty();
+    out.o[2] = flash ? flash_window_attention(q, k, v, P.window, scale) : window_attention(q, k, v, P.window, scale);
     report("win", "cuda.win");
   }
   return true;

@@ -39,6 +39,7 @@
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
+#include "nsa/cuda/window_flash.h"
 #include "nsa/nsa_ops.h"
 
 namespace nsa::cuda {
@@ -258,6 +259,36 @@ void BM_Branch(benchmark::State& state) {
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
+// The window branch as the layer runs it on m7c (impl 1: libtorch's
+// FlashAttention-2 sliding window, window_flash.h) against our v2 kernel (impl
+// 0), same inputs, same run. Backward = dq, dk, dv of one retained forward
+// (for FA2 through ATen's own backward, as in the layer).
+template <bool BWD>
+void BM_WindowImpl(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  double ms;
+  if (state.range(2) == 0) {
+    ms = time_branch<Which::Window, BWD>(state, p);
+  } else if (const std::string why = flash_window_declines(p.q, p.k, p.v, kW); !why.empty()) {
+    state.SkipWithError(("FlashAttention-2 declines: " + why).c_str());
+    return;
+  } else if (!BWD) {
+    ms = time_it(state, [&] { flash_window_attention(p.q, p.k, p.v, kW, p.scale); });
+  } else {
+    const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
+                     v = p.v.detach().requires_grad_(true);
+    const at::Tensor o = flash_window_attention(q, k, v, kW, p.scale);
+    ms = time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
+  }
+  report(state, ms, branch_flops<Which::Window, BWD>(p), dense_ms(p, BWD));
+}
+void SizesWindowImpl(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
+    for (int64_t impl : {0, 1}) b->Args({shape, S, impl});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "impl"});
+}
+
 // FROM_LSE: given the compressed forward's logsumexp, as the layer calls it
 // (v2 then reads the compressed keys once instead of twice).
 template <bool FROM_LSE>
@@ -353,6 +384,7 @@ void SizesV(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
     for (int64_t S : {2048, 8192, 16384, 32768, 65536})
       for (int64_t v : {1, 2}) b->Args({shape, S, v});
+  for (int64_t v : {1, 2}) b->Args({2, 2048, v});  // m7c as its training step runs it (batch 8)
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "v"});
 }
 
@@ -398,6 +430,8 @@ BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
 BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
+BENCHMARK(BM_WindowImpl<false>)->Name("BM_WindowImplFwd")->Apply(SizesWindowImpl);
+BENCHMARK(BM_WindowImpl<true>)->Name("BM_WindowImplBwd")->Apply(SizesWindowImpl);
 BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);

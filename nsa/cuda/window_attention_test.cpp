@@ -4,6 +4,7 @@
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/test_util.h"
+#include "nsa/cuda/window_flash.h"
 
 namespace nsa::cuda {
 namespace {
@@ -110,6 +111,64 @@ TEST(WindowAttention, V1AndV2BothMatchReference) {
       EXPECT_EQ(last_dkdv_kernel_version(), v1 ? 1 : 2);
     }
   }
+}
+
+// The window through libtorch's FlashAttention-2 (window_flash.h, the layer's
+// choice where it applies) against the same float64 reference: output and
+// every gradient, through ATen's own backward. Band edges: window 1 (itself
+// only), longer than the sequence (plain causal), S off FA2's 128-row tiles,
+// 6 and 16 heads per group, one head, d = 64 / 128 / 256.
+class FlashWindow : public ::testing::TestWithParam<WindowCase> {};
+
+TEST_P(FlashWindow, MatchesReference) {
+  NSA_REQUIRE_CUDA();
+  const WindowCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/5000 + c.S);
+  ASSERT_EQ(flash_window_declines(in.q, in.k, in.v, c.window), "") << c.name;
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  testing::check_branch(
+      std::string(c.name) + " (FlashAttention-2)", in,
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        return flash_window_attention(q, k, v, c.window, scale);
+      },
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        return ref_window_attention(q, k, v, c.window, scale);
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, FlashWindow,
+    ::testing::Values(WindowCase{"bf16_m7c_like_S300_h6_d64_w64", 2, 300, 12, 2, 64, 64, 64, at::kBFloat16},
+                      WindowCase{"fp16_S129_h16_d128_w100", 1, 129, 16, 1, 128, 128, 100, at::kHalf},
+                      WindowCase{"bf16_S77_w1_self_only", 1, 77, 4, 2, 64, 64, 1, at::kBFloat16},
+                      WindowCase{"bf16_S70_w_longer_than_S", 1, 70, 6, 1, 64, 64, 512, at::kBFloat16},
+                      WindowCase{"bf16_S70_w_equal_S", 1, 70, 6, 1, 64, 64, 70, at::kBFloat16},
+                      WindowCase{"fp16_S1_h1", 1, 1, 1, 1, 64, 64, 512, at::kHalf},
+                      WindowCase{"bf16_S200_d256_w33", 1, 200, 2, 1, 256, 256, 33, at::kBFloat16}),
+    [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
+
+// What FA2 does not take is declined with the reason (the layer then runs our kernel).
+TEST(FlashWindow, DeclinesWhatFlashAttentionDoesNotTake) {
+  const auto cpu = at::zeros({1, 8, 2, 64}, at::kBFloat16);
+  EXPECT_EQ(flash_window_declines(cpu, cpu, cpu, 4), "not CUDA tensors");
+  NSA_REQUIRE_CUDA();
+  const auto mk = [](int64_t S, int64_t heads, int64_t d, at::ScalarType dt) {
+    return at::zeros({1, S, heads, d}, at::TensorOptions().device(at::kCUDA).dtype(dt));
+  };
+  const auto q = mk(8, 4, 64, at::kBFloat16), k = mk(8, 2, 64, at::kBFloat16);
+  EXPECT_EQ(flash_window_declines(q, k, k, 4), "");
+  EXPECT_EQ(flash_window_declines(mk(8, 4, 64, at::kFloat), mk(8, 2, 64, at::kFloat), mk(8, 2, 64, at::kFloat), 4),
+            "dtype is neither fp16 nor bf16");
+  EXPECT_EQ(flash_window_declines(mk(8, 4, 192, at::kBFloat16), mk(8, 2, 192, at::kBFloat16), k, 4),
+            "q, k, v head dims differ");  // the paper's 192 / 128
+  EXPECT_EQ(flash_window_declines(mk(8, 4, 264, at::kBFloat16), mk(8, 2, 264, at::kBFloat16),
+                                  mk(8, 2, 264, at::kBFloat16), 4),
+            "head dim is not a multiple of 8 up to 256");
+  EXPECT_EQ(flash_window_declines(q, mk(9, 2, 64, at::kBFloat16), mk(9, 2, 64, at::kBFloat16), 4),
+            "keys and queries differ in number");
+  EXPECT_EQ(flash_window_declines(q, mk(8, 3, 64, at::kBFloat16), mk(8, 3, 64, at::kBFloat16), 4),
+            "query heads are not a multiple of the KV groups");
+  EXPECT_EQ(flash_window_declines(q, k, k, 0), "window < 1");
 }
 
 }  // namespace

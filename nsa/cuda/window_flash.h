@@ -1,0 +1,39 @@
+// The window branch through libtorch's FlashAttention-2 (its sliding-window
+// kernels, `at::_flash_attention_forward` with window_size_left = window - 1
+// and a causal mask), where that kernel applies; our own window kernel
+// (window_attention, nsa_cuda.h) everywhere else.
+//
+// Why a library kernel here: the window branch is plain causal attention with a
+// band, which is what FlashAttention-2 was written for. Measured on the H100 at
+// the m7c_125m training shape (B=8, S=2048, 12 heads in 2 groups, d=64, w=512)
+// its forward runs at our kernel's rate (0.246 vs 0.244 ms) and its backward in
+// less than half our time (0.44 vs 0.87 ms); we keep ours for what FA2 does not
+// take (fp32, dk != dv such as the paper's 192/128, head dims FA2 lacks) and as
+// the yardstick (NSA_SDPA_NO_FLASH=1 runs it everywhere).
+//
+// What changes with it: FA2's backward accumulates dq with float atomics unless
+// deterministic algorithms are on (at::globalContext().deterministicAlgorithms(),
+// which it honours), so the window's gradients may differ in the last bits from
+// run to run where ours are bitwise reproducible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/ATen.h>
+
+namespace nsa::cuda {
+
+// Why FA2 cannot run this window call, or "" when it can: CUDA tensors of
+// fp16/bf16 on a device of compute capability >= 8.0, q [B,S,H,d], k and v
+// [B,S,G,d] with one head dim d <= 256, a multiple of 8, H a multiple of G,
+// as many keys as queries, window >= 1.
+std::string flash_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window);
+
+// Sliding window through FA2 (the same function as window_attention: query t
+// sees keys [max(0, t-window+1), t]); differentiable through ATen's own
+// backward. Call only where flash_window_declines(...) is "".
+at::Tensor flash_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
+                                  double scale);
+
+}  // namespace nsa::cuda
