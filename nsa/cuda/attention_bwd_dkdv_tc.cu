@@ -268,7 +268,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body)
+NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body, (tc::min_ctas_per_sm<DK, DV>()))
 
 // dk | dv = Σ_z partial[z] in split order (fp32), one column pair per thread;
 // dK's scale is already in the partials.

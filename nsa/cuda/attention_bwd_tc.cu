@@ -153,7 +153,11 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
       if (kr0 >= view.n_cols()) break;  // the rest of the tile is past the end
       const int c0 = kr0 + 2 * tig;
       const auto visible = [&](int n, int j) { return view.sees(j < 2 ? tr0 : tr1, c0 + n * 8 + (j & 1)); };
-      dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
+      if (view.all) {  // the warp sees the whole tile (warp-uniform): no per-element test
+        dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, [](int, int) { return true; });
+      } else {
+        dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
+      }
     }
   });
   if (tc::splits_keys<BR>(p)) {
@@ -175,7 +179,7 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body)
+NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body, (tc::min_ctas_per_sm<DK, DV>()))
 
 struct LaunchDq {
   template <typename T, int DK, int DV>

@@ -233,11 +233,19 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
     constexpr int NK = std::decay_t<decltype(view)>::kCols;
     float s[NK / 8][4];
     tc::warp_a_bt<T, DK, NK, L::kLdK>(s, w.q, ks, 0, lane);
+    if (view.all) {  // the warp sees the whole tile (warp-uniform): no per-element test
 #pragma unroll
-    for (int n = 0; n < NK / 8; ++n) {
+      for (int n = 0; n < NK / 8; ++n) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
+        for (int j = 0; j < 4; ++j) s[n][j] *= scale_log2;
+      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
+      }
     }
     softmax_update<NK, DV>(s, w.m, w.l, w.o);
     tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);
@@ -249,7 +257,7 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body)
+NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, (tc::min_ctas_per_sm<DK, DV>()))
 
 struct LaunchFwd {
   template <typename T, int DK, int DV>

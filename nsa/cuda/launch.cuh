@@ -120,24 +120,26 @@ void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int,
   }
 
 // v2: one body templated on (T, DK, DV, branch), e.g.
-// NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body).
-#define NSA_TC_BRANCH_KERNELS(STEM, BODY)                                                             \
-  template <typename T, int DK, int DV>                                                               \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_window_##STEM##_tc_kernel(AttnParams p) {     \
-    BODY<T, DK, DV, Branch::Window>(p);                                                               \
-  }                                                                                                   \
-  template <typename T, int DK, int DV>                                                               \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_compressed_##STEM##_tc_kernel(AttnParams p) { \
-    BODY<T, DK, DV, Branch::Compressed>(p);                                                           \
-  }                                                                                                   \
-  template <typename T, int DK, int DV>                                                               \
-  __global__ void __launch_bounds__(tc::kTcThreads) nsa_selected_##STEM##_tc_kernel(AttnParams p) {   \
-    BODY<T, DK, DV, Branch::Selected>(p);                                                             \
-  }                                                                                                   \
-  template <typename T, int DK, int DV>                                                               \
-  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                           \
-    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,   \
-            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                              \
+// NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, (tc::min_ctas_per_sm<DK, DV>())).
+// MIN_CTAS (an expression in DK, DV) is __launch_bounds__' minimum of resident
+// CTAs per SM, which caps the registers per thread at 64K / (128 MIN_CTAS).
+#define NSA_TC_BRANCH_KERNELS(STEM, BODY, MIN_CTAS)                                                             \
+  template <typename T, int DK, int DV>                                                                         \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_window_##STEM##_tc_kernel(AttnParams p) {     \
+    BODY<T, DK, DV, Branch::Window>(p);                                                                         \
+  }                                                                                                             \
+  template <typename T, int DK, int DV>                                                                         \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_compressed_##STEM##_tc_kernel(AttnParams p) { \
+    BODY<T, DK, DV, Branch::Compressed>(p);                                                                     \
+  }                                                                                                             \
+  template <typename T, int DK, int DV>                                                                         \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_selected_##STEM##_tc_kernel(AttnParams p) {   \
+    BODY<T, DK, DV, Branch::Selected>(p);                                                                       \
+  }                                                                                                             \
+  template <typename T, int DK, int DV>                                                                         \
+  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                                     \
+    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,             \
+            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                                        \
   }
 
 // The (dk, dv) pairs every v2 kernel instantiates (forward, dq, dk/dv); other

@@ -49,6 +49,16 @@ constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kTcThreads == 2 * kTcKeys, "the loaders give each key row of a tile two threads");
 static_assert(kTcRowsWin <= 64, "Selected marks a CTA's queries in one 64-bit mask");
 
+// Resident CTAs per SM each v2 kernel asks of the compiler (__launch_bounds__).
+// At dk = dv = 64 (m7c) the kernels came out at 131-173 registers, which left 3
+// CTAs (12 warps) per SM: too few to hide shared-memory and MMA latency (the
+// selected forward issued on 31 % of cycles). 4 CTAs cap them at 128 registers.
+// Wider heads keep the compiler's choice: their O and Q fragments alone need more.
+template <int DK, int DV>
+constexpr int min_ctas_per_sm() {
+  return DK + DV <= 128 ? 4 : 1;
+}
+
 // Two K/V stages of kTcKeys rows, 16-bit elements, rows padded by 16 bytes so
 // the 8 rows an ldmatrix reads fall in 8 different bank groups.
 template <int DK, int DV>

@@ -91,12 +91,15 @@ double keys_compressed(int64_t S) {
   for (int64_t t = 0; t < S; ++t) n += n_cmp_visible(int(t), kL, kD);
   return n;
 }
-// Selected tokens per (b, t, g) summed, from the actual block_idx, per head.
+// Selected tokens per (t, g) summed, from the actual block_idx, per head and
+// batch element (rows_keys multiplies by B and H; the B=8 rows were counted B
+// times over before 2026-11-25).
 double keys_selected(const at::Tensor& block_idx) {
   const at::Tensor j = block_idx.to(at::kLong);
   const at::Tensor t = at::arange(block_idx.size(1), j.options()).view({1, -1, 1, 1});
   const at::Tensor len = at::clamp_min(at::minimum((j + 1) * kLp, t + 1) - j * kLp, 0);
-  return at::where(j >= 0, len, at::zeros_like(len)).sum().item<double>() / double(block_idx.size(2));
+  return at::where(j >= 0, len, at::zeros_like(len)).sum().item<double>() /
+         double(block_idx.size(0) * block_idx.size(2));
 }
 
 struct Problem {

@@ -194,16 +194,19 @@ struct ContiguousTile {
 // Selected: column col is key[col], chosen by the queries t0 + qi whose bit qi
 // is set in mask[col]; the query must also reach it (key <= t, a block can be
 // partly in a later query's past only). NK columns: the whole 64-key tile, or
-// a warp's 16-key slice of it when the warps split keys.
+// a warp's 16-key slice of it when the warps split keys. `all`: every query of
+// the warp chose every column and reaches it (as ContiguousTile's `all`, no
+// per-element test needed; padding rows compute but are never written).
 template <int NK>
 struct SelectedTile {
   static constexpr int kCols = NK;
   const int* key;
   const unsigned long long* mask;
   int t0, cols;
+  bool all;
   __device__ __forceinline__ int n_cols() const { return cols; }
   __device__ __forceinline__ bool sees(int t, int col) const {
-    return t >= 0 && key[col] <= t && ((mask[col] >> (t - t0)) & 1ull);
+    return all || (t >= 0 && key[col] <= t && ((mask[col] >> (t - t0)) & 1ull));
   }
 };
 
@@ -321,18 +324,26 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
       // Split keys: warp w takes columns 16 w .. 16 w + 15; else all 64.
       const int col0 = p.sel_split_keys ? cta.warp * 16 : 0;
       const unsigned long long* mask = u.tile_mask[i & 1] + col0;
-      unsigned long long seen = p.sel_split_keys ? (cta.lane < 16 ? mask[cta.lane] : 0ull)
-                                                 : mask[cta.lane] | mask[cta.lane + 32];
+      // This lane's columns: lane (and lane + 32) of the tile, or lane of the
+      // warp's 16-key slice (lanes 16..31 then stand in with "all chose it").
+      const unsigned long long m0 = p.sel_split_keys ? (cta.lane < 16 ? mask[cta.lane] : ~0ull) : mask[cta.lane];
+      const unsigned long long m1 = p.sel_split_keys ? ~0ull : mask[cta.lane + 32];
+      unsigned long long seen = p.sel_split_keys ? (cta.lane < 16 ? m0 : 0ull) : m0 | m1;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) seen |= __shfl_xor_sync(0xffffffffu, seen, off);
       if (!(seen & warp_bits)) return;  // none of the warp's queries chose these keys
       const T* ks = Ks + ((i & 1) * kTcKeys + col0) * Layout::kLdK;
       const T* vs = Vs + ((i & 1) * kTcKeys + col0) * Layout::kLdV;
       const int cols = n_keys - i * kTcKeys - col0;
+      const int nk = p.sel_split_keys ? 16 : kTcKeys;
+      // Every column chosen by every query of the warp (a column past the end
+      // has mask 0), and the last, highest key within reach of its first query.
+      const bool all = __all_sync(0xffffffffu, (m0 & m1 & warp_bits) == warp_bits) &&
+                       u.tile_key[i & 1][col0 + nk - 1] <= rows.tmin;
       if (p.sel_split_keys) {
-        tile(ks, vs, SelectedTile<16>{u.tile_key[i & 1] + col0, mask, cta.t0, imin(cols, 16)});
+        tile(ks, vs, SelectedTile<16>{u.tile_key[i & 1] + col0, mask, cta.t0, imin(cols, 16), all});
       } else {
-        tile(ks, vs, SelectedTile<kTcKeys>{u.tile_key[i & 1], mask, cta.t0, imin(cols, kTcKeys)});
+        tile(ks, vs, SelectedTile<kTcKeys>{u.tile_key[i & 1], mask, cta.t0, imin(cols, kTcKeys), all});
       }
     };
     kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
