@@ -200,11 +200,16 @@ class CuptiProbe : public Probe {
         e.must_not_launch.push_back(branch_pattern(b));
         if (b == "win") e.must_not_launch.push_back(kFlashForward);
       } else if (b == "win" && window_expects_flash(ctx)) {
+        // Our window kernel may still run beside it: the once-per-cell checks
+        // run the layer in fp32 too, which FlashAttention-2 does not take.
         e.flag += ", NSA_SDPA_NO_FLASH=0";
         e.must_launch.push_back(kFlashForward);
-        e.must_not_launch.push_back(branch_pattern(b));
       } else {
         e.must_launch.push_back(branch_pattern(b));
+        if (b == "win" && ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH")) {
+          e.flag += ", NSA_SDPA_NO_FLASH=1";
+          e.must_not_launch.push_back(kFlashForward);
+        }
       }
       exp.push_back(e);
     }
