@@ -29,10 +29,11 @@ const std::vector<FlagInfo> kFlags = {
     {"NSA_STOPGRAD_GATES", T::boolean, "0", "Detach the gate values: gate MLPs get no gradient."},
     {"NSA_DISABLE_AUX_STATS", T::boolean, "0",
      "Skip the auxiliary statistics the layer reports to observers (gate values, selected indices)."},
-    {"NSA_SDPA_NO_FLASH", T::boolean, "0",
-     "Keep libtorch's FlashAttention-2 out of the window branch on CUDA: 0 runs the window through its "
-     "sliding-window kernels where they apply (fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, "
-     "compute capability >= 8.0), 1 runs our window kernel everywhere."},
+    {"NSA_SDPA_NO_FLASH", T::boolean, "1",
+     "Keep libtorch's FlashAttention-2 out of the window branch on CUDA (the default: our kernel, whose "
+     "backward is bitwise reproducible); 0 runs the window through FA2's sliding-window kernels where they apply "
+     "(fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, compute capability >= 8.0), whose backward "
+     "is reproducible only under deterministic algorithms."},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0",
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},

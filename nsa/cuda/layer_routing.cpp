@@ -76,9 +76,9 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
               .make_tensor();
     }
     auto v = pj.v[2].contiguous();
-    // FlashAttention-2's sliding window where it applies (window_flash.h), our
-    // kernel elsewhere or when NSA_SDPA_NO_FLASH keeps it out. Both are the
-    // fused CUDA route; which kernels ran is in the CUPTI records.
+    // FlashAttention-2's sliding window when NSA_SDPA_NO_FLASH=0 asks for it and
+    // it applies (window_flash.h), our kernel otherwise. Both are the fused CUDA
+    // route; which kernels ran is in the CUPTI records.
     const bool flash = !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q, k, v, P.window).empty();
     out.o[2] = flash ? flash_window_attention(q, k, v, P.window, scale) : window_attention(q, k, v, P.window, scale);
     report("win", "cuda.win");
