@@ -34,9 +34,10 @@
 // aliases it once the row loop is done.
 // Registers per thread: dK dk/2 + dV dv/2 fp32 accumulators + S, dP (NR/2 each;
 // NR = 32 rows per step, 16 when dk + dv >= 320); K and V are re-read from
-// shared memory (ldmatrix) rather than held. ptxas -v (CUDA 13.0): 136-160
-// registers at 64/64, <= 242 and no spill up to 128/128; the pairs with dk or
-// dv = 192 sit at the 255 cap with 0-124 bytes of spill (most at 192/64).
+// shared memory (ldmatrix) rather than held. ptxas -v (CUDA 13.0): 64/64 is
+// capped at 128 registers for 4 CTAs per SM (tc::min_ctas_per_sm; 159-164
+// uncapped, now 0-40 bytes of spill), <= 242 and no spill up to 128/128; the
+// pairs with dk or dv = 192 sit at the 255 cap with 0-124 bytes of spill.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 

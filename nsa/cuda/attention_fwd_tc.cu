@@ -41,7 +41,9 @@
 //                        small); SplitKeys = 16 rows (16 / h queries) held by all
 //                        4 warps, each taking 16 keys of every tile, partial
 //                        (m, l, O) merged through shared memory at the end (many
-//                        candidates: no warp waits on another's tile). The
+//                        candidates: no warp waits on another's tile). A tile
+//                        every query of a warp chose, all keys within reach,
+//                        skips the per-element test (SelectedTile::all). The
 //                        one-query-per-CTA tiling they replace filled h of 16 mma
 //                        rows (6 for m7c_125m) and read each block once per query.
 //   K/V stages           64 keys x (dk + 8) and 64 x (dv + 8) 16-bit elements,
@@ -52,7 +54,10 @@
 // dk = dv = 64, 84 KB at 192/128, 100 KB at 192/192 (the largest v2 tiles), all
 // under kSmemBudget = 112 KB, so sm_80 runs them and sm_90 fits 2 CTAs per SM.
 // Selected adds its block union (SelectedUnionSmem: 14 KB, passes of 1024 blocks; 7 KB and 512 at 192/192). Registers per thread at
-// 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads.
+// 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads,
+// and at 64/64 at least 4 CTAs per SM (tc::min_ctas_per_sm: 128 registers where
+// the compiler chose 131-136, 0-32 bytes of spill; the selected forward at the
+// m7c training shape went from 0.83 to 0.64 ms with the tile skip below).
 //
 // Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
 // 32, ..., 256) run v1; that is a tiling choice, the result is the same function.
