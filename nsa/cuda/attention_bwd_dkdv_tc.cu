@@ -207,17 +207,35 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       else
         none = kw0 > tl;
       if (none) continue;
+      // Does every row of the step see all 16 keys of the warp (warp-uniform)?
+      // Then no per-element test: no padding row, no key past the end, and the
+      // extreme rows (tf, tl) reach the extreme keys.
+      bool all = row0 + NR <= n_here && kw1 - kw0 == 16;
+      if (BR == Branch::Window)
+        all = all && kw1 - 1 <= tf && kw0 > tl - p.window;
+      else if (BR == Branch::Compressed)
+        all = all && (kw1 - 1) * p.cmp_stride + p.cmp_block - 1 <= tf;
+      else
+        all = all && kw1 - 1 <= tf;  // the reverse index lists only queries that chose the block
 
       float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)
       warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
+      if (all) {
 #pragma unroll
-      for (int n = 0; n < NR / 8; ++n) {
+        for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
-          const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
-          sp[n][j] = vis ? exp2f(sp[n][j] * scale_log2 - lse2[r]) : 0.f;
+          for (int j = 0; j < 4; ++j) sp[n][j] = exp2f(sp[n][j] * scale_log2 - lse2[row0 + 8 * n + 2 * tig + j % 2]);
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < NR / 8; ++n) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
+            const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
+            sp[n][j] = vis ? exp2f(sp[n][j] * scale_log2 - lse2[r]) : 0.f;
+          }
         }
       }
       tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
