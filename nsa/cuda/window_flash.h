@@ -7,8 +7,8 @@
 // FlashAttention-2 was written for, so FA2 is the natural yardstick and an
 // independent second implementation. Measured on the H100 at the m7c_125m
 // training shape (B=8, S=2048, 12 heads in 2 groups, d=64, w=512; BM_WindowImpl,
-// 2026-11-25): FA2 forward 0.240 ms, backward 0.495; ours 0.199 and 0.555 —
-// 0.735 against 0.754 ms per layer. Ours stays the default (NSA_SDPA_NO_FLASH=1)
+// 2026-11-25): FA2 forward 0.240 ms, backward 0.495; ours 0.199 and 0.517 —
+// 0.735 against 0.716 ms per layer. Ours stays the default (NSA_SDPA_NO_FLASH=1)
 // and the only choice for what FA2 does not take (fp32, dk != dv such as the
 // paper's 192/128, head dims FA2 lacks).
 //
