@@ -16,21 +16,27 @@ struct WindowCase {
 };
 void PrintTo(const WindowCase& c, std::ostream* os) { *os << c.name; }
 
+using WindowFn = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double);
+
+// `fn` (our kernel or FlashAttention-2) on the case's random inputs against
+// ref_window_attention in float64: output and every gradient.
+void check_window(const WindowCase& c, const testing::AttnInputs& in, const std::string& label, WindowFn fn) {
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  testing::check_branch(
+      label, in,
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) { return fn(q, k, v, c.window, scale); },
+      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        return ref_window_attention(q, k, v, c.window, scale);
+      });
+}
+
 class WindowAttention : public ::testing::TestWithParam<WindowCase> {};
 
 TEST_P(WindowAttention, MatchesReference) {
   NSA_REQUIRE_CUDA();
   const WindowCase& c = GetParam();
-  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/1000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  testing::check_branch(
-      c.name, in,
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return window_attention(q, k, v, c.window, scale);
-      },
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return ref_window_attention(q, k, v, c.window, scale);
-      });
+  check_window(c, testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/1000 + c.S), c.name,
+               &window_attention);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -125,15 +131,7 @@ TEST_P(FlashWindow, MatchesReference) {
   const WindowCase& c = GetParam();
   const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/5000 + c.S);
   ASSERT_EQ(flash_window_declines(in.q, in.k, in.v, c.window), "") << c.name;
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  testing::check_branch(
-      std::string(c.name) + " (FlashAttention-2)", in,
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return flash_window_attention(q, k, v, c.window, scale);
-      },
-      [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        return ref_window_attention(q, k, v, c.window, scale);
-      });
+  check_window(c, in, std::string(c.name) + " (FlashAttention-2)", &flash_window_attention);
 }
 
 INSTANTIATE_TEST_SUITE_P(
