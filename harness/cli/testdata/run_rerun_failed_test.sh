@@ -3,8 +3,9 @@
 # only the failing cell runs again (its events are newer than the first run),
 # the passing cell's result is kept byte for byte, the report covers both, into
 # --out (DIR untouched) and into DIR itself; `--dry-run` lists just the cell it
-# would re-run. Then `compare`: two runs of this scenario compare (exit 0, the
-# noise of each cell printed); a run of another scenario is refused (exit 2)
+# would re-run. Then `compare`: two runs of this scenario compare (exit 0, or 1
+# when only a step time moved beyond its noise on a busy machine; the noise of
+# each cell printed); a run of another scenario is refused (exit 2)
 # unless --allow-different. `flight` on a missing cell or one without a
 # recorder: exit 2.
 # Usage: run_rerun_failed_test.sh NSA_HARNESS_BINARY WORK_DIR   (run from the source tree)
@@ -52,7 +53,15 @@ check_rerun "$work/a"
 "$bin" compare "$work/a" "$work/b" > "$work/cmp.out" 2> "$work/cmp.err"
 rc=$?
 cat "$work/cmp.out"
-[ $rc -eq 0 ] || fail "compare of two runs with the same outcomes: exit $rc, want 0"
+# Same outcomes: exit 0, unless a cell's step time moved beyond its noise
+# (this machine may be busy: a timing change is 1, and must be the only change).
+case $rc in
+  0) ;;
+  1) if grep '^| `' "$work/cmp.out" | grep '❌' | grep -v '❌ slower' | grep -q .; then
+       fail "compare of two runs with the same outcomes reports a change other than step time"
+     fi ;;
+  *) fail "compare of two runs with the same outcomes: exit $rc, want 0 (or 1 for a step-time change alone)" ;;
+esac
 grep -q "## Step time against each cell's noise" "$work/cmp.out" || fail "compare does not print the noise"
 for c in fault=none fault=empty_row_nan; do
   grep -q "^| \`$c\` | [0-9.]* ± [0-9.]* ms" "$work/cmp.out" || fail "no noise row for $c"
