@@ -105,13 +105,19 @@ std::string_view gate_reason(std::string_view gate) {
   return gate;
 }
 
-// An absolute timing limit missed on a busy machine is not judged: the
-// measurement is the machine's (results.h machine_busy).
+// An absolute timing limit missed on a busy machine, or on a GPU another cell
+// computed on at the same time, is not judged: the measurement is the
+// machine's (results.h machine_busy, gpu_shared).
 GateCheck unless_busy(GateCheck g, const CellResult& c) {
-  if (g.met || !c.load || !machine_busy(*c.load)) return g;
-  g.judged = false;
-  g.measured += fmt::format(" — not judged: machine busy (load {:.1f} on {} CPUs)", std::max(c.load->start, c.load->end),
-                            c.load->cpus);
+  if (g.met) return g;
+  if (gpu_shared(c.gpu_sharers)) {
+    g.judged = false;
+    g.measured += fmt::format(" — not judged: GPU shared with up to {} other cell(s)", c.gpu_sharers - 1);
+  } else if (c.load && machine_busy(*c.load)) {
+    g.judged = false;
+    g.measured += fmt::format(" — not judged: machine busy (load {:.1f} on {} CPUs)",
+                              std::max(c.load->start, c.load->end), c.load->cpus);
+  }
   return g;
 }
 

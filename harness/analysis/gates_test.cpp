@@ -157,5 +157,24 @@ TEST(GatesTyped, ATimingGateMissedOnABusyMachineIsNotJudgedAndWarns) {
   EXPECT_EQ(judge(c).reason, "gate_max_step_ms");
 }
 
+// A cell that shared its GPU with other cells (run --cells-per-gpu) measured
+// the sharing: a missed throughput limit is a warning, never a failure; the
+// same cell alone on its GPU fails it.
+TEST(Gates, ThroughputOnASharedGpuIsNotJudged) {
+  auto c = testing::make_cell({}, Outcome::pass);
+  c.gates = testing::gates_from({{"min_tok_s", 300}});
+  c.metrics.tok_s = 120;
+  c.load = MachineLoad{1.0, 1.1, 16};
+  c.gpu_sharers = 4;
+  auto checks = check_gates(c);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].judged);
+  EXPECT_NE(checks[0].measured.find("not judged: GPU shared with up to 3 other cell(s)"), std::string::npos);
+  EXPECT_EQ(judge(c).kind, Judgement::Kind::pass);
+  c.gpu_sharers = 1;
+  EXPECT_TRUE(check_gates(c)[0].judged);
+  EXPECT_EQ(judge(c).reason, "gate_min_tok_s");
+}
+
 }  // namespace
 }  // namespace harness

@@ -126,8 +126,9 @@ int cmd_run(const RunOptions& o) {
   fmt::print(stderr, "nsa-harness: {} — {} cell(s){} → {}\n", sc.name, cells.size(),
              shard ? fmt::format(" (shard {})", o.shard) : "", dir);
   if (!gpus.gpus.empty())
-    fmt::print(stderr, "nsa-harness: GPUs ({}): {}; {} per GPU cell\n", gpus.source, run::describe_gpus(gpus.gpus),
-               o.gpus_per_cell);
+    fmt::print(stderr, "nsa-harness: GPUs ({}): {}; {} per GPU cell{}\n", gpus.source, run::describe_gpus(gpus.gpus),
+               o.gpus_per_cell,
+               o.cells_per_gpu > 1 ? fmt::format(", up to {} cells per GPU at a time", o.cells_per_gpu) : "");
 
   // Installed for the reports too: a signal while they are written lets them finish.
   run::SignalCancellation cancel(&std::cerr, supervisor::SupervisorOptions{}.kill_grace_s);
@@ -136,6 +137,7 @@ int cmd_run(const RunOptions& o) {
   if (rerun) eo.rerun = rerun->rerun;
   eo.gpus = gpus.gpus;
   eo.gpus_per_cell = o.gpus_per_cell;
+  eo.cells_per_gpu = o.cells_per_gpu;
   eo.escalate = o.escalate;
   eo.cancelled = cancel.predicate();
   eo.cancel_signal = cancel.signal_source();

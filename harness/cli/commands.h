@@ -20,6 +20,7 @@ struct RunOptions {
   std::string device;       // --device auto|cpu|cuda (empty: the scenario's)
   int jobs = 1;
   int gpus_per_cell = 1;    // --gpus-per-cell: GPUs each GPU cell holds
+  int cells_per_gpu = 1;    // --cells-per-gpu: GPU cells that may share one GPU at a time
   std::string shard;        // --shard I/N; empty: the whole matrix
   bool resume = false;
   bool escalate = true;     // --no-escalate: no re-runs of CUDA crashes

@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
   c_run->add_option("--gpus-per-cell", run.gpus_per_cell,
                     "GPUs each GPU cell holds (its own CUDA_VISIBLE_DEVICES); --jobs N runs N cells side by side")
       ->check(CLI::PositiveNumber);
+  c_run->add_option("--cells-per-gpu", run.cells_per_gpu,
+                    "GPU cells that may share one GPU at a time (host-bound cells: sequential prefill, batch 1; "
+                    "a shared cell's absolute timing limits are not judged); needs --jobs to run them side by side")
+      ->check(CLI::PositiveNumber);
   c_run->add_option("--shard", run.shard, "run only slice I of N of the matrix (I/N, from 0); `merge` joins slices");
   c_run->add_flag("--resume", run.resume, "skip cells that already have a result in --out");
   c_run->add_flag("--dry-run", run.dry_run, "list the cells (id, device, every setting that differs) and exit");

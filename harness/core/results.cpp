@@ -190,6 +190,7 @@ void to_json(json& j, const CellResult& c) {
            {"extra", c.extra}};
   if (!c.spec_hash.empty()) j["spec_hash"] = c.spec_hash;
   if (!c.gpus.empty()) j["gpus"] = c.gpus;
+  if (c.gpu_sharers > 0) j["gpu_sharers"] = c.gpu_sharers;
   if (c.distributed) j["distributed"] = *c.distributed;
   if (c.gates) j["gates_spec"] = *c.gates;
   if (c.gate_stats) j["gate_stats"] = *c.gate_stats;
@@ -238,6 +239,7 @@ void from_json(const json& j, CellResult& c) {
   c.extra = j.value("extra", json::object());
   c.spec_hash = j.value("spec_hash", "");
   c.gpus = j.value("gpus", std::vector<GpuDevice>{});
+  c.gpu_sharers = j.value("gpu_sharers", 0);
   if (j.contains("distributed") && j["distributed"].is_object()) c.distributed = j["distributed"].get<DistributedFacts>();
   c.flags = j.value("flags", std::map<std::string, std::string>{});
   c.faults = j.value("faults", std::vector<std::string>{});

@@ -139,6 +139,8 @@ struct MachineLoad {
 // while the cell ran: other processes took CPU time from it, so an absolute
 // step-time or throughput limit measured the machine, not the model.
 inline bool machine_busy(const MachineLoad& l) { return l.cpus > 0 && std::max(l.start, l.end) > l.cpus + 0.5; }
+// Another cell computed on the same GPU while this one ran (run --cells-per-gpu).
+inline bool gpu_shared(int gpu_sharers) { return gpu_sharers > 1; }
 
 // A timing finding re-run once to see whether it repeats (the deciding result
 // is the re-run's when the finding did not repeat).
@@ -246,6 +248,10 @@ struct CellResult {
   // The GPU(s) the supervisor gave the cell (its CUDA_VISIBLE_DEVICES). Empty:
   // none managed — a CPU cell, or a machine whose GPUs the harness did not list.
   std::vector<GpuDevice> gpus;
+  // The most cells that held one of those GPUs at the same time while this one
+  // ran, itself included (`run --cells-per-gpu`); 1: alone, 0: not managed.
+  // Above 1 the cell's absolute timings measured the sharing, not the model.
+  int gpu_sharers = 0;
   // world_size > 1: the ranks side by side (who is stuck, diverging, straggling).
   std::optional<DistributedFacts> distributed;
   std::vector<ProbeCost> probe_costs;

@@ -24,12 +24,14 @@ std::string outcome_cell(Outcome o) {
   return "❌ " + std::string(to_string(o));
 }
 
-// "0 `GPU-aaa` (Fake A)" per GPU the cell was given; "—" for none.
+// "0 `GPU-aaa` (Fake A)" per GPU the cell was given, and "shared by up to N
+// cells" when others computed on it at the same time; "—" for none.
 std::string gpu_cell(const CellResult& c) {
   if (c.gpus.empty()) return "—";
   std::string s;
   for (auto& g : c.gpus)
     s += fmt::format("{}{} {} ({})", s.empty() ? "" : "; ", g.index, code(g.uuid), table_cell(g.name));
+  if (gpu_shared(c.gpu_sharers)) s += fmt::format(", shared by up to {} cells", c.gpu_sharers);
   return s;
 }
 
@@ -93,6 +95,13 @@ std::string settings_section(const RunResult& r) {
     s += fmt::format("{}Machine load while the cells ran: 1-minute load average {:.1f}–{:.1f} on {} CPUs; step times are "
                      "judged against each cell's own spread (median ± scaled MAD), and a finding that rests on time "
                      "alone is re-run once before it stands.\n", s.empty() ? "" : "\n", lo, hi, cpus);
+  int shared = 0, most = 0;
+  for (auto& c : r.cells)
+    if (gpu_shared(c.gpu_sharers)) ++shared, most = std::max(most, c.gpu_sharers);
+  if (shared > 0)
+    s += fmt::format("{}GPUs shared (`--cells-per-gpu`): {} cell(s) computed on a GPU that other cells used at the same "
+                     "time, up to {} at once; their absolute timing limits are not judged, and a finding that rests on "
+                     "time alone is re-run with the GPU to itself.\n", s.empty() ? "" : "\n", shared, most);
   return s;
 }
 

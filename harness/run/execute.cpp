@@ -1,7 +1,10 @@
 #include "harness/run/execute.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -113,6 +116,10 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   ro.jobs = o.jobs;
   ro.progress = o.log;
   ro.env = o.env;
+  // Cells side by side share the cores: each child's intra-op pool gets its
+  // share (the child records the threads it ran with) unless the caller chose.
+  if (o.jobs > 1 && !std::getenv("OMP_NUM_THREADS") && !ro.env.count("OMP_NUM_THREADS"))
+    ro.env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, std::thread::hardware_concurrency() / unsigned(o.jobs)));
   ro.cancelled = o.cancelled;
   ro.cancel_signal = o.cancel_signal;
   // Without a GPU every cell computes on the CPU: a busy silent child is slow, not stuck.
@@ -126,7 +133,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   std::optional<GpuPool> pool;
   GpuPlacement placement;
   if (!o.gpus.empty()) {
-    pool.emplace(o.gpus, o.gpus_per_cell);
+    pool.emplace(o.gpus, o.gpus_per_cell, o.cells_per_gpu);
     // Groups larger than the GPUs (the CLI refuses them as bad input) leave GPUs unmanaged, as with none listed.
     if (pool->groups() > 0) placement.pool = &*pool;
     placement.needs_gpu = [&](const CellSpec& c) { return needs_gpu(c, o.have_cuda); };
@@ -156,7 +163,7 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
       return v;
     };
     CellResult r = supervisor::run_cell_in_dir(a.cell, wrapped, aro, attempt_dir);
-    if (group) r.gpus = devices_of(*group);
+    if (group) r.gpus = devices_of(*group), r.gpu_sharers = 1;  // re-runs run one at a time
     attach_flight_recorder(r, attempt_dir, o.run_dir);
     return r;
   };

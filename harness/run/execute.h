@@ -31,6 +31,7 @@ struct ExecuteOptions {
   // CUDA_VISIBLE_DEVICES as it is.
   std::vector<VisibleGpu> gpus;
   int gpus_per_cell = 1;
+  int cells_per_gpu = 1;   // cells that may hold one GPU at the same time (gpu_pool.h)
   std::string self_exe;    // children are `self_exe cell --spec … --out …`
   std::string scenario_path;
   std::map<std::string, std::string> env;  // extra environment for every child

@@ -13,8 +13,17 @@ namespace {
 constexpr auto kStopPoll = std::chrono::milliseconds(50);
 }  // namespace
 
-GpuPool::GpuPool(std::vector<VisibleGpu> gpus, int per_cell)
-    : gpus_(std::move(gpus)), per_cell_(per_cell < 1 ? 1 : static_cast<size_t>(per_cell)), busy_(gpus_.size(), false) {}
+GpuPool::GpuPool(std::vector<VisibleGpu> gpus, int per_cell, int cells_per_gpu)
+    : gpus_(std::move(gpus)),
+      per_cell_(per_cell < 1 ? 1 : static_cast<size_t>(per_cell)),
+      cells_per_gpu_(cells_per_gpu < 1 ? 1 : cells_per_gpu),
+      holders_(gpus_.size(), 0) {}
+
+int GpuPool::most_holders(const GpuBlock& b) const {
+  int most = 0;
+  for (size_t i = b.first; i < b.first + b.count && i < holders_.size(); ++i) most = std::max(most, holders_[i]);
+  return most;
+}
 
 std::vector<VisibleGpu> GpuPool::unused() const {
   return std::vector<VisibleGpu>(gpus_.begin() + static_cast<long>(groups() * per_cell_), gpus_.end());
@@ -37,24 +46,33 @@ std::optional<GpuBlock> GpuPool::acquire(size_t count, const std::function<bool(
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     for (size_t first = 0; first + count <= gpus_.size(); first += count) {
-      bool free = true;
-      for (size_t i = first; i < first + count && free; ++i) free = !busy_[i];
-      if (!free) continue;
-      for (size_t i = first; i < first + count; ++i) busy_[i] = true;
-      return GpuBlock{first, count};
+      GpuBlock b{first, count, 0};
+      if (most_holders(b) >= cells_per_gpu_) continue;
+      for (size_t i = first; i < first + count; ++i) ++holders_[i];
+      b.ticket = next_ticket_++;
+      leases_.emplace_back(b, most_holders(b));
+      // Every lease on these GPUs now shares with one more cell.
+      for (auto& [held, peak] : leases_) peak = std::max(peak, most_holders(held));
+      return b;
     }
     if ((stop && stop()) || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     freed_.wait_for(lock, kStopPoll);
   }
 }
 
-void GpuPool::release(const GpuBlock& b) {
+int GpuPool::release(const GpuBlock& b) {
+  int peak = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = b.first; i < b.first + b.count && i < busy_.size(); ++i) busy_[i] = false;
+    auto it = std::find_if(leases_.begin(), leases_.end(), [&](const auto& l) { return l.first.ticket == b.ticket; });
+    if (it == leases_.end()) return 0;  // not held (given back twice): nothing to free
+    peak = it->second;
+    leases_.erase(it);
+    for (size_t i = b.first; i < b.first + b.count && i < holders_.size(); ++i) --holders_[i];
   }
   // Blocks of other sizes may wait on these GPUs: wake every waiter.
   freed_.notify_all();
+  return peak;
 }
 
 std::string cuda_visible_devices(const std::vector<VisibleGpu>& group) {

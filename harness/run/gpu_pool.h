@@ -2,8 +2,12 @@
 // Hands the visible GPUs to cells: each GPU cell holds a group of
 // `per_cell` GPUs from launch until its child (and the child's whole process
 // group) has been reaped, so a cell that hangs holds only its own group until
-// its watchdog kills it, and no two running cells ever share a GPU. CPU cells
-// take no group and are shown no GPU at all.
+// its watchdog kills it. By default no two running cells share a GPU; with
+// `cells_per_gpu` K > 1 up to K cells hold one at a time (host-bound cells —
+// sequential prefill, batch 1 — leave a GPU mostly idle), and each lease
+// counts the most cells that held one of its GPUs at once, so a cell's result
+// says how shared its timings were. CPU cells take no group and are shown no
+// GPU at all.
 //
 // Groups are consecutive runs of the visible list, aligned to their size:
 // neighbours in the driver's order are usually the NVLink/PCIe-switch peers a
@@ -22,9 +26,12 @@
 namespace harness::run {
 
 // A run of consecutive GPUs of the pool: [first, first + count).
+// `ticket` names one lease of it (several cells may hold the same block when
+// GPUs are shared); equality compares the GPUs only.
 struct GpuBlock {
   size_t first = 0;
   size_t count = 0;
+  size_t ticket = 0;
   bool operator==(const GpuBlock& o) const { return first == o.first && count == o.count; }
   bool operator!=(const GpuBlock& o) const { return !(*this == o); }
 };
@@ -34,7 +41,7 @@ class GpuPool {
   // `per_cell` GPUs to a cell by default; blocks of n GPUs start at multiples
   // of n, so cells of one size never fragment the pool, and with per_cell
   // alone the leftover GPUs (unused()) are never handed out.
-  GpuPool(std::vector<VisibleGpu> gpus, int per_cell);
+  GpuPool(std::vector<VisibleGpu> gpus, int per_cell, int cells_per_gpu = 1);
   GpuPool(const GpuPool&) = delete;
   GpuPool& operator=(const GpuPool&) = delete;
 
@@ -48,19 +55,27 @@ class GpuPool {
   // share them over Gloo: nsa/dist/process_group.h); never fewer than per_cell.
   size_t count_for(int world_size) const;
 
-  // The lowest free block of `count`, waiting for one: nullopt when `stop`
+  // The lowest block of `count` whose GPUs each hold fewer than
+  // cells_per_gpu cells, waiting for one: nullopt when `stop`
   // (polled) turns true or `deadline_s` passes first, or when no block of
   // that size fits the pool. Without `count`: per_cell.
   std::optional<GpuBlock> acquire(size_t count, const std::function<bool()>& stop, double deadline_s);
   std::optional<GpuBlock> acquire(const std::function<bool()>& stop, double deadline_s) {
     return acquire(per_cell_, stop, deadline_s);
   }
-  void release(const GpuBlock& b);
+  // Gives the lease back; returns the most cells that held one of its GPUs
+  // at the same time while it was held, itself included (1: alone).
+  int release(const GpuBlock& b);
 
  private:
+  int most_holders(const GpuBlock& b) const;  // over the block's GPUs, now
+
   std::vector<VisibleGpu> gpus_;
   size_t per_cell_;
-  std::vector<bool> busy_;  // per GPU
+  int cells_per_gpu_;
+  std::vector<int> holders_;  // per GPU
+  size_t next_ticket_ = 1;
+  std::vector<std::pair<GpuBlock, int>> leases_;  // held now: block and its peak holders
   std::mutex mu_;
   std::condition_variable freed_;
 };
@@ -73,8 +88,14 @@ class GpuLease {
   GpuLease(const GpuLease&) = delete;
   GpuLease& operator=(const GpuLease&) = delete;
   GpuLease& operator=(GpuLease&&) = delete;
-  ~GpuLease() { if (pool_) pool_->release(block_); }
+  ~GpuLease() { release(); }
   const GpuBlock& block() const { return block_; }
+  // Gives the block back now (once); the peak sharing of GpuPool::release, 0 if already given back.
+  int release() {
+    GpuPool* p = pool_;
+    pool_ = nullptr;
+    return p ? p->release(block_) : 0;
+  }
 
  private:
   GpuPool* pool_;

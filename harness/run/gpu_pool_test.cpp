@@ -99,6 +99,49 @@ TEST(GpuPool, BlocksOfMixedSizesNeverShareAGpu) {
   EXPECT_FALSE(pool.acquire(5, nullptr, 60));  // larger than the pool: nothing to wait for
 }
 
+// --cells-per-gpu K: up to K cells on one GPU, the lowest first; each lease
+// learns the most cells that held its GPU at once while it was held.
+TEST(GpuPool, SharedGpusHoldUpToKCellsAndEachLeaseCountsItsPeak) {
+  GpuPool pool(gpus(2), 1, 3);
+  auto a = pool.acquire(nullptr, 1);
+  auto b = pool.acquire(nullptr, 1);
+  auto c = pool.acquire(nullptr, 1);
+  auto d = pool.acquire(nullptr, 1);  // GPU 0 full: the next lowest
+  ASSERT_TRUE(a && b && c && d);
+  EXPECT_EQ(*a, (GpuBlock{0, 1}));
+  EXPECT_EQ(*c, (GpuBlock{0, 1}));
+  EXPECT_EQ(*d, (GpuBlock{1, 1}));
+  EXPECT_EQ(pool.release(*d), 1);  // alone on GPU 1 the whole time
+  EXPECT_EQ(pool.release(*a), 3);  // three on GPU 0 at once
+  EXPECT_EQ(pool.release(*a), 0);  // given back twice: nothing more to free
+  auto e = pool.acquire(nullptr, 1);  // GPU 0 has room again (b, c, e)
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*e, (GpuBlock{0, 1}));
+  EXPECT_EQ(pool.release(*b), 3);
+  EXPECT_EQ(pool.release(*c), 3);
+  EXPECT_EQ(pool.release(*e), 3);  // it joined b and c
+  auto f = pool.acquire(nullptr, 1);
+  ASSERT_TRUE(f);
+  GpuLease lease(pool, *f);
+  EXPECT_EQ(lease.release(), 1);
+  EXPECT_EQ(lease.release(), 0);
+}
+
+// A pair shares with the single cells on either of its GPUs.
+TEST(GpuPool, SharedBlocksCountHoldersOnAnyOfTheirGpus) {
+  GpuPool pool(gpus(2), 1, 2);
+  auto one = pool.acquire(1, nullptr, 1);
+  auto pair = pool.acquire(2, nullptr, 1);
+  ASSERT_TRUE(one && pair);
+  EXPECT_FALSE(pool.acquire(2, nullptr, 0.1));  // GPU 0 holds two already
+  auto second = pool.acquire(1, nullptr, 1);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second, (GpuBlock{1, 1}));
+  EXPECT_EQ(pool.release(*pair), 2);
+  EXPECT_EQ(pool.release(*one), 2);
+  EXPECT_EQ(pool.release(*second), 2);
+}
+
 TEST(NeedsGpu, AutoFollowsCudaAvailability) {
   CellSpec c;
   c.device = "auto";

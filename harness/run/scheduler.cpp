@@ -83,7 +83,7 @@ Schedule schedule_cells(const std::vector<CellSpec>& cells, const ResumePlan& pl
       const std::vector<VisibleGpu>* group = lease ? &held : nullptr;
       progress.started(cell.id, cell.train.steps);
       supervisor::SupervisedRun sr = supervisor::supervise_cell(cell, argv, placed_options(ro, gpus, group), dir, slot);
-      lease.reset();
+      if (lease) sr.gpu_sharers = lease->release();
       if (sr.killed_by == supervisor::KillReason::cancelled) {
         progress.stopped(cell.id, harness_failed ? "the run stopped on a harness failure" : "cancelled");
         continue;

@@ -191,9 +191,10 @@ CellResult classify(const CellSpec& spec, const SupervisedRun& run) {
   r.gates = spec.gates;
   r.step_noise = step_noise(r.steps);
   if (run.load_start) r.load = MachineLoad{*run.load_start, run.load_end.value_or(*run.load_start), run.cpus};
-  // The step-time limit is not judged on a busy machine (results.h machine_busy); the
+  // The step-time limit is not judged on a busy machine or a shared GPU (results.h machine_busy); the
   // relative check (k × the cell's own median, beyond its noise) still is.
-  const bool busy = r.load && machine_busy(*r.load);
+  r.gpu_sharers = run.gpu_sharers;
+  const bool busy = (r.load && machine_busy(*r.load)) || gpu_shared(r.gpu_sharers);
   std::optional<Finding> slow = find_slow_step(r.steps, spec.watchdog, spec.gates.max_step_ms);
   // Host syncs explain a slow step whatever the load (their count does not
   // depend on it); any other slowness against the absolute limit is the

@@ -74,6 +74,7 @@ struct SupervisedRun {
   std::optional<StackCapture> stacks;      // set when stacks were collected
   std::optional<double> load_start, load_end;     // 1-minute load average around the run
   int cpus = 0;                                    // online CPUs, to read the load against
+  int gpu_sharers = 0;                             // set by the scheduler: CellResult::gpu_sharers
   double deadline_stretch = 1.0;                   // step deadlines × this (CPU cells: load / CPUs, ≥ 1)
   std::optional<std::uint64_t> peak_rss_bytes;      // the child's peak resident memory, as last sampled
   std::optional<std::uint64_t> memory_limit_bytes;  // what the machine (or cgroup) allows
