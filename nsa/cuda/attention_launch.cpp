@@ -8,6 +8,7 @@
 
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/reverse_index.h"
 
 namespace nsa::cuda {
 namespace {
@@ -95,33 +96,6 @@ AttnParams make_params(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   return p;
 }
 
-// The selected branch's reverse index, built on the GPU with no host sync:
-// every valid (b, t, g, slot) entry gets key (b*G + g)*n_blocks + j; a stable
-// sort by key lists, per key, the queries t that chose block j in ascending t;
-// offsets come from a binary search of the sorted keys. Invalid entries (-1,
-// out of range, or a block past t, which sees nothing) sort to a sentinel key.
-struct ReverseIndex {
-  at::Tensor query;   // int32, queries grouped by key
-  at::Tensor offset;  // int64 [B*G*n_blocks + 1]
-};
-ReverseIndex build_reverse_index(const at::Tensor& block_idx, int64_t sel_block, int64_t n_blocks) {
-  const int64_t B = block_idx.size(0), S = block_idx.size(1), G = block_idx.size(2);
-  const auto opts = block_idx.options().dtype(at::kLong);
-  const at::Tensor j = block_idx.to(at::kLong);
-  const at::Tensor b = at::arange(B, opts).view({B, 1, 1, 1});
-  const at::Tensor t = at::arange(S, opts).view({1, S, 1, 1});
-  const at::Tensor g = at::arange(G, opts).view({1, 1, G, 1});
-  const int64_t n_keys = B * G * n_blocks;
-  const at::Tensor valid = (j >= 0) & (j < n_blocks) & (j * sel_block <= t);
-  const at::Tensor key = at::where(valid, (b * G + g) * n_blocks + j, at::full({}, n_keys, opts)).flatten();
-  auto [sorted_key, perm] = at::sort(key, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-  const at::Tensor t_flat = t.expand_as(j).flatten();
-  ReverseIndex r;
-  r.query = t_flat.index_select(0, perm).to(at::kInt).contiguous();
-  r.offset = at::searchsorted(sorted_key, at::arange(n_keys + 1, opts)).contiguous();
-  return r;
-}
-
 }  // namespace
 
 void set_poison_outputs(bool on) { g_poison.store(on); }
@@ -163,7 +137,7 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
   ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
   if (spec.branch == Branch::Selected) {
-    rev = build_reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
+    rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
     p.rev_query = rev.query.data_ptr<int>();
     p.rev_offset = rev.offset.data_ptr<int64_t>();
   }

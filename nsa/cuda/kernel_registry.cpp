@@ -24,6 +24,8 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
       {"nsa_selected_bwd_dkdv_tc_kernel", "selected-block attention backward v2: dk, dv via reverse index, tensor cores (fp16/bf16)", "slc"},
+      {"nsa_reverse_index_count_kernel", "selected backward: queries per chosen block, counted per chunk of queries", "slc"},
+      {"nsa_reverse_index_fill_kernel", "selected backward: the reverse index (queries of each block, ascending) from the counts", "slc"},
       {"nsa_compressed_fwd_kernel", "compressed attention forward", "cmp"},
       {"nsa_compressed_fwd_tc_kernel", "compressed attention forward v2: tensor cores, fp16/bf16", "cmp"},
       {"nsa_compressed_bwd_dq_kernel", "compressed attention backward: dq per query", "cmp"},

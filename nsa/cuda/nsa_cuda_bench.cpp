@@ -39,6 +39,7 @@
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
+#include "nsa/cuda/reverse_index.h"
 #include "nsa/cuda/window_flash.h"
 #include "nsa/nsa_ops.h"
 
@@ -306,6 +307,21 @@ void BM_SelectBlocks(benchmark::State& state) {
   report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
 
+// The selected backward's reverse index (reverse_index.h) from select_blocks'
+// choices: impl 0 = the counting-sort kernels, 1 = ATen's stable sort. Counter
+// GB/s: block_idx read twice and the index written once, by the kernels' count.
+void BM_ReverseIndex(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const bool by_sort = state.range(2) == 1;
+  const int64_t n_blocks = (p.S + kLp - 1) / kLp;
+  const double ms = time_it(state, [&] {
+    by_sort ? reverse_index_by_sort(p.block_idx, kLp, n_blocks) : reverse_index_by_kernels(p.block_idx, kLp, n_blocks);
+  });
+  state.counters["ms"] = ms;
+  state.counters["GB/s"] = ms > 0 ? 3.0 * double(p.block_idx.numel()) * 4 / (ms * 1e-3) / 1e9 : 0;
+}
+
 // The whole layer's attention: select_blocks + compressed + selected + window.
 template <bool BWD>
 void BM_LayerAttention(benchmark::State& state) {
@@ -437,6 +453,7 @@ BENCHMARK(BM_WindowImpl<false>)->Name("BM_WindowImplFwd")->Apply(SizesWindowImpl
 BENCHMARK(BM_WindowImpl<true>)->Name("BM_WindowImplBwd")->Apply(SizesWindowImpl);
 BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
+BENCHMARK(BM_ReverseIndex)->Apply(SizesWindowImpl);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
