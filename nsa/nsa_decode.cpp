@@ -31,11 +31,14 @@ at::Tensor stack_range(const std::vector<at::Tensor>& xs, int64_t from, int64_t 
 
 // Top-n for the single query t on the device (no host round trip): forced
 // blocks score +inf, a stable descending sort keeps ties in index order.
+// The forced blocks are known on the host (0, cur = t / l', cur − 1), so they
+// are filled in place on a copy of the scores (which carry no gradient).
 at::Tensor top_n_one_query(const at::Tensor& scores, int64_t t, const NsaParams& P) {
   const int64_t n_sel = scores.size(-1), cur = t / P.sel_block;
-  auto j = at::arange(n_sel, scores.options().dtype(at::kLong));
-  auto forced = (j == 0) | (j == cur) | (j == cur - 1);
-  auto key = scores.masked_fill(forced, std::numeric_limits<double>::infinity());
+  const double inf = std::numeric_limits<double>::infinity();
+  auto key = scores.clone();
+  for (int64_t j : {int64_t(0), cur, cur - 1})
+    if (j >= 0 && j < n_sel) key.select(-1, j).fill_(inf);
   auto order = std::get<1>(key.sort(/*stable=*/true, -1, /*descending=*/true));
   if (mutation_on(Mutation::decode_ties_to_higher_index)) order = std::get<1>(key.sort(true, -1, false)).flip(-1);
   const int64_t n = std::min<int64_t>(P.sel_count, n_sel);
@@ -63,6 +66,18 @@ at::Tensor DecodeCache::values(int b, int64_t from, int64_t to) const {
   return seq_v[b].defined() ? seq_v[b].narrow(1, from, to - from).transpose(1, 2) : stack_range(v[b], from, to);
 }
 
+at::Tensor DecodeCache::keys_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const {
+  if (seq_k_acc[b].defined() && seq_k_acc[b].scalar_type() == acc)
+    return seq_k_acc[b].narrow(1, from, to - from).transpose(1, 2);
+  return keys(b, from, to).to(acc);
+}
+
+at::Tensor DecodeCache::values_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const {
+  if (seq_v_acc[b].defined() && seq_v_acc[b].scalar_type() == acc)
+    return seq_v_acc[b].narrow(1, from, to - from).transpose(1, 2);
+  return values(b, from, to).to(acc);
+}
+
 DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tensor (&k_t)[3], const at::Tensor (&v_t)[3],
                       const NsaWeights& w, const ModelConfig& c, const Runtime& rt) {
   const auto& P = c.nsa;
@@ -83,6 +98,12 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
     const int64_t start = n - P.cmp_block;
     cache.kc.push_back(compress_blocks(cache.keys(0, start, n), w.phi_k, P.phi));
     cache.vc.push_back(compress_blocks(cache.values(0, start, n), w.phi_v, P.phi));
+    auto grow = [&](at::Tensor& all, const at::Tensor& block) {
+      const at::Tensor b = block.to(acc).unsqueeze(2);  // [B,G,1,·]
+      all = all.defined() ? at::cat({all, b}, 2) : b;
+    };
+    grow(cache.kc_all, cache.kc.back());
+    grow(cache.vc_all, cache.vc.back());
   }
   auto q = q_t.to(acc).view({B, G, hpg, c.d_k});
   DecodeOut out;
@@ -93,11 +114,14 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   const int64_t n_sel = t / P.sel_block + 1;
   at::Tensor scores;  // [B,G,n_sel]
   if (n_cmp > 0) {
-    auto kc = at::stack(cache.kc, 2).to(acc), vc = at::stack(cache.vc, 2).to(acc);  // [B,G,n_cmp,·]
+    const at::Tensor& kc = cache.kc_all;  // [B,G,n_cmp,·]
+    const at::Tensor& vc = cache.vc_all;
     const double cmp_scale = mutation_on(Mutation::decode_cmp_unscaled) ? 1.0 : scale;
     auto p = at::softmax(at::matmul(q, kc.transpose(-1, -2)) * cmp_scale, -1);    // [B,G,h,n_cmp]
     out.o[0] = at::matmul(p, vc).view({B, H, c.d_v});
-    scores = at::matmul(p.detach(), overlap_matrix(n_cmp, n_sel, P, p.options())).sum(2);
+    if (!cache.overlap.defined() || cache.overlap.size(0) < n_cmp || cache.overlap.size(1) < n_sel)
+      cache.overlap = overlap_matrix(2 * n_cmp, 2 * n_sel, P, p.options());
+    scores = at::matmul(p.detach(), cache.overlap.narrow(0, 0, n_cmp).narrow(1, 0, n_sel)).sum(2);
   } else {
     out.o[0] = at::zeros({B, H, c.d_v}, q.options());
     scores = at::zeros({B, G, n_sel}, q.options());
@@ -105,7 +129,7 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   out.block_idx = top_n_one_query(scores, t, P);
 
   // Selected branch: gather the chosen blocks' tokens ≤ t from the cache.
-  auto ks = cache.keys(1, 0, t + 1).to(acc), vs = cache.values(1, 0, t + 1).to(acc);  // [B,G,t+1,·]
+  auto ks = cache.keys_acc(1, 0, t + 1, acc), vs = cache.values_acc(1, 0, t + 1, acc);  // [B,G,t+1,·]
   auto idx_dev = out.block_idx.to(q.device());
   auto offs = at::arange(P.sel_block, idx_dev.options());
   auto tok = (idx_dev.unsqueeze(-1) * P.sel_block + offs).flatten(-2);  // [B,G,n·l']
@@ -117,7 +141,7 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
 
   // Window branch: the last w tokens.
   const int64_t w0 = std::max<int64_t>(0, t - P.window + (mutation_on(Mutation::decode_window_one_short) ? 2 : 1));
-  auto kw = cache.keys(2, w0, t + 1).to(acc), vw = cache.values(2, w0, t + 1).to(acc);
+  auto kw = cache.keys_acc(2, w0, t + 1, acc), vw = cache.values_acc(2, w0, t + 1, acc);
   out.o[2] = attend_group(q, kw, vw, scale).view({B, H, c.d_v});
   return out;
 }
@@ -136,10 +160,14 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
     std::vector<at::Tensor> copy = *leak;
     leak->insert(leak->end(), copy.begin(), copy.end());
   }
+  // Keys and values in the accumulation dtype once per layer, not once per
+  // token (the compression reads them in their own dtype, as the batched path).
+  const auto acc = accum_dtype(pj.q.scalar_type());
   DecodeCache cache;
   for (int b = 0; b < 3; ++b) {
     cache.seq_k[b] = pj.k[b];
     cache.seq_v[b] = pj.v[b];
+    if (b > 0) cache.seq_k_acc[b] = pj.k[b].to(acc), cache.seq_v_acc[b] = pj.v[b].to(acc);
   }
   std::vector<at::Tensor> o[3], idx;
   const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;

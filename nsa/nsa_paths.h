@@ -35,12 +35,27 @@ struct DecodeCache {
   // prefill O(S²) in tensor operations and its backward O(S²) in kernel
   // launches (minutes per step at S = 2048 on a GPU). Same values, same order.
   at::Tensor seq_k[3], seq_v[3];
+  // seq_k/seq_v in the accumulation dtype, converted once (16-bit inputs: the
+  // attention branches read the whole prefix at every token, and converting
+  // it there cost six copies of it per token). Undefined: convert per read.
+  at::Tensor seq_k_acc[3], seq_v_acc[3];
   int64_t len = 0;
   std::vector<at::Tensor> kc, vc;  // per emitted compressed block: [B,G,dk] / [B,G,dv]
+  // The same blocks stacked [B,G,n_cmp,·] in the accumulation dtype, grown by
+  // one at each emission: restacking every block at every token cost a copy
+  // forward and, backward, a gradient accumulation into every block per token
+  // (O(S²/d) kernels per layer).
+  at::Tensor kc_all, vc_all;
+  // overlap_matrix for at least the blocks so far (its entries do not depend
+  // on its size; read through narrow), rebuilt only when it is outgrown.
+  at::Tensor overlap;
   int64_t length() const { return len; }
   // Tokens [from, to) of branch b's keys / values as [B,G,n,·].
   at::Tensor keys(int b, int64_t from, int64_t to) const;
   at::Tensor values(int b, int64_t from, int64_t to) const;
+  // The same in dtype `acc` (the attention branches' reads).
+  at::Tensor keys_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const;
+  at::Tensor values_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const;
 };
 
 // One decode step: appends token t's keys/values (each [B,G,·]) to the cache,
