@@ -1,9 +1,14 @@
 #pragma once
-// A finding that rests on time alone may be the machine's (another process
-// took the cores), not the model's: such a cell is re-run once, in the same
-// conditions, and the finding stands only if the re-run fails on time too
-// (Megatron's re-run idea). Otherwise the re-run's result is the cell's, with
-// the first run's finding kept as an info note.
+// A failure the machine could have caused is re-run once before it stands
+// (Megatron's re-run idea):
+//  - a finding that rests on time alone may be the machine's (another process
+//    took the cores): the cell is re-run in the same conditions, and the
+//    finding stands only if the re-run fails on time too; otherwise the
+//    re-run's result is the cell's, the first run's finding kept as an info note;
+//  - any failure of a cell that shared its GPU with other cells (run
+//    --cells-per-gpu) may be theirs — memory they held, time they took: the
+//    cell is re-run with the GPU to itself, and that run's result is the
+//    cell's, whatever it is, the first run's failure kept as an info note.
 #include <functional>
 #include <optional>
 #include <string>
@@ -17,6 +22,14 @@ namespace harness::run {
 
 using RunAttempt = std::function<CellResult(const supervisor::EscalationAttempt&, const std::string& dir)>;
 using CellDir = std::function<std::string(const std::string& id)>;
+
+// Why a finished cell is re-run before its verdict stands.
+enum class Recheck { none, timing, shared_gpu };
+Recheck recheck_for(const CellResult& r);
+
+// The cell's result once `again` (the re-run, kept in `rerun_dir`, relative
+// to the run directory) has run for `why`.
+CellResult settle_recheck(CellResult first, CellResult again, Recheck why, const std::string& rerun_dir);
 
 // `results[i]` belongs to `cells[i]`; nullopt entries (not run) are left
 // alone, and so are results confirmed before (a resumed run). A re-run cut
