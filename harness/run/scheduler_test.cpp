@@ -115,31 +115,35 @@ Schedule run_on_fake_gpus(const std::vector<CellSpec>& cs, const char* gpus, int
 }
 std::string pass_env(const CellSpec&) { return "pass_env"; }
 
-// Two fake GPUs, two GPU cells and a CPU cell, three jobs: the test child
-// waits at a barrier until all three run at once, so each GPU cell's
-// CUDA_VISIBLE_DEVICES is what it held while the other one ran.
-TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
-  harness::testing::TempDir dir;
+// Runs every cell of `cs` at once on the faked GPU list `gpus`, up to
+// `cells_per_gpu` cells on one GPU: the test child waits at a barrier until
+// all of them run, so each cell's CUDA_VISIBLE_DEVICES is what it held while
+// the others ran. Cells compute on a GPU as their `device` says.
+Schedule run_at_barrier(const std::vector<CellSpec>& cs, const char* gpus, int cells_per_gpu,
+                        const harness::testing::TempDir& dir) {
   const auto barrier = dir.path() / "barrier";
   std::filesystem::create_directories(barrier);
+  std::vector<std::string> notes;
+  GpuPool pool(narrow_to_visible(parse_fake_gpus(gpus), std::nullopt, notes), 1, cells_per_gpu);
+  GpuPlacement placement{&pool, [](const CellSpec& c) { return needs_gpu(c, true); }, 120};
+  supervisor::RunOptions o;
+  o.run_dir = dir.str();
+  o.jobs = static_cast<int>(cs.size());
+  o.env = {{"SUPERVISOR_TEST_BARRIER", barrier.string()}, {"SUPERVISOR_TEST_BARRIER_N", std::to_string(cs.size())}};
+  auto argv = [](const CellSpec&, const std::string& d) {
+    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "barrier_env", d};
+  };
+  return schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+}
+
+// Two fake GPUs, two GPU cells and a CPU cell, all at once.
+TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
+  harness::testing::TempDir dir;
   std::vector<CellSpec> cs = cells(3);
   cs[0].device = "cuda";
   cs[1].device = "cuda";
   cs[2].device = "cpu";
-  std::vector<std::string> notes;
-  GpuPool pool(narrow_to_visible(parse_fake_gpus("0:GPU-aaa:Fake A,1:GPU-bbb:Fake B"), std::nullopt, notes), 1);
-  GpuPlacement placement;
-  placement.pool = &pool;
-  placement.needs_gpu = [](const CellSpec& c) { return needs_gpu(c, true); };
-  placement.wait_deadline_s = 120;
-  supervisor::RunOptions o;
-  o.run_dir = dir.str();
-  o.jobs = 3;
-  o.env = {{"SUPERVISOR_TEST_BARRIER", barrier.string()}, {"SUPERVISOR_TEST_BARRIER_N", "3"}};
-  auto argv = [](const CellSpec&, const std::string& d) {
-    return std::vector<std::string>{NSA_SUPERVISOR_TEST_CHILD, "barrier_env", d};
-  };
-  Schedule s = schedule_cells(cs, plan_resume(cs, dir.str(), false), argv, o, placement);
+  Schedule s = run_at_barrier(cs, "0:GPU-aaa:Fake A,1:GPU-bbb:Fake B", 1, dir);
   ASSERT_FALSE(s.harness_failure) << s.harness_failure->cause;
   std::vector<std::string> seen;
   for (size_t i = 0; i < cs.size(); ++i) {
@@ -163,6 +167,24 @@ TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
 
 // --gpus-per-cell 2 on four GPUs: each cell holds a whole pair, never half
 // of one or a pair another cell holds; the third cell waits for a pair.
+// --cells-per-gpu 2 on one GPU: two GPU cells run at once (the barrier waits
+// for both), both are shown the same GPU, and each result says it shared it.
+TEST(ScheduleOnGpus, CellsPerGpuShareOneGpuAndSaySo) {
+  harness::testing::TempDir dir;
+  std::vector<CellSpec> cs = cells(2);
+  for (auto& c : cs) c.device = "cuda";
+  Schedule s = run_at_barrier(cs, "0:GPU-aaa:Fake A", 2, dir);
+  ASSERT_FALSE(s.harness_failure) << s.harness_failure->cause;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    SCOPED_TRACE(cs[i].id);
+    ASSERT_TRUE(s.results[i]);
+    const CellResult& r = *s.results[i];
+    EXPECT_EQ(r.outcome, Outcome::pass) << (r.findings.empty() ? "" : r.findings[0].title);
+    EXPECT_EQ(std::string(r.probe_tables.at("env")["cuda"]), "GPU-aaa");
+    EXPECT_EQ(r.gpu_sharers, 2);
+  }
+}
+
 TEST(ScheduleOnGpus, MultiGpuCellsHoldWholeGroups) {
   harness::testing::TempDir dir;
   std::vector<CellSpec> cs = cells(3);
