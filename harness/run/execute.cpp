@@ -1,10 +1,7 @@
 #include "harness/run/execute.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -116,10 +113,6 @@ RunResult execute_cells(const Scenario& sc, const std::vector<CellSpec>& cells, 
   ro.jobs = o.jobs;
   ro.progress = o.log;
   ro.env = o.env;
-  // Cells side by side share the cores: each child's intra-op pool gets its
-  // share (the child records the threads it ran with) unless the caller chose.
-  if (o.jobs > 1 && !std::getenv("OMP_NUM_THREADS") && !ro.env.count("OMP_NUM_THREADS"))
-    ro.env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, std::thread::hardware_concurrency() / unsigned(o.jobs)));
   ro.cancelled = o.cancelled;
   ro.cancel_signal = o.cancel_signal;
   // Without a GPU every cell computes on the CPU: a busy silent child is slow, not stuck.

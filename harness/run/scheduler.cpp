@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -25,6 +27,11 @@ supervisor::RunOptions placed_options(const supervisor::RunOptions& options, con
   supervisor::RunOptions o = options;
   // A CPU cell holds no GPU, so it must not touch one another cell holds.
   if (gpus.pool) o.env["CUDA_VISIBLE_DEVICES"] = group ? cuda_visible_devices(*group) : "";
+  // GPU cells side by side share the cores: each child's intra-op pool (all
+  // cores by default) gets its share unless the caller chose; the child records
+  // the threads it ran with. CPU cells take one thread already (cell_runner.cpp).
+  if (group && o.jobs > 1 && !std::getenv("OMP_NUM_THREADS") && !o.env.count("OMP_NUM_THREADS"))
+    o.env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, std::thread::hardware_concurrency() / unsigned(o.jobs)));
   return o;
 }
 

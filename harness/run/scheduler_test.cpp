@@ -3,9 +3,12 @@
 // before it starts. Neither leaves a result.json that --resume would trust.
 #include "harness/run/scheduler.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -152,11 +155,16 @@ TEST(ScheduleOnGpus, ConcurrentCellsGetDistinctGpusAndCpuCellsNone) {
     const CellResult& r = *s.results[i];
     EXPECT_EQ(r.outcome, Outcome::pass) << (r.findings.empty() ? "" : r.findings[0].title);
     const std::string cuda = r.probe_tables.at("env")["cuda"];
+    const std::string omp = r.probe_tables.at("env")["omp"];
     if (cs[i].device == "cpu") {
       EXPECT_EQ(cuda, "");  // set, and empty: no GPU at all
       EXPECT_TRUE(r.gpus.empty());
+      EXPECT_EQ(omp, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");  // takes one itself
       continue;
     }
+    // A GPU cell beside two others: a third of the cores (at least one) for its intra-op pool.
+    if (!std::getenv("OMP_NUM_THREADS"))
+      EXPECT_EQ(omp, std::to_string(std::max(1u, std::thread::hardware_concurrency() / 3u)));
     ASSERT_EQ(r.gpus.size(), 1u);
     EXPECT_EQ(cuda, r.gpus[0].uuid);  // the child saw exactly what the result records
     seen.push_back(cuda);

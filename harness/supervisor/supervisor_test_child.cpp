@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
     // SUPERVISOR_TEST_BARRIER_N children have reached the barrier directory:
     // passing proves that many ran at the same time, each with what it recorded.
     const char* cuda = std::getenv("CUDA_VISIBLE_DEVICES");
-    w.emit("probe", {{"name", "env"}, {"data", {{"cuda", cuda ? cuda : "(unset)"}}}});
+    const char* threads = std::getenv("OMP_NUM_THREADS");
+    w.emit("probe", {{"name", "env"}, {"data", {{"cuda", cuda ? cuda : "(unset)"}, {"omp", threads ? threads : "(unset)"}}}});
     const std::string barrier = std::getenv("SUPERVISOR_TEST_BARRIER") ? std::getenv("SUPERVISOR_TEST_BARRIER") : dir;
     const int n = std::atoi(std::getenv("SUPERVISOR_TEST_BARRIER_N") ? std::getenv("SUPERVISOR_TEST_BARRIER_N") : "1");
     std::ofstream(barrier + "/" + std::to_string(getpid())) << (cuda ? cuda : "") << "\n";
