@@ -58,24 +58,27 @@ void deadlock_forever() {
 
 }  // namespace
 
+// Tokens [from, to) of a whole-sequence tensor [B,S,G,·] as [B,G,n,·].
+static at::Tensor seq_range(const at::Tensor& seq, int64_t from, int64_t to) {
+  return seq.narrow(1, from, to - from).transpose(1, 2);
+}
+
 at::Tensor DecodeCache::keys(int b, int64_t from, int64_t to) const {
-  return seq_k[b].defined() ? seq_k[b].narrow(1, from, to - from).transpose(1, 2) : stack_range(k[b], from, to);
+  return seq_k[b].defined() ? seq_range(seq_k[b], from, to) : stack_range(k[b], from, to);
 }
 
 at::Tensor DecodeCache::values(int b, int64_t from, int64_t to) const {
-  return seq_v[b].defined() ? seq_v[b].narrow(1, from, to - from).transpose(1, 2) : stack_range(v[b], from, to);
+  return seq_v[b].defined() ? seq_range(seq_v[b], from, to) : stack_range(v[b], from, to);
 }
 
 at::Tensor DecodeCache::keys_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const {
-  if (seq_k_acc[b].defined() && seq_k_acc[b].scalar_type() == acc)
-    return seq_k_acc[b].narrow(1, from, to - from).transpose(1, 2);
-  return keys(b, from, to).to(acc);
+  const at::Tensor& s = seq_k_acc[b];
+  return s.defined() && s.scalar_type() == acc ? seq_range(s, from, to) : keys(b, from, to).to(acc);
 }
 
 at::Tensor DecodeCache::values_acc(int b, int64_t from, int64_t to, at::ScalarType acc) const {
-  if (seq_v_acc[b].defined() && seq_v_acc[b].scalar_type() == acc)
-    return seq_v_acc[b].narrow(1, from, to - from).transpose(1, 2);
-  return values(b, from, to).to(acc);
+  const at::Tensor& s = seq_v_acc[b];
+  return s.defined() && s.scalar_type() == acc ? seq_range(s, from, to) : values(b, from, to).to(acc);
 }
 
 DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tensor (&k_t)[3], const at::Tensor (&v_t)[3],
