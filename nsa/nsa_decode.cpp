@@ -3,6 +3,7 @@
 // arrives, so a query can never see a block that is not complete.
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -14,13 +15,16 @@
 namespace nsa {
 namespace {
 
-// softmax(q·Kᵀ·scale)·V for q [B,G,h,dk], K/V [B,G,n,·] (n may be 0) → [B,G,h,dv].
+// softmax(q·Kᵀ·scale)·V for q [B,G,h,dk], K/V [B,G,n,·] (n may be 0) → [B,G,h,dv];
+// keys where `skip` [B,G,1,n] is true take no weight. A decode row is never all
+// skipped (the query's own block is always selected), so the plain softmax over
+// −inf entries is safe here and costs two kernels where masked_softmax takes ~12.
 at::Tensor attend_group(const at::Tensor& q, const at::Tensor& K, const at::Tensor& V, double scale,
-                        const at::Tensor& mask = {}) {
+                        const at::Tensor& skip = {}) {
   if (K.size(2) == 0) return at::zeros({q.size(0), q.size(1), q.size(2), V.size(-1)}, q.options());
   auto s = at::matmul(q, K.transpose(-1, -2)) * scale;  // [B,G,h,n]
-  auto p = mask.defined() ? masked_softmax(s, mask) : at::softmax(s, -1);
-  return at::matmul(p, V);
+  if (skip.defined()) s = s.masked_fill(skip, -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(s, -1), V);
 }
 
 // Stacks cached per-token tensors [B,G,dim] in [from, to) → [B,G,n,dim].
@@ -131,16 +135,17 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   }
   out.block_idx = top_n_one_query(scores, t, P);
 
-  // Selected branch: gather the chosen blocks' tokens ≤ t from the cache.
+  // Selected branch: the chosen blocks' tokens ≤ t, as a mask over the cached
+  // keys and values, which are views of the layer's whole-sequence tensors.
+  // Nothing is gathered, so autograd keeps no per-token copy of the n·l' chosen
+  // keys and values (at m7c's n·l' = 1024 that copy was ~1 MB per token and
+  // layer in fp32: most of a long sequential cell's memory).
   auto ks = cache.keys_acc(1, 0, t + 1, acc), vs = cache.values_acc(1, 0, t + 1, acc);  // [B,G,t+1,·]
-  auto idx_dev = out.block_idx.to(q.device());
-  auto offs = at::arange(P.sel_block, idx_dev.options());
-  auto tok = (idx_dev.unsqueeze(-1) * P.sel_block + offs).flatten(-2);  // [B,G,n·l']
-  auto valid = (idx_dev.unsqueeze(-1) >= 0).expand({B, G, P.sel_count, P.sel_block}).flatten(-2) & (tok <= t);
-  auto safe = at::where(valid, tok, at::zeros_like(tok));
-  auto gk = ks.gather(2, safe.unsqueeze(-1).expand({B, G, safe.size(-1), c.d_k}));
-  auto gv = vs.gather(2, safe.unsqueeze(-1).expand({B, G, safe.size(-1), c.d_v}));
-  out.o[1] = attend_group(q, gk, gv, scale, valid.unsqueeze(2)).view({B, H, c.d_v});
+  const at::Tensor idx = out.block_idx.to(q.device());  // [B,G,n], −1 = unused slot
+  auto skip_block = at::ones({B, G, n_sel + 1}, idx.options().dtype(at::kBool));  // column n_sel takes the −1s
+  skip_block.scatter_(2, at::where(idx >= 0, idx, n_sel), false);
+  auto skip = skip_block.narrow(2, 0, n_sel).repeat_interleave(P.sel_block, 2).narrow(2, 0, t + 1);
+  out.o[1] = attend_group(q, ks, vs, scale, skip.unsqueeze(2)).view({B, H, c.d_v});
 
   // Window branch: the last w tokens.
   const int64_t w0 = std::max<int64_t>(0, t - P.window + (mutation_on(Mutation::decode_window_one_short) ? 2 : 1));
