@@ -20,7 +20,9 @@ function(nsa_torch_pch)
     if(NOT TARGET ${target})
       continue()  # a test target when NSA_BUILD_TESTS is OFF
     endif()
-    # nvcc takes no GCC PCH: the target's CUDA sources compile without it.
+    # nvcc takes no GCC PCH: the target's CUDA sources compile without it, so they
+    # and the headers they include take <ATen/core/Tensor.h> and the ATen/ops/*.h of
+    # the at:: functions they call, never <ATen/ATen.h> (nsa/cuda/nsa_cuda.h: why).
     get_target_property(sources ${target} SOURCES)
     list(FILTER sources INCLUDE REGEX "\\.cu$")
     if(sources)

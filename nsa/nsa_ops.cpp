@@ -1,5 +1,7 @@
 #include "nsa/nsa_ops.h"
 
+#include <ATen/ATen.h>
+
 #include <map>
 #include <mutex>
 #include <tuple>

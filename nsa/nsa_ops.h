@@ -3,7 +3,7 @@
 // compression φ, the gate, masked softmax, block arithmetic. The paths differ
 // in how they walk positions (per query, vectorised, token by token), not in
 // these definitions.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>  // not ATen.h: nvcc reads this too (projection_epilogue.cu; nsa/cuda/nsa_cuda.h)
 
 #include <array>
 #include <vector>

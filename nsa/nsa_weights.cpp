@@ -1,5 +1,7 @@
 #include "nsa/nsa_weights.h"
 
+#include <ATen/ATen.h>
+
 #include "nsa/faults.h"
 
 namespace nsa {

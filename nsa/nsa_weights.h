@@ -2,7 +2,7 @@
 // One layer's NSA attention parameters (DESIGN.md §2): a query projection, a
 // separate K/V projection per branch, the compression MLPs φ_K/φ_V with their
 // intra-block position embeddings, the gate MLP and the output projection.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>  // not ATen.h: nvcc reads this too (projection_epilogue.cu; nsa/cuda/nsa_cuda.h)
 
 #include <functional>
 #include <string>

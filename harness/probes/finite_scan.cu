@@ -3,8 +3,11 @@
 // a NaN or an infinity sets the flag. Nothing is summed, so nothing overflows.
 #include "harness/probes/finite_scan.h"
 
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

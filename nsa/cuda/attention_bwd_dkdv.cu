@@ -17,7 +17,7 @@
 // Every key is owned by exactly one CTA, which writes it even when no query saw
 // it (zeros), so an unwritten gradient cannot hide. Summation order is fixed,
 // so results are bitwise reproducible (NSA_CUDA_DETERMINISTIC is always true).
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include "nsa/cuda/attention_common.cuh"

@@ -38,7 +38,9 @@
 // capped at 128 registers for 4 CTAs per SM (tc::min_ctas_per_sm; 159-164
 // uncapped, now 0-40 bytes of spill), <= 242 and no spill up to 128/128; the
 // pairs with dk or dv = 192 sit at the 255 cap with 0-124 bytes of spill.
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAContextLight.h>  // getCurrentDeviceProperties
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <algorithm>

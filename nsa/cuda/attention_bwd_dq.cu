@@ -10,7 +10,7 @@
 // Why query-centric: each dq row is owned by one CTA, so no atomics and the
 // result is deterministic. dk/dv are the key-centric kernel's job
 // (attention_bwd_dkdv.cu).
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include "nsa/cuda/attention_common.cuh"

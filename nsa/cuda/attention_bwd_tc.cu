@@ -26,7 +26,7 @@
 // Window / Compressed kernels sit at the 255 cap with 8-32 bytes of spill
 // (ptxas -v, CUDA 13.0); at 64/64 the 128-register cap of 4 CTAs per SM
 // (tc::min_ctas_per_sm; 162-173 uncapped) costs 0-28 bytes; the rest have none.
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <atomic>

@@ -10,7 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <ATen/ATen.h>
+#include <c10/core/ScalarType.h>  // at::kFloat, at::Half, at::BFloat16 (the dispatch below)
+#include <c10/util/Exception.h>   // TORCH_CHECK
 
 #include "nsa/cuda/attention_ranges.h"
 

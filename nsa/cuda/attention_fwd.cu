@@ -18,7 +18,7 @@
 //
 // Output: o [B,S,H,dv] in q's dtype; lse [B,S,H] fp32 = m + log(l) per row, or
 // +inf when the row saw no key (o = 0 there, never NaN).
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include "nsa/cuda/attention_common.cuh"

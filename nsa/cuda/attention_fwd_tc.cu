@@ -61,7 +61,7 @@
 //
 // Head dims v2 instantiates: dk, dv in {64, 128, 192} (all 9 pairs). Others (16,
 // 32, ..., 256) run v1; that is a tiling choice, the result is the same function.
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <atomic>

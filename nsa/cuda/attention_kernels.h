@@ -4,8 +4,11 @@
 // attention_launch.cpp; tests and benchmarks go through that, never here.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
 
 #include "nsa/cuda/attention_common.cuh"
 

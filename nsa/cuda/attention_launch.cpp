@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include "nsa/cuda/attention_kernels.h"

@@ -28,7 +28,10 @@
 //   v2  tensor cores (mma.sync m16n8k16), decode_attention_tc.cu: fp16/bf16; the
 //       16 heads of a chunk are the M=16 rows, 4 warps each own tiles of 16 keys.
 // Select and combine are shared. Timings: README "Decode".
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 

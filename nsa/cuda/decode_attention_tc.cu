@@ -15,7 +15,7 @@
 //                        k-major, read transposed by ldmatrix.trans.
 // fp32 accumulators and softmax; P is rounded to the input dtype for the P V
 // product (as flash attention does).
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <algorithm>

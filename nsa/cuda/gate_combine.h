@@ -10,7 +10,7 @@
 #include <array>
 #include <cstdint>
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 namespace nsa::cuda {
 

@@ -6,7 +6,7 @@
 // three branch names. The kernels' arithmetic is untouched by it.
 #pragma once
 
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
 #include <atomic>

@@ -17,7 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/ATen.h>
+// Tensor.h, not ATen.h (nvcc has no PCH): a .cu with ATen.h compiles in ~50 s, with Tensor.h ~22 s (sm_80+sm_90).
+#include <ATen/core/Tensor.h>
 
 #include "nsa/cuda/attention_ranges.h"
 

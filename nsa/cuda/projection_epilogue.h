@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "nsa/nsa_ops.h"
 

@@ -1,6 +1,8 @@
 // The reverse index's ATen way and the choice between the two (reverse_index.h).
 #include "nsa/cuda/reverse_index.h"
 
+#include <ATen/ATen.h>
+
 namespace nsa::cuda {
 
 // Every valid (b, t, g, slot) entry gets key (b*G + g)*n_blocks + j; a stable

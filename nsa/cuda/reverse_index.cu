@@ -12,8 +12,9 @@
 // What it replaces (the ATen version kept in reverse_index_aten): a stable
 // radix sort of every entry's key, an index_select and a searchsorted — about
 // a dozen kernels a call, 0.97 ms of the m7c training step on an H100.
-#include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 

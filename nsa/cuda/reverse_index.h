@@ -4,7 +4,7 @@
 // it — so that the dk/dv kernel's CTA owning block j streams exactly those
 // rows. Entries that choose nothing count nowhere: -1, a block out of range,
 // or a block that starts after t (it sees no key).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 namespace nsa::cuda {
 

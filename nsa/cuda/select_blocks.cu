@@ -17,7 +17,9 @@
 // Shared memory: (S_cmp + n_blocks + dk) floats.
 #include <atomic>
 
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
