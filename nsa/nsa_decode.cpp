@@ -143,8 +143,12 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   auto ks = cache.keys_acc(1, 0, t + 1, acc), vs = cache.values_acc(1, 0, t + 1, acc);  // [B,G,t+1,·]
   const at::Tensor idx = out.block_idx.to(q.device());  // [B,G,n], −1 = unused slot
   auto skip_block = at::ones({B, G, n_sel + 1}, idx.options().dtype(at::kBool));  // column n_sel takes the −1s
-  skip_block.scatter_(2, at::where(idx >= 0, idx, n_sel), false);
-  auto skip = skip_block.narrow(2, 0, n_sel).repeat_interleave(P.sel_block, 2).narrow(2, 0, t + 1);
+  skip_block.scatter_(2, idx.masked_fill(idx < 0, n_sel), false);
+  auto skip = skip_block.narrow(2, 0, n_sel)
+                  .unsqueeze(-1)
+                  .expand({B, G, n_sel, P.sel_block})
+                  .reshape({B, G, n_sel * P.sel_block})
+                  .narrow(2, 0, t + 1);  // [B,G,t+1]
   out.o[1] = attend_group(q, ks, vs, scale, skip.unsqueeze(2)).view({B, H, c.d_v});
 
   // Window branch: the last w tokens.
