@@ -17,7 +17,7 @@ CUDA_KERNELS ?=
 GPU_TESTS ?=
 PYTHON   ?=
 SETUP_T0 := $(shell date +%s)
-export BUILD JOBS CMAKE_ARGS CUDA_KERNELS PYTHON SETUP_T0
+export BUILD JOBS CMAKE_ARGS CUDA_KERNELS GPU_TESTS PYTHON SETUP_T0
 
 .PHONY: deps configure build run test clean
 
@@ -34,17 +34,8 @@ run: build
 	@bash scripts/setup.sh stage run "nsa-harness run $(SCENARIO)"
 	$(BUILD)/harness/cli/nsa-harness run $(SCENARIO)
 
-# Where nvidia-smi sees no GPU, the tests labelled gpu are not started: each would
-# load libtorch only to skip (210 processes, ~270 CPU-seconds of a CPU machine's
-# test run). GPU_TESTS=ON starts them anyway (they skip with their reason).
 test: build
-	@bash scripts/setup.sh stage test "ctest -j $(JOBS)"
-	@cd $(BUILD) && if [ "$(GPU_TESTS)" = ON ] || { [ "$(GPU_TESTS)" != OFF ] && timeout 15 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }; then \
-	  ctest --output-on-failure -j $(JOBS) --timeout 900; \
-	else \
-	  echo "test: no GPU here (nvidia-smi finds none): the $$(ctest -N -L gpu | grep -c 'Test *#') tests labelled gpu are not started (GPU_TESTS=ON starts them; they skip)"; \
-	  ctest --output-on-failure -j $(JOBS) --timeout 900 -LE gpu; \
-	fi
+	@bash scripts/setup.sh test
 
 clean:
 	rm -rf $(BUILD)

@@ -9,10 +9,12 @@
 #   setup.sh build             every stage up to and including the build
 #   setup.sh deps              deps, venv and torch only
 #   setup.sh configure         those and the CMake configure
+#   setup.sh test              CTest over the build (after `build`)
 #   setup.sh stage NAME        print the header of a later stage (make's own recipes)
 #
-# Settings (make variables, exported): BUILD, JOBS, CMAKE_ARGS, PYTHON, and CUDA_KERNELS
-# (CMake's NSA_CUDA): ON / OFF / AUTO; empty means AUTO where nvidia-smi sees a GPU, else OFF.
+# Settings (make variables, exported): BUILD, JOBS, CMAKE_ARGS, PYTHON, CUDA_KERNELS
+# (CMake's NSA_CUDA): ON / OFF / AUTO; empty means AUTO where nvidia-smi sees a GPU, else OFF;
+# and GPU_TESTS: ON / OFF; empty means the tests labelled gpu run only where there is a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -27,14 +29,29 @@ stage() { # stage NAME: "[setup 3/6 torch, 0:42]"
   printf '\n[setup %d/%d %s, %d:%02d elapsed] %s\n' $((i + 1)) "$n" "$name" $((e / 60)) $((e % 60)) "${*:2}"
 }
 
+has_gpu() { command -v nvidia-smi >/dev/null 2>&1 && timeout 15 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+
 # NSA_CUDA: a GPU machine builds the kernels as it always has (AUTO); elsewhere nothing
 # could run them, so they are skipped unless asked for (CI asks: its compile check).
 cuda_choice() {
   if [ -n "${CUDA_KERNELS:-}" ]; then echo "$CUDA_KERNELS"; return; fi
-  if command -v nvidia-smi >/dev/null 2>&1 && timeout 15 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    echo AUTO
+  if has_gpu; then echo AUTO; else echo OFF; fi
+}
+
+# CTest over the build. Where no GPU is, the tests labelled gpu are not started: each
+# would load libtorch only to skip (210 processes, ~270 CPU-seconds of a CPU machine's
+# test run). GPU_TESTS=ON starts them anyway (they skip with their reason); OFF never.
+run_tests() {
+  stage test "ctest -j $JOBS"
+  cd "$BUILD"
+  if [ "${GPU_TESTS:-}" = ON ] || { [ "${GPU_TESTS:-}" != OFF ] && has_gpu; }; then
+    ctest --output-on-failure -j "$JOBS" --timeout 900
   else
-    echo OFF
+    local why="no GPU here: nvidia-smi finds none"
+    [ "${GPU_TESTS:-}" = OFF ] && why="GPU_TESTS=OFF"
+    echo "test: $(ctest -N -L gpu | grep -c 'Test *#') tests labelled gpu are not started ($why;" \
+      "GPU_TESTS=ON starts them, and they skip with their reason)"
+    ctest --output-on-failure -j "$JOBS" --timeout 900 -LE gpu
   fi
 }
 
@@ -104,13 +121,14 @@ build() {
 }
 
 NSA_CUDA_CHOSEN=$(cuda_choice)
-if [ "$NSA_CUDA_CHOSEN" = OFF ] && [ -z "${CUDA_KERNELS:-}" ] && [ "${1:-}" != stage ]; then
+if [ "$NSA_CUDA_CHOSEN" = OFF ] && [ -z "${CUDA_KERNELS:-}" ] && [ "${1:-}" != stage ] && [ "${1:-}" != test ]; then
   echo "setup: no GPU here (nvidia-smi finds none), so the CUDA kernels are skipped; add CUDA_KERNELS=ON to the make command to compile them"
 fi
 case "${1:-}" in
   deps) deps ;;
   configure) deps; configure ;;
   build) deps; configure; build ;;
+  test) run_tests ;;
   stage) stage "${2:?stage name}" "${@:3}" ;;
-  *) echo "usage: $0 deps | configure | build | stage NAME [NOTE]" >&2; exit 2 ;;
+  *) echo "usage: $0 deps | configure | build | test | stage NAME [NOTE]" >&2; exit 2 ;;
 esac
