@@ -5,7 +5,9 @@
 // paid on the host, so operator calls per token are what the seed matrix's
 // sequential cells spend their time on there; the count is the same on the CPU.
 //   build/benchmarks/sequential_prefill_bench --benchmark_format=json
-// Args: S, dtype (0 = fp32, 1 = bf16), device (0 = CPU, 1 = CUDA when present).
+// Args: S, dtype (0 = fp32, 1 = bf16), device (0 = CPU, 1 = CUDA when present),
+// route on CUDA (0 = the ATen decode step, 1 = the decode kernels,
+// NSA_USE_CUDA_DECODE; CUDA builds only).
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 #include <benchmark/benchmark.h>
@@ -23,6 +25,9 @@
 #include "nsa/nsa_layer.h"
 #include "nsa/nsa_weights.h"
 #include "nsa/runtime.h"
+#if NSA_BENCH_WITH_CUDA_KERNELS
+#include "nsa/cuda/layer_routing.h"
+#endif
 
 namespace {
 
@@ -61,17 +66,30 @@ struct OpCounter {
 void BM_SequentialPrefillLayer(benchmark::State& state) {
   const int64_t S = state.range(0);
   const auto dtype = state.range(1) == 1 ? at::kBFloat16 : at::kFloat;
-  const bool cuda = state.range(2) == 1;
+  const bool cuda = state.range(2) == 1, kernels = state.range(3) == 1;
   if (cuda && !at::hasCUDA()) {
     state.SkipWithError("no CUDA device");
     return;
   }
+  if (kernels && !cuda) {
+    state.SkipWithError("the decode kernels run on CUDA only");
+    return;
+  }
+#if NSA_BENCH_WITH_CUDA_KERNELS
+  nsa::cuda::register_with_layer();
+#else
+  if (kernels) {
+    state.SkipWithError("built without the CUDA kernels");
+    return;
+  }
+#endif
   const at::Device dev = cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
   const nsa::ModelConfig cfg = nsa::load_model_config("m7c_125m");
   at::manual_seed(1);
   const nsa::NsaWeights w = nsa::init_nsa_weights(cfg, at::TensorOptions().dtype(at::kFloat)).to(dev, dtype);
   const at::Tensor x = (at::randn({1, S, cfg.d_model}) * 0.5).to(dev, dtype).requires_grad_(true);
   nsa::Runtime rt;
+  rt.flags.set("NSA_USE_CUDA_DECODE", kernels ? "1" : "0");
   rt.resolve();
   int64_t fwd_ops = 0, bwd_ops = 0;
   g_record_names = std::getenv("SEQ_PREFILL_TOP_OPS") != nullptr;
@@ -94,8 +112,8 @@ void BM_SequentialPrefillLayer(benchmark::State& state) {
       benchmark::Counter(double(S) * 1e-3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SequentialPrefillLayer)
-    ->ArgsProduct({{128, 512}, {0, 1}, {0, 1}})
-    ->ArgNames({"S", "bf16", "cuda"})
+    ->ArgsProduct({{128, 512}, {0, 1}, {0, 1}, {0, 1}})
+    ->ArgNames({"S", "bf16", "cuda", "kernels"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
 

@@ -42,6 +42,11 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_USE_CUDA_CMP", T::boolean, "1",
      "Use the fused CUDA kernels for compressed attention, block scores and top-n on CUDA tensors.", true},
+    {"NSA_USE_CUDA_DECODE", T::boolean, "1",
+     "Sequential prefill on CUDA tensors through the decode kernels: four launches per token forward, the "
+     "branch kernels' backward over the tokens' saved choices; 0 runs the ATen decode step under autograd, "
+     "token by token in both directions (as do the sequential mutations).",
+     true},
     {"NSA_CUDA_GRAPH", T::boolean, "1",
      "Capture the training step as one CUDA graph after two eager steps and replay it on the steps no probe "
      "watches from inside (fp32/bf16, one process); 0 runs every step eagerly. Each step_end records which ran.",

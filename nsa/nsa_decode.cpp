@@ -158,6 +158,17 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
   return out;
 }
 
+static CudaSequentialFn g_cuda_sequential = nullptr;
+void register_cuda_sequential(CudaSequentialFn fn) { g_cuda_sequential = fn; }
+
+// The mutations planted in decode_step: with one on, the sequential prefill
+// must run decode_step, or the mutation would never execute.
+static bool sequential_mutation_on() {
+  for (const auto& m : mutations.rows())
+    if (m.site == MutationSite::sequential && mutation_on(m.id)) return true;
+  return false;
+}
+
 BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const ModelConfig& c, const Runtime& rt,
                              int layer) {
   const int64_t B = pj.q.size(0), S = pj.q.size(1), H = c.n_heads;
@@ -172,6 +183,30 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
     std::vector<at::Tensor> copy = *leak;
     leak->insert(leak->end(), copy.begin(), copy.end());
   }
+  const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;
+  const TokenHook after_token = [&](int64_t t, const at::Tensor& o_win_t) {
+    if (leak) {
+      auto walked = at::zeros({1}, pj.q.options());
+      for (auto& x : *leak) walked = walked + x;
+    }
+    if (fault_on(Fault::host_sync_storm) && pj.q.is_cuda()) {
+      // Planted: a debug read-back of every token's output.
+      (void)o_win_t.sum().item<double>();
+      if (rt.observer) rt.observer->sync_point("per-token output read-back");
+    } else if (fault_on(Fault::host_sync_storm)) {
+      // On the CPU a read-back costs nothing: stand in for a device round trip with a wait.
+      (void)o_win_t.sum().item<double>();
+      std::this_thread::sleep_for(std::chrono::milliseconds(8));
+      if (rt.observer) rt.observer->sync_point("per-token output read-back");
+    }
+    if (rt.observer && ((t + 1) % every == 0 || t + 1 == S)) rt.observer->progress("prefill_tokens", t + 1, S);
+  };
+
+  BranchOutputs out;
+  if (pj.q.is_cuda() && g_cuda_sequential && rt.use_cuda_decode && !sequential_mutation_on() &&
+      g_cuda_sequential(pj, w, c, rt, after_token, out))
+    return out;
+
   // Keys and values in the accumulation dtype once per layer, not once per
   // token (the compression reads them in their own dtype, as the batched path).
   const auto acc = accum_dtype(pj.q.scalar_type());
@@ -182,7 +217,6 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
     if (b > 0) cache.seq_k_acc[b] = pj.k[b].to(acc), cache.seq_v_acc[b] = pj.v[b].to(acc);
   }
   std::vector<at::Tensor> o[3], idx;
-  const int64_t every = rt.heartbeat_every > 0 ? rt.heartbeat_every : S;
   for (int64_t t = 0; t < S; ++t) {
     at::Tensor k_t[3], v_t[3];
     for (int b = 0; b < 3; ++b) {
@@ -190,26 +224,10 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
       v_t[b] = pj.v[b].select(1, t);
     }
     auto r = decode_step(cache, pj.q.select(1, t), k_t, v_t, w, c, rt);
-    if (leak) {
-      auto walked = at::zeros({1}, pj.q.options());
-      for (auto& x : *leak) walked = walked + x;
-      r.o[2] = r.o[2] + walked * 0;
-    }
     for (int b = 0; b < 3; ++b) o[b].push_back(r.o[b]);
     idx.push_back(r.block_idx);
-    if (fault_on(Fault::host_sync_storm) && pj.q.is_cuda()) {
-      // Planted: a debug read-back of every token's output.
-      (void)r.o[2].sum().item<double>();
-      if (rt.observer) rt.observer->sync_point("per-token output read-back");
-    } else if (fault_on(Fault::host_sync_storm)) {
-      // On the CPU a read-back costs nothing: stand in for a device round trip with a wait.
-      (void)r.o[2].sum().item<double>();
-      std::this_thread::sleep_for(std::chrono::milliseconds(8));
-      if (rt.observer) rt.observer->sync_point("per-token output read-back");
-    }
-    if (rt.observer && ((t + 1) % every == 0 || t + 1 == S)) rt.observer->progress("prefill_tokens", t + 1, S);
+    after_token(t, r.o[2]);
   }
-  BranchOutputs out;
   const auto dt = pj.q.scalar_type();
   for (int b = 0; b < 3; ++b) out.o[b] = at::stack(o[b], 1).to(dt).view({B, S, H, c.d_v});
   out.block_idx = at::stack(idx, 1);  // [B,S,G,n]
@@ -218,7 +236,6 @@ BranchOutputs nsa_sequential(const Projected& pj, const NsaWeights& w, const Mod
     rt.observer->route("slc", "sequential");
     rt.observer->route("win", "sequential");
   }
-  (void)layer;
   return out;
 }
 

@@ -131,6 +131,12 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
   return at::matmul(h, phi.w2.to(dt)) + phi.b2.to(dt);
 }
 
+at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
+  if (num_cmp_blocks(seq.size(1), p) == 0) return at::zeros({seq.size(0), 0, seq.size(2), seq.size(3)}, seq.options());
+  // unfold: [B,n_cmp,G,dim,l] → tokens [B,n_cmp,G,l,dim]
+  return compress_blocks(seq.unfold(1, p.cmp_block, p.cmp_stride).transpose(-1, -2), phi, p.phi).contiguous();
+}
+
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c) {
   const auto dt = x.scalar_type();
   auto h = at::silu(at::matmul(x, w.gate_w1.to(dt)) + w.gate_b1.to(dt));

@@ -59,6 +59,10 @@ void register_projection_epilogue(ProjectionEpilogueFn fn);
 // φ over blocks: tokens [..., l, dim] → [..., dim]. "mean": mean pooling; "mlp": the MLP with
 // intra-block position embedding.
 at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, const std::string& kind);
+// Every compressed block of a whole sequence at once, in the kernels' layout:
+// keys or values [B,S,G,dim] → [B,n_cmp,G,dim] contiguous, n_cmp =
+// num_cmp_blocks(S) (no rows when S < l). Block i holds tokens [i·d, i·d+l).
+at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p);
 
 // Gate values sigmoid(MLP(x)) as [B,S,H,3] (last dim: cmp, slc, win).
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c);

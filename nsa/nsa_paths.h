@@ -4,6 +4,7 @@
 // the reference (DESIGN.md §2).
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
 #include "nsa/nsa_ops.h"
@@ -69,8 +70,22 @@ DecodeOut decode_step(DecodeCache& cache, const at::Tensor& q_t, const at::Tenso
                       const NsaWeights& w, const ModelConfig& c, const Runtime& rt);
 
 // Token by token through decode_step (NSA_PREFILL_BATCHED=0): the prefill of a
-// whole sequence, reporting progress to the observer.
+// whole sequence, reporting progress to the observer. On CUDA tensors the
+// registered decode kernels run it (NSA_USE_CUDA_DECODE) unless a sequential
+// mutation is planted, which lives in decode_step.
 BranchOutputs nsa_sequential(const Projected& p, const NsaWeights& w, const ModelConfig& c, const Runtime& rt,
                              int layer);
+
+// What a sequential prefill does after token t, whichever route runs it:
+// progress, and the planted per-token faults. o_win_t: the token's window
+// output [B,H,dv].
+using TokenHook = std::function<void(int64_t t, const at::Tensor& o_win_t)>;
+
+// Hook for the sequential prefill on CUDA (set by nsa_cuda when compiled in):
+// fills the branch outputs, calling `after_token` once per token in order, or
+// returns false to decline (the ATen route runs; each route is reported).
+using CudaSequentialFn = bool (*)(const Projected&, const NsaWeights&, const ModelConfig&, const Runtime&,
+                                  const TokenHook& after_token, BranchOutputs&);
+void register_cuda_sequential(CudaSequentialFn fn);
 
 }  // namespace nsa

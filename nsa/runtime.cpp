@@ -12,6 +12,7 @@ void Runtime::resolve() {
   use_cuda_sel = flags.get_bool("NSA_USE_CUDA_SEL");
   use_cuda_win = flags.get_bool("NSA_USE_CUDA_WIN");
   use_cuda_cmp = flags.get_bool("NSA_USE_CUDA_CMP");
+  use_cuda_decode = flags.get_bool("NSA_USE_CUDA_DECODE");
   heartbeat_every = flags.get_int("NSA_HEARTBEAT_EVERY");
 }
 

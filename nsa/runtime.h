@@ -23,6 +23,7 @@ struct Runtime {
   bool stopgrad_gates = false;
   bool aux_stats = true;
   bool use_cuda_sel = true, use_cuda_win = true, use_cuda_cmp = true;
+  bool use_cuda_decode = true;  // sequential prefill through the decode kernels
   long long heartbeat_every = 0;
 
   void resolve();  // fills the fields above from `flags`

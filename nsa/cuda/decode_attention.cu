@@ -12,7 +12,8 @@
 //                forces blocks 0, t/l', t/l'-1, takes the top n (ties -> lower
 //                index) and writes them sorted, -1 padding (as select_blocks).
 //   3. partial   split-K partials of the selected branch, one CTA per chosen block.
-//   4. combine   per (b, head, branch): o = sum_s e^(m_s - m) o_s / sum_s e^(m_s - m) l_s.
+//   4. combine   per (b, head, branch): o = sum_s e^(m_s - m) o_s / sum_s e^(m_s - m) l_s,
+//                and, when asked, the branch's logsumexp m + log(sum_s e^(m_s - m) l_s).
 //
 // Why split-K (flash-decoding): one query has only B*G*ceil(h/16) independent
 // (b, g, head chunk) rows; at 64k keys that is 4 CTAs for the paper's shape, a
@@ -270,6 +271,7 @@ __global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Par
       if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
     o[(int64_t(b) * p.H + hq) * p.dv + e] = T(L > 0.f ? acc / L : 0.f);  // no key: 0, never NaN
   }
+  if (tid == 0 && p.lse[int(br)]) p.lse[int(br)][int64_t(b) * p.H + hq] = L > 0.f ? m + logf(L) : INFINITY;
 }
 
 // ---- host side -----------------------------------------------------------------
@@ -441,6 +443,11 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
     TORCH_CHECK(o->defined() && o->is_contiguous() && o->dim() == 4 && o->size(0) == d.B && o->size(1) == 1 &&
                     o->size(2) == d.H && o->size(3) == d.dv && o->scalar_type() == c.q.scalar_type(),
                 "decode_attention: outputs must be [B,1,H,dv] (make_decode_outputs)");
+  for (const at::Tensor* l : {&out.lse_cmp, &out.lse_slc, &out.lse_win})
+    TORCH_CHECK(!l->defined() || (l->is_contiguous() && l->numel() == d.B * d.H && l->scalar_type() == at::kFloat &&
+                                  l->device() == c.q.device()),
+                "decode_attention: a logsumexp output must be float32 with B*H contiguous elements on ",
+                c.q.device());
   TORCH_CHECK(out.block_idx.defined() && out.block_idx.scalar_type() == at::kInt &&
                   out.block_idx.numel() == d.B * d.G * hp.n_sel && out.block_idx.is_contiguous(),
               "decode_attention: block_idx must be int32 [B,1,G,n]");
@@ -453,6 +460,8 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   p.k[C] = c.k_cmp.data_ptr(), p.v[C] = c.v_cmp.data_ptr(), p.n_keys[C] = int(d.cap_c);
   p.k[S] = c.k_slc.data_ptr(), p.v[S] = c.v_slc.data_ptr(), p.n_keys[S] = int(d.cap);
   p.o[W] = out.o_win.data_ptr(), p.o[C] = out.o_cmp.data_ptr(), p.o[S] = out.o_slc.data_ptr();
+  const auto lse_ptr = [](const at::Tensor& l) { return l.defined() ? l.data_ptr<float>() : nullptr; };
+  p.lse[W] = lse_ptr(out.lse_win), p.lse[C] = lse_ptr(out.lse_cmp), p.lse[S] = lse_ptr(out.lse_slc);
   p.len = c.len.data_ptr<int>();
   p.len_stride = c.len.numel() == 1 ? 0 : 1;
   p.block_idx = out.block_idx.data_ptr<int>();

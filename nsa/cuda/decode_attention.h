@@ -40,6 +40,11 @@ struct DecodeCaches {
 struct DecodeResult {
   at::Tensor o_cmp, o_slc, o_win;  // [B,1,H,dv] in q's dtype
   at::Tensor block_idx;            // int32 [B,1,G,n], ascending, -1 padding (as select_blocks)
+  // Optional (left undefined, not written): each branch's logsumexp of its
+  // scaled scores, float32 with B*H elements, +inf where the branch saw no
+  // key — the prefill kernels' convention, so their backward can take it
+  // (sequential_prefill.h). make_decode_outputs leaves them undefined.
+  at::Tensor lse_cmp, lse_slc, lse_win;
 };
 
 // Launch configuration, fixed by shapes, capacities and the device (never by len).

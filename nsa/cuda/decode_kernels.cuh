@@ -27,6 +27,7 @@ struct Params {
   const void* v[3] = {};
   int n_keys[3] = {};                    // rows of k[i] / v[i]: Cap, CapC, Cap
   void* o[3] = {};                       // [B,1,H,dv] by int(Branch)
+  float* lse[3] = {};                    // [B,H] by int(Branch), or null: logsumexp of the branch's scores
   const int* len = nullptr;              // [B] or [1]
   int len_stride = 0;                    // 1, or 0 when one length serves every row
   int* block_idx = nullptr;              // [B,1,G,n_sel]

@@ -38,19 +38,9 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   if (!(use_cmp && use_slc && use_win)) out = nsa_batched(pj, w, c, rt, -1);
 
   auto q = pj.q.contiguous();
-  const int64_t S = q.size(1);
   at::Tensor block_idx32;
   if (use_cmp) {
-    const int64_t n_cmp = num_cmp_blocks(S, P);
-    at::Tensor kc, vc;
-    if (n_cmp > 0) {
-      // [B,S,G,dim] → blocks [B,n_cmp,G,l,dim] → φ → [B,n_cmp,G,dim]
-      kc = compress_blocks(pj.k[0].unfold(1, P.cmp_block, P.cmp_stride).transpose(-1, -2), w.phi_k, P.phi).contiguous();
-      vc = compress_blocks(pj.v[0].unfold(1, P.cmp_block, P.cmp_stride).transpose(-1, -2), w.phi_v, P.phi).contiguous();
-    } else {
-      kc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_k}, q.options());
-      vc = at::zeros({q.size(0), 0, c.n_kv_groups, c.d_v}, q.options());
-    }
+    const at::Tensor kc = compress_sequence(pj.k[0], w.phi_k, P), vc = compress_sequence(pj.v[0], w.phi_v, P);
     at::Tensor lse;
     std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
     // The kernel's int32 choice feeds the selected kernel as it is; the layer's
@@ -90,6 +80,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
 
 void register_with_layer() {
   register_cuda_branches(&cuda_branches);
+  register_sequential_prefill();
   // The projection's split + RoPE as one kernel on CUDA tensors, for the NSA
   // layer and the dense cell alike (nsa::split_projection).
   register_projection_epilogue(&projection_epilogue_hook);
