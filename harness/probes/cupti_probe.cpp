@@ -34,6 +34,9 @@ const char* branch_pattern(const std::string& branch) {
 // libtorch's FlashAttention-2 forward ("pytorch_flash::flash_fwd_kernel<…>",
 // or its split-KV variant), which the window branch runs where it applies.
 constexpr const char* kFlashForward = "*flash_fwd*";
+// The decode kernels (nsa/cuda/decode_attention.h), which the sequential
+// prefill runs token by token on CUDA.
+constexpr const char* kDecodeKernels = "*nsa_decode_*";
 
 // Should the window branch run FlashAttention-2 in this cell? Written again
 // from NSA_SDPA_NO_FLASH's documented meaning (nsa/flags.cpp), never shared with
@@ -184,13 +187,23 @@ class CuptiProbe : public Probe {
 
   void check_routing(ProbeContext& ctx, const TraceSummary& summary) {
     auto& rt = ctx.rt;
-    // The reference and sequential paths and a dense-attention model (the yardstick)
-    // launch no NSA kernels by design, whatever the branch flags say.
-    if (!rt.prefill_batched || rt.force_reference || ctx.model.is_dense()) return;
+    // The reference path and a dense-attention model (the yardstick) launch
+    // no NSA kernels by design, whatever the branch flags say.
+    if (rt.force_reference || ctx.model.is_dense()) return;
     std::vector<tr::RoutingExpectation> exp;
+    if (!rt.prefill_batched) {
+      // The sequential prefill: the decode kernels, or with NSA_USE_CUDA_DECODE=0
+      // the ATen decode step, which launches none of them. (Its backward runs
+      // the branch kernels; the branch flags do not apply to it.)
+      tr::RoutingExpectation e;
+      e.flag = std::string("NSA_PREFILL_BATCHED=0, NSA_USE_CUDA_DECODE=") + (rt.use_cuda_decode ? "1" : "0");
+      (rt.use_cuda_decode ? e.must_launch : e.must_not_launch).push_back(kDecodeKernels);
+      exp.push_back(e);
+    }
     for (auto [branch, on, flag] : {std::tuple{"cmp", rt.use_cuda_cmp, "NSA_USE_CUDA_CMP"},
                                     std::tuple{"slc", rt.use_cuda_sel, "NSA_USE_CUDA_SEL"},
                                     std::tuple{"win", rt.use_cuda_win, "NSA_USE_CUDA_WIN"}}) {
+      if (!rt.prefill_batched) break;
       tr::RoutingExpectation e;
       e.flag = std::string(flag) + (on ? "=1" : "=0");
       const std::string b = branch;

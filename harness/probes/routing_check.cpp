@@ -17,7 +17,7 @@ std::string cuda_flag(const std::string& branch) {
 // The flags that decide a branch's route, in the order they take precedence.
 std::vector<std::string> deciding_flags(const std::string& branch, bool on_cuda) {
   std::vector<std::string> f = {"NSA_FORCE_PARITY", "NSA_PREFILL_BATCHED"};
-  if (on_cuda) f.push_back(cuda_flag(branch));
+  if (on_cuda) f.push_back("NSA_USE_CUDA_DECODE"), f.push_back(cuda_flag(branch));
   if (branch == "slc") f.push_back("NSA_USE_SEL_MASK");
   return f;
 }
@@ -68,7 +68,8 @@ std::map<std::string, std::string> nsa_environment() {
 // routing rule shared with the code under test would agree with its bugs.
 std::string expected_route(const std::string& branch, const RequestedFlags& flags, bool on_cuda) {
   if (flags.on("NSA_FORCE_PARITY")) return "reference";
-  if (!flags.on("NSA_PREFILL_BATCHED")) return "sequential";
+  // Sequential prefill: on CUDA the decode kernels unless NSA_USE_CUDA_DECODE=0.
+  if (!flags.on("NSA_PREFILL_BATCHED")) return on_cuda && flags.on("NSA_USE_CUDA_DECODE") ? "cuda.decode" : "sequential";
   if (on_cuda && flags.on(cuda_flag(branch))) return "cuda." + branch;
   if (branch == "slc") return flags.on("NSA_USE_SEL_MASK") ? "batched.mask" : "batched.pack";
   return "batched";

@@ -30,8 +30,8 @@ class RequestedFlags {
 std::map<std::string, std::string> nsa_environment();
 
 // The implementation a branch ("cmp", "slc", "win") reports when the flags are
-// followed: "reference", "sequential", "cuda.<branch>", "batched.pack",
-// "batched.mask" or "batched".
+// followed: "reference", "sequential", "cuda.decode" (sequential on CUDA),
+// "cuda.<branch>", "batched.pack", "batched.mask" or "batched".
 std::string expected_route(const std::string& branch, const RequestedFlags& flags, bool on_cuda);
 
 struct RouteVerdict {

@@ -106,5 +106,23 @@ TEST(RoutingCheck, ExpectsTheCudaKernelOnlyOnCudaAndWhereItsFlagIsOn) {
   EXPECT_EQ(expected_route("cmp", defaults.with("NSA_FORCE_PARITY", "1"), true), "reference");
 }
 
+// Sequential prefill: the decode kernels on CUDA (NSA_USE_CUDA_DECODE, default
+// on), the ATen decode step elsewhere or when it is off; a model that takes the
+// ATen step on CUDA although the flag asked for the kernels is named by it.
+TEST(RoutingCheck, SequentialOnCudaExpectsTheDecodeKernelsAndNamesTheirFlag) {
+  const RequestedFlags seq(spec_with({}, {{"prefill", "sequential"}}), {});
+  EXPECT_EQ(expected_route("slc", seq, true), "cuda.decode");
+  EXPECT_EQ(expected_route("slc", seq, false), "sequential");
+  EXPECT_EQ(expected_route("win", seq.with("NSA_USE_CUDA_DECODE", "0"), true), "sequential");
+  EXPECT_EQ(expected_route("cmp", seq.with("NSA_USE_CUDA_CMP", "0"), true), "cuda.decode");  // batched-only flag
+
+  auto verdicts = check_routes(seq, true, {{"win", "sequential"}});
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_FALSE(verdicts[0].ok);
+  EXPECT_EQ(verdicts[0].ignored_flag, "NSA_USE_CUDA_DECODE=1");
+  EXPECT_EQ(verdicts[0].deciding_flag, "NSA_USE_CUDA_DECODE=1");
+  EXPECT_TRUE(check_routes(seq, true, {{"win", "cuda.decode"}})[0].ok);
+}
+
 }  // namespace
 }  // namespace harness
