@@ -27,6 +27,23 @@ double relative_spread(const std::vector<double>& v) {
   return mid > 0 ? mad_spread(v) / mid : 0.0;
 }
 
+Trend theil_sen(const std::vector<double>& y) {
+  Trend t;
+  const size_t n = y.size();
+  std::vector<double> slopes;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j) slopes.push_back((y[j] - y[i]) / double(j - i));
+  t.slope = median(slopes);
+  if (n < 2) return t;
+  // The line's level: the median of y_i − slope·i; the scatter around it.
+  std::vector<double> level, resid;
+  for (size_t i = 0; i < n; ++i) level.push_back(y[i] - t.slope * double(i));
+  t.intercept = median(level);
+  for (size_t i = 0; i < n; ++i) resid.push_back(y[i] - t.at(double(i)));
+  t.spread = mad_spread(resid);
+  return t;
+}
+
 std::vector<double> warm_step_ms(const CellResult& c) {
   std::vector<double> ms;
   for (size_t i = 1; i < c.steps.size(); ++i) ms.push_back(c.steps[i].step_ms);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "harness/core/stats.h"
 #include "harness/probes/probes.h"
 
 namespace harness {
@@ -50,16 +51,26 @@ class LearningProbe : public Probe {
   void on_run_end(ProbeContext& ctx) override {
     const size_t n = losses_.size();
     if (n < 4) return;
-    double first = (losses_[0] + losses_[1]) / 2, last = (losses_[n - 1] + losses_[n - 2]) / 2;
-    if (!std::isfinite(first) || !std::isfinite(last)) return;  // the finite probe owns that story
-    ctx.table("learning", {{"first", first}, {"last", last}, {"losses", losses_}});
-    if (last < first - 0.02 * first) return;
+    for (double l : losses_)
+      if (!std::isfinite(l)) return;  // the finite probe owns that story
+    // The run's trend, not its ends: at batch 1 one step's loss can jump by
+    // 25 % (a hard batch), and comparing the first two steps with the last two
+    // let such a step decide the verdict. Falling means the Theil–Sen line
+    // drops by ≥ 2 % of where it starts over the run.
+    const Trend tr = theil_sen(losses_);
+    const double start = tr.at(0), end = tr.at(double(n - 1));
+    ctx.table("learning", {{"start", start}, {"end", end}, {"slope_per_step", tr.slope}, {"spread", tr.spread},
+                           {"losses", losses_}});
+    if (end < start - 0.02 * start) return;
     Finding f;
     f.code = std::string(reason::loss_not_falling);
     f.severity = ctx.spec.gates.require_loss_falls ? Severity::blocking : Severity::warning;
-    f.title = "loss did not fall: " + fmt_double(first) + " → " + fmt_double(last);
-    f.detail = "Mean of the first two steps " + fmt_double(first) + ", of the last two " + fmt_double(last) + ".";
-    f.evidence = {{"losses", losses_}};
+    f.title = "loss did not fall: " + fmt_double(start) + " → " + fmt_double(end) + " (trend over " +
+              std::to_string(n) + " steps)";
+    f.detail = "Theil–Sen trend of the " + std::to_string(n) + " step losses: " + fmt_double(tr.slope) +
+               " per step, from " + fmt_double(start) + " to " + fmt_double(end) + " (falling needs ≥ 2 % of the start); "
+               "the losses scatter ±" + fmt_double(tr.spread) + " (1.4826·MAD) around that line.";
+    f.evidence = {{"losses", losses_}, {"slope_per_step", tr.slope}, {"spread", tr.spread}};
     ctx.report(f);
   }
 

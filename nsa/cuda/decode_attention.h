@@ -43,7 +43,7 @@ struct DecodeResult {
   // Optional (left undefined, not written): each branch's logsumexp of its
   // scaled scores, float32 with B*H elements, +inf where the branch saw no
   // key — the prefill kernels' convention, so their backward can take it
-  // (sequential_prefill.h). make_decode_outputs leaves them undefined.
+  // (sequential_prefill.cpp). make_decode_outputs leaves them undefined.
   at::Tensor lse_cmp, lse_slc, lse_win;
 };
 

@@ -9,6 +9,7 @@
 
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/config.h"
 #include "nsa/model.h"
 #include "nsa/mutations.h"
 #include "nsa/test_support.h"
@@ -82,6 +83,49 @@ TEST(CudaSequentialPrefill, MatchesTheReferenceWithEveryGradient) {
       }
       ASSERT_TRUE(t.grad().defined()) << name;
       EXPECT_LE(rel_max_err(t.grad().cpu().to(at::kDouble), *want_grad), 1e-4) << name;
+    }
+  }
+}
+
+// At the production shape (m7c_125m: H 12, G 2, dk = dv = 64, l 32, d 16,
+// l' 64, n 16, w 512), against the ATen decode step on the same GPU in fp32
+// (an independent implementation, itself checked against the reference on
+// the CPU): outputs and every gradient, for a prefix shorter than the window
+// and one longer, where the choice is a real top-n.
+TEST(CudaSequentialPrefill, MatchesTheAtenDecodeStepAtTheProductionShape) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  register_with_layer();
+  for (int64_t S : {300, 1100}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("S=" + std::to_string(S) + " seed=" + std::to_string(seed));
+    auto lc = make_case(load_model_config("m7c_125m"), 1, S, at::kFloat, seed);
+    struct Run {
+      at::Tensor y, x_grad;
+      BranchOutputs br;
+      std::vector<std::pair<std::string, at::Tensor>> grads;
+    };
+    const auto run = [&](const char* decode_kernels) {
+      auto rt = runtime_with("NSA_USE_CUDA_DECODE", decode_kernels);
+      auto w = lc.w.to(at::kCUDA, at::kFloat, /*requires_grad=*/true);
+      auto x = lc.x.to(at::kCUDA, at::kFloat).requires_grad_();
+      Run r;
+      r.y = nsa_attention(w, x, lc.cfg, rt, 0, Path::sequential, &r.br);
+      r.y.pow(2).sum().backward();
+      r.x_grad = x.grad();
+      for (auto& [name, t] : w.named()) r.grads.emplace_back(name, t.grad());
+      return r;
+    };
+    const Run want = run("0"), got = run("1");
+    ASSERT_TRUE(at::equal(got.br.block_idx, want.br.block_idx)) << "selected blocks differ from the ATen step's";
+    for (int b = 0; b < 3; ++b)
+      EXPECT_LE(rel_max_err(got.br.o[b].to(at::kDouble), want.br.o[b].to(at::kDouble)), 1e-5)
+          << nsa::branch_name(nsa::Branch(b));
+    EXPECT_LE(rel_max_err(got.x_grad.to(at::kDouble), want.x_grad.to(at::kDouble)), 1e-4) << "input";
+    ASSERT_EQ(got.grads.size(), want.grads.size());
+    for (size_t i = 0; i < got.grads.size(); ++i) {
+      ASSERT_TRUE(got.grads[i].second.defined() && want.grads[i].second.defined()) << got.grads[i].first;
+      EXPECT_LE(rel_max_err(got.grads[i].second.to(at::kDouble), want.grads[i].second.to(at::kDouble)), 1e-4)
+          << got.grads[i].first;
     }
   }
 }
