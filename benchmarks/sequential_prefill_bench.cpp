@@ -112,7 +112,7 @@ void BM_SequentialPrefillLayer(benchmark::State& state) {
       benchmark::Counter(double(S) * 1e-3, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SequentialPrefillLayer)
-    ->ArgsProduct({{128, 512}, {0, 1}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{128, 512, 2048}, {0, 1}, {0, 1}, {0, 1}})
     ->ArgNames({"S", "bf16", "cuda", "kernels"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);

@@ -37,7 +37,8 @@ need libgloo-dev        test -f /usr/include/gloo/algorithm.h
 # The JSON Schema validator the results.json schema test uses (cli.results_schema).
 need python3-jsonschema /usr/bin/python3 -c "import jsonschema"
 # ccache is optional: used when present, never installed on its own.
-# `install-deps.sh fuzz`: also clang with libFuzzer (scripts/fuzz-scenarios.sh, CI).
+# `install-deps.sh fuzz`: also clang with libFuzzer (scripts/fuzz-scenarios.sh, CI), which the
+# sanitize preset compiles with too.
 if [ "${1:-}" = fuzz ]; then
   need clang          command -v clang++
 fi
