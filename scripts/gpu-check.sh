@@ -87,6 +87,17 @@ for t in "$WORK"/run-*/cells/*/trace.json*; do
 done
 [ -f "$WORK/trace-check.log" ] && log "trace check: $(grep -c '^rc=0' "$WORK/trace-check.log") ok, $(grep -c '^rc=[^0]' "$WORK/trace-check.log") with violations"
 
+# The issues' goals against this run's evidence (benchmarks/peer/goals_table.py): the
+# kernel benchmark, the peer run and every scenario's results; "not measured" where
+# this run holds no evidence for a goal.
+if [ -f "$OUT/bench.json" ]; then
+  args=(--bench "$OUT/bench.json" --markdown "$OUT/goals.md" --json "$OUT/goals.json")
+  [ -f "$OUT/peer.json" ] && args+=(--peer "$OUT/peer.json")
+  for r in "$WORK"/run-*/results.json; do [ -f "$r" ] && args+=(--results "$r"); done
+  python3 benchmarks/peer/goals_table.py "${args[@]}" > "$WORK/goals.log" 2>&1
+  log "goals table rc=$? ($OUT/goals.md)"
+fi
+
 # Traces can be large: keep one sample beside the archive, leave the rest out of it.
 sample=$(ls -S "$WORK"/run-*/cells/*/trace.json* 2>/dev/null | head -1)
 # The largest trace, when small enough to come back; else the smallest.

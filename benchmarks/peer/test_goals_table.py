@@ -1,0 +1,265 @@
+"""CPU checks of the goals table (no GPU, no torch): small hand-made inputs whose
+verdicts follow from the goals as written below (not from the script's own
+constants), plus one run over the H100 files in docs/perf.
+
+    python3 -m unittest discover -s benchmarks/peer -p 'test_*.py'
+"""
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PERF = os.path.join(HERE, "..", "..", "docs", "perf")
+sys.path.insert(0, HERE)
+import goals_table  # noqa: E402
+from peer_records import Meta, PeerRun, Timing  # noqa: E402
+
+K8, K16, K32, K64 = 8192, 16384, 32768, 65536
+
+
+def gb(name, ms, **extra):
+    return {"name": name + "/manual_time", "run_type": "iteration", "ms": ms, **extra}
+
+
+# Our bench. Rows that must not count carry 0.001 ms: counted, they would turn a miss into a met.
+BENCH = {"context": {"date": "2026-12-01T10:00:00+00:00", "host_name": "box"}, "benchmarks": [
+    # paper_kernel forward at 8k: NSA repetitions 2.2, 1.9, 2.0 (median 2.0, mean 2.03) vs SDPA 1.0
+    # -> 0.5x of the 1.5x goal: missed.
+    gb("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 2.2), gb("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 1.9),
+    gb("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 2.0),
+    gb("BM_LayerAttentionFwd/shape:0/S:8192/v:1", 0.001),
+    {"name": "BM_LayerAttentionFwd/shape:0/S:8192/v:2/manual_time_median", "run_type": "aggregate", "ms": 0.001},
+    gb("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 0.001, error_occurred=True),
+    gb("BM_DenseSdpaFwd/shape:0/S:8192", 1.0),
+    # paper_kernel forward at 32k: 3.0 / 1.0 = exactly the 3x goal: met.
+    gb("BM_LayerAttentionFwd/shape:0/S:32768/v:2", 1.0), gb("BM_DenseSdpaFwd/shape:0/S:32768", 3.0),
+    # paper_kernel forward+backward at 8k: SDPA 1.0 forward + 1.0 backward vs NSA 2.0 -> the 1x goal: met.
+    gb("BM_LayerAttentionFwdBwd/shape:0/S:8192/v:2", 2.0), gb("BM_DenseSdpaBwd/shape:0/S:8192", 1.0),
+    # m7c_125m forward+backward at 64k: (1.0 + 1.49) / 1.0 = 2.49x of 2.5x: missed.
+    gb("BM_LayerAttentionFwdBwd/shape:1/S:65536/v:2", 1.0), gb("BM_DenseSdpaFwd/shape:1/S:65536", 1.0),
+    gb("BM_DenseSdpaBwd/shape:1/S:65536", 1.49),
+    # m7c_125m decode at 64k: 0.06 / 0.04 = 1.5x (1.4999999999999998 in floating point): met.
+    gb("BM_DecodeStepGraph/shape:1/S:65536/version:2", 0.04),
+    gb("BM_DecodeStepGraph/shape:1/S:65536/version:1", 0.001),
+    gb("BM_DenseSdpaDecode/shape:1/S:65536", 0.06),
+    {"name": "BM_DecodeKvTokens/shape:0/S:65536", "run_type": "iteration", "kv_tokens": 5631.0},  # no time: skipped
+    # Selection share at 64k: paper (10 + 10) / 100 = 20 %: met (the FromLse variant, not the 999);
+    # m7c (15 + 10) / 100 = 25 %: missed. The paper layer forward at 64k has no SDPA row beside it:
+    # the 5x forward goal is not measured.
+    gb("BM_SelectBlocksFromLse/shape:0/S:65536/v:2", 10.0), gb("BM_SelectBlocks/shape:0/S:65536/v:2", 999.0),
+    gb("BM_CompressedFwd/shape:0/S:65536/v:2", 10.0), gb("BM_LayerAttentionFwd/shape:0/S:65536/v:2", 100.0),
+    gb("BM_SelectBlocks/shape:1/S:65536/v:2", 15.0), gb("BM_CompressedFwd/shape:1/S:65536/v:2", 10.0),
+    gb("BM_LayerAttentionFwd/shape:1/S:65536/v:2", 100.0),
+    gb("BM_LayerAttentionFwdBwd/shape:2/S:2048/v:2", 3.0),  # the bench's training shape: not a goal
+]}
+
+
+def peer_run():
+    t = []
+    for S in (K8, K16, K32, K64):
+        # paper_kernel forward: fla 2 ms vs ours 1 ms at every S -> faster everywhere: met.
+        t += [Timing("fla", "paper_kernel", S, "fwd", ms=2.0, reps=5), Timing("ours", "paper_kernel", S, "fwd", ms=1.0)]
+        # paper_kernel forward+backward: faster except at 32k, where fla = ours (not faster): missed, 3 of 4.
+        t += [Timing("fla", "paper_kernel", S, "fwdbwd", ms=4.0 if S != K32 else 3.0, reps=5),
+              Timing("ours", "paper_kernel", S, "fwdbwd", ms=3.0)]
+        # m7c_125m forward: fla cannot run the shape -> not measured.
+        t += [Timing("fla", "m7c_125m", S, "fwd", status="unsupported", detail="Group size must be >= 16"),
+              Timing("ours", "m7c_125m", S, "fwd", ms=1.0)]
+        # m7c_125m forward+backward: faster where timed, 64k missing -> not measured.
+        if S != K64:
+            t += [Timing("fla", "m7c_125m", S, "fwdbwd", ms=5.0), Timing("ours", "m7c_125m", S, "fwdbwd", ms=1.0)]
+    return PeerRun(Meta("2026-12-01T09:00:00Z", "Test GPU", {"fla-core": "0.6.0"}), t)
+
+
+def cell(attention, probes, tok_s, **extra):
+    cid = f"attention={attention},probes={probes}"
+    return {"id": cid, "axes": {"attention": attention, "probes": probes}, "axis_order": ["attention", "probes"],
+            "outcome": "pass", "metrics": {"tok_s": tok_s}, **extra}
+
+
+# probes=none: nsa 300,000 vs dense 500,000 -> exactly 300k and exactly 0.6x: both met. The probes=all
+# pair (nsa 1 tok/s) must be passed over in favour of the probe-free one.
+RESULTS = {"schema_version": 1, "platform": {"gpu": "Results GPU", "date": "2026-12-01T08:00:00Z"},
+           "cells": [cell("nsa", "all", 1.0), cell("dense", "all", 1e6),
+                     cell("nsa", "none", 300000.0), cell("dense", "none", 500000.0)]}
+
+
+class GoalsTableTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.bench = self.write("bench.json", BENCH)
+        self.peer = self.write("peer.json", peer_run().to_json())
+        self.results = self.write("results.json", RESULTS)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, doc):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def run_table(self, *args):
+        """(exit code, rows by key, markdown, stderr)."""
+        out_json, out_md = os.path.join(self.dir.name, "out.json"), os.path.join(self.dir.name, "out.md")
+        for p in (out_json, out_md):
+            if os.path.exists(p):
+                os.remove(p)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = goals_table.main(list(args) + ["--json", out_json, "--markdown", out_md])
+        if rc != 0:
+            return rc, None, None, err.getvalue()
+        with open(out_json) as f, open(out_md) as g:
+            doc = json.load(f)
+            return rc, {r["key"]: r for r in doc["rows"]} | {"_doc": doc}, g.read(), err.getvalue()
+
+    def full(self):
+        rc, rows, md, _ = self.run_table("--bench", self.bench, "--peer", self.peer, "--results", self.results)
+        self.assertEqual(rc, 0)
+        return rows, md
+
+    def test_sdpa_goals(self):
+        rows, _ = self.full()
+        fwd8 = rows["sdpa:paper_kernel:fwd:8192"]
+        # NSA = median of the repetitions (the mean would give 1 / 2.033); v1, aggregate, errored rows out.
+        self.assertAlmostEqual(fwd8["value"], 1.0 / statistics.median([2.2, 1.9, 2.0]))
+        self.assertAlmostEqual(fwd8["value"], 0.5)
+        self.assertTrue(fwd8["verdict"].startswith("missed"), fwd8)
+        self.assertIn("0.50×", fwd8["verdict"])
+        self.assertEqual(rows["sdpa:paper_kernel:fwd:32768"]["verdict"], "met")  # exactly 3x
+        self.assertEqual(rows["sdpa:paper_kernel:fwd:65536"]["verdict"], "not measured")
+        self.assertIn("BM_DenseSdpaFwd/shape:0/S:65536", rows["sdpa:paper_kernel:fwd:65536"]["measured"])
+        fb8 = rows["sdpa:paper_kernel:fwdbwd:8192"]
+        self.assertAlmostEqual(fb8["value"], (1.0 + 1.0) / 2.0)
+        self.assertEqual(fb8["verdict"], "met")
+        m7c = rows["sdpa:m7c_125m:fwdbwd:65536"]
+        self.assertAlmostEqual(m7c["value"], 2.49)
+        self.assertEqual(m7c["verdict"], "missed (2.49× of ≥ 2.5×)")
+        self.assertEqual(rows["sdpa:m7c_125m:decode:65536"]["verdict"], "met")  # at the threshold, through rounding
+        self.assertEqual(rows["sdpa:m7c_125m:fwdbwd:8192"]["verdict"], "not measured")
+        self.assertEqual(rows["sdpa:paper_kernel:fwdbwd:65536"]["verdict"], "not measured")
+
+    def test_selection_share(self):
+        rows, _ = self.full()
+        self.assertAlmostEqual(rows["share:paper_kernel:65536"]["value"], 0.20)
+        self.assertEqual(rows["share:paper_kernel:65536"]["verdict"], "met")
+        self.assertIn("BM_SelectBlocksFromLse", rows["share:paper_kernel:65536"]["measured"])
+        self.assertAlmostEqual(rows["share:m7c_125m:65536"]["value"], 0.25)
+        self.assertTrue(rows["share:m7c_125m:65536"]["verdict"].startswith("missed"))
+
+    def test_fla_goals(self):
+        rows, _ = self.full()
+        self.assertEqual(rows["fla:paper_kernel:fwd"]["verdict"], "met")
+        fb = rows["fla:paper_kernel:fwdbwd"]
+        self.assertEqual(fb["verdict"], "missed (faster at 3 of 4 S)")  # equal time is not faster
+        self.assertAlmostEqual(fb["value"], 1.0)
+        self.assertIn("worst 32k", fb["measured"])
+        self.assertEqual(rows["fla:m7c_125m:fwd"]["verdict"], "not measured")
+        self.assertIn("unsupported", rows["fla:m7c_125m:fwd"]["measured"])
+        self.assertEqual(rows["fla:m7c_125m:fwdbwd"]["verdict"], "not measured")  # 64k missing
+        self.assertIn("64k", rows["fla:m7c_125m:fwdbwd"]["measured"])
+
+    def test_training_goals(self):
+        rows, _ = self.full()
+        self.assertEqual(rows["tok_s"]["value"], 300000.0)
+        self.assertEqual(rows["tok_s"]["verdict"], "met")
+        self.assertAlmostEqual(rows["tok_s_vs_dense"]["value"], 0.6)
+        self.assertEqual(rows["tok_s_vs_dense"]["verdict"], "met")
+        # A cell that shared its GPU measured the sharing: not judged.
+        shared = dict(RESULTS, cells=[cell("nsa", "none", 400000.0, gpu_sharers=2), cell("dense", "none", 1.0)])
+        rc, rows, _, _ = self.run_table("--bench", self.bench, "--results", self.write("shared.json", shared))
+        self.assertEqual(rc, 0)
+        self.assertEqual(rows["tok_s"]["verdict"], "not measured")
+        self.assertEqual(rows["tok_s_vs_dense"]["verdict"], "not measured")
+        slow = dict(RESULTS, cells=[cell("nsa", "none", 100000.0), cell("dense", "none", 400000.0)])
+        rc, rows, _, _ = self.run_table("--bench", self.bench, "--results", self.write("slow.json", slow))
+        self.assertTrue(rows["tok_s"]["verdict"].startswith("missed"))
+        self.assertTrue(rows["tok_s_vs_dense"]["verdict"].startswith("missed (0.25×"))
+
+    def test_missing_inputs_not_measured(self):
+        rc, rows, md, _ = self.run_table("--bench", self.bench)
+        self.assertEqual(rc, 0)
+        for key in ("fla:paper_kernel:fwd", "fla:paper_kernel:fwdbwd", "fla:m7c_125m:fwd", "fla:m7c_125m:fwdbwd",
+                    "tok_s", "tok_s_vs_dense"):
+            self.assertEqual(rows[key]["verdict"], "not measured", key)
+        self.assertIn("GPU unknown", md)  # no input names one
+        self.assertIn("2026-12-01T10:00:00+00:00", md)  # the bench's date
+        _, rows, md, _ = self.run_table("--bench", self.bench, "--gpu", "Named GPU")
+        self.assertIn("Named GPU", md)
+
+    def test_header_names_gpu_and_dates(self):
+        _, md = self.full()
+        first = md.splitlines()[0]
+        self.assertIn("Test GPU", first)  # the peer file's, before the results file's
+        self.assertIn("2026-12-01T09:00:00Z", first)
+        self.assertIn("| #15 | paper_kernel forward ≥ 1.5× SDPA at 8k |", md)
+
+    def test_malformed_inputs_exit_2_naming_the_file(self):
+        cases = [("--bench", self.write("b1.json", "{not json")),
+                 ("--bench", self.write("b2.json", {"context": {}})),
+                 ("--bench", self.write("b3.json", {"benchmarks": [gb("BM_DenseSdpaFwd/shape:0/S:8192", None)]})),
+                 ("--peer", self.write("p1.json", {"schema": "other"})),
+                 ("--results", self.write("r1.json", {"cells": {}})),
+                 ("--results", self.write("r2.json", {"cells": [{"id": "x"}]})),
+                 ("--results", self.write("r3.json", dict(RESULTS, schema_version=99))),
+                 ("--results", os.path.join(self.dir.name, "absent.json"))]
+        for flag, path in cases:
+            args = ["--bench", self.bench] if flag != "--bench" else []
+            rc, _, _, err = self.run_table(*args, flag, path)
+            self.assertEqual(rc, 2, path)
+            self.assertIn(path, err)
+
+
+class RealFilesTest(unittest.TestCase):
+    """The H100 bench and peer files in docs/perf: properties, not numbers copied from the output."""
+
+    BENCH = os.path.join(PERF, "2026-11-25-h100-layer-occupancy.json")
+    PEER = os.path.join(PERF, "2026-11-25-h100-peer.json")
+
+    def test_real_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "goals.json")
+            with contextlib.redirect_stdout(io.StringIO()) as md:
+                self.assertEqual(goals_table.main(["--bench", self.BENCH, "--peer", self.PEER, "--json", out]), 0)
+            with open(out) as f:
+                doc = json.load(f)
+        rows = {r["key"]: r for r in doc["rows"]}
+        expected = {f"sdpa:{s}:{p}:{S}" for s, p, S in [
+            ("paper_kernel", "fwd", K8), ("paper_kernel", "fwd", K32), ("paper_kernel", "fwd", K64),
+            ("paper_kernel", "fwdbwd", K8), ("paper_kernel", "fwdbwd", K64), ("m7c_125m", "fwdbwd", K8),
+            ("m7c_125m", "fwdbwd", K64), ("m7c_125m", "decode", K64)]}
+        expected |= {f"fla:{s}:{p}" for s in ("paper_kernel", "m7c_125m") for p in ("fwd", "fwdbwd")}
+        expected |= {"share:paper_kernel:65536", "share:m7c_125m:65536", "tok_s", "tok_s_vs_dense"}
+        self.assertEqual(set(rows), expected)
+        for r in rows.values():
+            self.assertRegex(r["verdict"], r"^(met|missed \(.+ of .+\)|not measured)$")
+            self.assertIn(f"| {r['goal']} |", md.getvalue())
+
+        with open(self.BENCH) as f:
+            bench = {b["name"]: b for b in json.load(f)["benchmarks"]}
+        nsa = bench["BM_LayerAttentionFwd/shape:0/S:65536/v:2/manual_time"]
+        sdpa = bench["BM_DenseSdpaFwd/shape:0/S:65536/manual_time"]
+        self.assertAlmostEqual(rows["sdpa:paper_kernel:fwd:65536"]["value"], sdpa["ms"] / nsa["ms"], places=12)
+        # Forward+backward: the bench's own speedup counter divides the same sum (SDPA forward + backward).
+        fb = bench["BM_LayerAttentionFwdBwd/shape:0/S:65536/v:2/manual_time"]
+        self.assertAlmostEqual(rows["sdpa:paper_kernel:fwdbwd:65536"]["value"], fb["speedup_vs_sdpa"], places=3)
+        self.assertEqual(rows["sdpa:paper_kernel:fwd:32768"]["verdict"], "not measured")  # no 32k rows in the file
+        self.assertEqual(rows["tok_s"]["verdict"], "not measured")
+
+        with open(self.PEER) as f:
+            peer = json.load(f)
+        self.assertEqual(doc["gpu"], peer["meta"]["gpu"])
+        # The fla row is the slowest S of the peer table's own ours-vs-fla speedups.
+        worst = min(s["ours_vs_fla"] for s in peer["speedups"] if s["shape"] == "paper_kernel" and s["pass_"] == "fwd")
+        self.assertAlmostEqual(rows["fla:paper_kernel:fwd"]["value"], worst, places=12)
+
+
+if __name__ == "__main__":
+    unittest.main()
