@@ -57,28 +57,27 @@ std::vector<const StepRecord*> timed_steps(const CellResult& c) {
 
 // `probes: alternate`: even steps observed, odd steps bare, in one process.
 // The first step is warm-up and the step that captured the CUDA graph is
-// set-up, as in step_ms_median.
+// set-up, as in step_ms_median. Each side is weighed as the all-vs-none pairs
+// are (amortized): with sampled probes the rare observed step that a probe
+// watched from inside runs eagerly, and a plain median would not count it.
 std::optional<ObservationCost> alternating_cost(const CellResult& c) {
-  std::vector<double> on_step, on_probe, off_step, off_total;
+  std::vector<const StepRecord*> on, off;
+  std::vector<double> off_step;
   for (size_t i = 1; i < c.steps.size(); ++i) {
     const StepRecord& s = c.steps[i];
     if (!s.observed || s.exec == StepExec::capture) continue;
-    if (*s.observed) {
-      on_step.push_back(s.step_ms);
-      on_probe.push_back(s.probe_ms);
-    } else {
-      off_step.push_back(s.step_ms);
-      off_total.push_back(s.step_ms + s.probe_ms);
-    }
+    (*s.observed ? on : off).push_back(&s);
+    if (!*s.observed) off_step.push_back(s.step_ms);
   }
-  if (on_step.empty() || off_step.empty()) return std::nullopt;
+  if (on.empty() || off.empty()) return std::nullopt;
+  const StepCost watched = amortized(on), bare = amortized(off);
   ObservationCost oc;
   oc.cell_id = c.id;
   oc.observed_cell = c.id + " (even steps)";
   oc.bare_cell = c.id + " (odd steps)";
-  oc.observed_step_ms = median(on_step);
-  oc.observed_probe_ms = median(on_probe);
-  oc.bare_ms = median(off_total);
+  oc.observed_step_ms = watched.step_ms;
+  oc.observed_probe_ms = watched.probe_ms;
+  oc.bare_ms = bare.step_ms + bare.probe_ms;
   if (oc.bare_ms <= 0) return std::nullopt;
   oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
   oc.bare_noise = relative_spread(off_step);

@@ -106,5 +106,33 @@ TEST(ObservationCost, AlternateCellComparesItsEvenStepsWithItsOddOnes) {
   EXPECT_TRUE(observation_costs({c}).empty());
 }
 
+// `probes: alternate` with sampled probes: most even steps replay the graph,
+// the one a probe watched from inside runs eagerly and costs more. It counts by
+// its share of the even steps, as in the all-vs-none pairs; a plain median of
+// the even steps would call the probes free.
+TEST(ObservationCost, AlternateCellWeighsARareWatchedEagerStepByItsShare) {
+  CellResult c = timed({{"probes", "alternate"}}, 0.0, 0.0);
+  auto add = [&](double ms, double probe, StepExec exec, bool observed) {
+    StepRecord s{int(c.steps.size()) + 1, 1.0, ms};
+    s.probe_ms = probe, s.exec = exec, s.observed = observed;
+    c.steps.push_back(s);
+  };
+  add(900, 9, StepExec::eager, false);   // warm-up: not counted
+  add(400, 0, StepExec::capture, true);  // capture: not counted
+  for (int i = 0; i < 10; ++i) {
+    add(100, 0.1, StepExec::replay, false);
+    add(100, 0.1, StepExec::replay, true);
+  }
+  add(100, 0.1, StepExec::replay, false);
+  add(150, 5, StepExec::eager, true);    // the even step the sampled probes watched
+  auto costs = observation_costs({c});
+  ASSERT_EQ(costs.size(), 1u);
+  // Even steps: 10 replays (100 ms + 0.1) and 1 eager (150 + 5) of 11; odd: 11 replays.
+  EXPECT_NEAR(costs[0].observed_step_ms, (10 * 100.0 + 150.0) / 11, 1e-9);
+  EXPECT_NEAR(costs[0].observed_probe_ms, (10 * 0.1 + 5.0) / 11, 1e-9);
+  EXPECT_NEAR(costs[0].bare_ms, 100.1, 1e-9);
+  EXPECT_NEAR(costs[0].cost, ((10 * 100.1 + 155.0) / 11) / 100.1 - 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace harness
