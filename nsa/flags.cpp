@@ -47,6 +47,15 @@ const std::vector<FlagInfo> kFlags = {
      "branch kernels' backward over the tokens' saved choices; 0 runs the ATen decode step under autograd, "
      "token by token in both directions (as do the sequential mutations).",
      true},
+    {"NSA_FUSED_MLP", T::boolean, "1",
+     "The MLP on CUDA tensors as one GEMM for the gate and up projections and one SwiGLU kernel each way "
+     "(silu(gate)·up, products in fp32); 0 runs the ATen ops (two GEMMs, silu, mul). Dense cells too.",
+     true},
+    {"NSA_FUSED_NORM", T::boolean, "1",
+     "Each residual add and the RMSNorm after it on CUDA tensors as one kernel each way (the backward also sums "
+     "the two gradients the residual stream receives; the fp32 norm weight is used without casts); 0 runs the "
+     "ATen add and ATen's RMSNorm. Dense cells too.",
+     true},
     {"NSA_CUDA_GRAPH", T::boolean, "1",
      "Capture the training step as one CUDA graph after two eager steps and replay it on the steps no probe "
      "watches from inside (fp32/bf16, one process); 0 runs every step eagerly. Each step_end records which ran.",

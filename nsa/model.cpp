@@ -3,6 +3,7 @@
 #include "nsa/faults.h"
 
 #include <chrono>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,45 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   auto xf = x.to(accum_dtype(x.scalar_type()));
   auto y = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
   return (y * weight.to(y.scalar_type())).to(x.scalar_type());
+}
+
+namespace {
+SwigluFn g_swiglu = nullptr;
+AddRmsNormFn g_add_rms_norm = nullptr;
+}  // namespace
+
+void register_swiglu(SwigluFn fn) { g_swiglu = fn; }
+void register_add_rms_norm(AddRmsNormFn fn) { g_add_rms_norm = fn; }
+
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta, const at::Tensor& weight,
+                                               double eps, const Runtime& rt) {
+  if (g_add_rms_norm && x.is_cuda() && rt.fused_norm) {
+    auto out = g_add_rms_norm(x, delta, weight, eps);
+    if (out.first.defined()) {
+      if (rt.observer) rt.observer->route("norm", "cuda.add_rms_norm");
+      return out;
+    }
+  }
+  if (rt.observer) rt.observer->route("norm", "aten");
+  auto s = x + delta;
+  return {s, rms_norm(s, weight, eps)};
+}
+
+at::Tensor swiglu_mlp(const at::Tensor& h, const BlockWeights& b, at::ScalarType compute, const Runtime& rt) {
+  auto report = [&](const char* impl) {
+    if (rt.observer) rt.observer->route("mlp", impl);
+  };
+  if (g_swiglu && h.is_cuda() && rt.fused_mlp) {
+    // One [D, 2F] weight per step: two casts and a copy of the small weights (the
+    // cat's backward is two views) buy one GEMM each way instead of two, and no sum
+    // of the two GEMMs' input gradients.
+    const at::Tensor w = at::cat({b.w_gate.to(compute), b.w_up.to(compute)}, 1);
+    report("cuda.swiglu");
+    return at::matmul(g_swiglu(at::matmul(h, w)), b.w_down.to(compute));
+  }
+  report("aten");
+  return at::matmul(at::silu(at::matmul(h, b.w_gate.to(compute))) * at::matmul(h, b.w_up.to(compute)),
+                    b.w_down.to(compute));
 }
 
 Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg)) {
@@ -58,22 +98,23 @@ const NsaWeights& Model::attention_weights(int layer) const {
 
 at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, const Runtime& rt) {
   auto x = embed_.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
+  // h is the normed stream the next sublayer reads: each residual add is fused
+  // with the norm after it (add_rms_norm), the next block's norm1 or the final norm.
+  at::Tensor h = cfg_.n_layers > 0 ? rms_norm(x, blocks_[0].norm1, cfg_.norm_eps) : at::Tensor();
   for (int l = 0; l < cfg_.n_layers; ++l) {
     Phase phase(rt, "layer", l);
     auto& b = blocks_[l];
     {
       Phase attn(rt, "attention", l);
-      auto h = rms_norm(x, b.norm1, cfg_.norm_eps);
-      x = x + (is_dense() ? dense_attention(b.dense, h, cfg_) : nsa_attention(b.attn, h, cfg_, rt, l));
+      auto a = is_dense() ? dense_attention(b.dense, h, cfg_) : nsa_attention(b.attn, h, cfg_, rt, l);
+      std::tie(x, h) = add_rms_norm(x, a, b.norm2, cfg_.norm_eps, rt);
     }
-    auto h = rms_norm(x, b.norm2, cfg_.norm_eps);
-    auto m = at::matmul(at::silu(at::matmul(h, b.w_gate.to(compute))) * at::matmul(h, b.w_up.to(compute)),
-                        b.w_down.to(compute));
-    x = x + m;
+    const at::Tensor& next_norm = l + 1 < cfg_.n_layers ? blocks_[l + 1].norm1 : final_norm_;
+    std::tie(x, h) = add_rms_norm(x, swiglu_mlp(h, b, compute, rt), next_norm, cfg_.norm_eps, rt);
     if (rt.observer && rt.observer->wants_tensors()) rt.observer->tensor("block_out", l, -1, x.detach());
   }
-  x = rms_norm(x, final_norm_, cfg_.norm_eps);
-  return at::matmul(x, head_.to(compute));
+  if (cfg_.n_layers == 0) h = rms_norm(x, final_norm_, cfg_.norm_eps);
+  return at::matmul(h, head_.to(compute));
 }
 
 // Planted faults of the training loop (nsa/faults.h), all at the loss: step 3

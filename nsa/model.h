@@ -45,4 +45,28 @@ class Model {
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
+// The residual add and the RMSNorm after it: {s = x + delta, rms_norm(s, weight)}.
+// With a fused kernel registered, on CUDA tensors and NSA_FUSED_NORM on: one
+// kernel each way, whose backward also sums the two gradients the residual
+// stream receives (route "norm" = "cuda.add_rms_norm"); else ATen ("aten").
+std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& delta, const at::Tensor& weight,
+                                               double eps, const Runtime& rt);
+// Hook for that kernel (set by nsa_cuda when compiled in); returns undefined
+// tensors to decline (the ATen ops run).
+using AddRmsNormFn = std::pair<at::Tensor, at::Tensor> (*)(const at::Tensor& x, const at::Tensor& delta,
+                                                           const at::Tensor& weight, double eps);
+void register_add_rms_norm(AddRmsNormFn fn);
+
+// The block's MLP, SwiGLU: (silu(h·W_gate) ⊙ (h·W_up))·W_down in `compute`. With
+// a fused activation registered, on CUDA tensors and NSA_FUSED_MLP on: the gate
+// and up projections as one GEMM h·[W_gate | W_up] and the activation in one
+// kernel each way (route "mlp" = "cuda.swiglu"); else the ATen ops ("aten").
+at::Tensor swiglu_mlp(const at::Tensor& h, const BlockWeights& b, at::ScalarType compute, const Runtime& rt);
+
+// Hook for that activation (set by nsa_cuda when compiled in, so that this
+// library needs no CUDA): gu [..., 2F] (gate | up) → silu(gate)·up [..., F],
+// autograd included.
+using SwigluFn = at::Tensor (*)(const at::Tensor& gu);
+void register_swiglu(SwigluFn fn);
+
 }  // namespace nsa

@@ -13,6 +13,8 @@ void Runtime::resolve() {
   use_cuda_win = flags.get_bool("NSA_USE_CUDA_WIN");
   use_cuda_cmp = flags.get_bool("NSA_USE_CUDA_CMP");
   use_cuda_decode = flags.get_bool("NSA_USE_CUDA_DECODE");
+  fused_mlp = flags.get_bool("NSA_FUSED_MLP");
+  fused_norm = flags.get_bool("NSA_FUSED_NORM");
   heartbeat_every = flags.get_int("NSA_HEARTBEAT_EVERY");
 }
 

@@ -24,6 +24,8 @@ struct Runtime {
   bool aux_stats = true;
   bool use_cuda_sel = true, use_cuda_win = true, use_cuda_cmp = true;
   bool use_cuda_decode = true;  // sequential prefill through the decode kernels
+  bool fused_mlp = true;        // the MLP's gate/up GEMM and SwiGLU kernel (model.h swiglu_mlp)
+  bool fused_norm = true;       // residual add + RMSNorm in one kernel (model.h add_rms_norm)
   long long heartbeat_every = 0;
 
   void resolve();  // fills the fields above from `flags`

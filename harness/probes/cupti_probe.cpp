@@ -37,6 +37,10 @@ constexpr const char* kFlashForward = "*flash_fwd*";
 // The decode kernels (nsa/cuda/decode_attention.h), which the sequential
 // prefill runs token by token on CUDA.
 constexpr const char* kDecodeKernels = "*nsa_decode_*";
+// The MLP's fused activation (nsa/cuda/swiglu.h), in NSA and dense cells alike.
+constexpr const char* kSwigluKernels = "*nsa_swiglu_*";
+// Each residual add fused with the RMSNorm after it (nsa/cuda/add_rms_norm.h), likewise.
+constexpr const char* kAddRmsNormKernels = "*nsa_add_rms_norm_*";
 
 // Should the window branch run FlashAttention-2 in this cell? Written again
 // from NSA_SDPA_NO_FLASH's documented meaning (nsa/flags.cpp), never shared with
@@ -187,11 +191,21 @@ class CuptiProbe : public Probe {
 
   void check_routing(ProbeContext& ctx, const TraceSummary& summary) {
     auto& rt = ctx.rt;
-    // The reference path and a dense-attention model (the yardstick) launch
-    // no NSA kernels by design, whatever the branch flags say.
-    if (rt.force_reference || ctx.model.is_dense()) return;
     std::vector<tr::RoutingExpectation> exp;
-    if (!rt.prefill_batched) {
+    // The block's MLP and its residual adds + norms, whatever the attention: the
+    // fused kernels unless their flag is 0.
+    for (auto [flag, kernels] : {std::pair{"NSA_FUSED_MLP", kSwigluKernels},
+                                 std::pair{"NSA_FUSED_NORM", kAddRmsNormKernels}}) {
+      tr::RoutingExpectation e;
+      const bool fused = rt.flags.get_bool(flag);
+      e.flag = std::string(flag) + (fused ? "=1" : "=0");
+      (fused ? e.must_launch : e.must_not_launch).push_back(kernels);
+      exp.push_back(e);
+    }
+    // The reference path and a dense-attention model (the yardstick) launch
+    // no NSA attention kernels by design, whatever the branch flags say.
+    const bool attention_kernels = !(rt.force_reference || ctx.model.is_dense());
+    if (attention_kernels && !rt.prefill_batched) {
       // The sequential prefill: the decode kernels, or with NSA_USE_CUDA_DECODE=0
       // the ATen decode step, which launches none of them. (Its backward runs
       // the branch kernels; the branch flags do not apply to it.)
@@ -203,7 +217,7 @@ class CuptiProbe : public Probe {
     for (auto [branch, on, flag] : {std::tuple{"cmp", rt.use_cuda_cmp, "NSA_USE_CUDA_CMP"},
                                     std::tuple{"slc", rt.use_cuda_sel, "NSA_USE_CUDA_SEL"},
                                     std::tuple{"win", rt.use_cuda_win, "NSA_USE_CUDA_WIN"}}) {
-      if (!rt.prefill_batched) break;
+      if (!attention_kernels || !rt.prefill_batched) break;
       tr::RoutingExpectation e;
       e.flag = std::string(flag) + (on ? "=1" : "=0");
       const std::string b = branch;

@@ -16,6 +16,8 @@ std::string cuda_flag(const std::string& branch) {
 
 // The flags that decide a branch's route, in the order they take precedence.
 std::vector<std::string> deciding_flags(const std::string& branch, bool on_cuda) {
+  if (branch == "mlp") return {"NSA_FUSED_MLP"};
+  if (branch == "norm") return {"NSA_FUSED_NORM"};
   std::vector<std::string> f = {"NSA_FORCE_PARITY", "NSA_PREFILL_BATCHED"};
   if (on_cuda) f.push_back("NSA_USE_CUDA_DECODE"), f.push_back(cuda_flag(branch));
   if (branch == "slc") f.push_back("NSA_USE_SEL_MASK");
@@ -67,6 +69,10 @@ std::map<std::string, std::string> nsa_environment() {
 // with the layer's own choose_path: the probe is an independent oracle, and a
 // routing rule shared with the code under test would agree with its bugs.
 std::string expected_route(const std::string& branch, const RequestedFlags& flags, bool on_cuda) {
+  // The block's MLP and its residual adds + norms are not attention branches:
+  // no attention path flag moves them.
+  if (branch == "mlp") return on_cuda && flags.on("NSA_FUSED_MLP") ? "cuda.swiglu" : "aten";
+  if (branch == "norm") return on_cuda && flags.on("NSA_FUSED_NORM") ? "cuda.add_rms_norm" : "aten";
   if (flags.on("NSA_FORCE_PARITY")) return "reference";
   // Sequential prefill: on CUDA the decode kernels unless NSA_USE_CUDA_DECODE=0.
   if (!flags.on("NSA_PREFILL_BATCHED")) return on_cuda && flags.on("NSA_USE_CUDA_DECODE") ? "cuda.decode" : "sequential";

@@ -31,7 +31,9 @@ std::map<std::string, std::string> nsa_environment();
 
 // The implementation a branch ("cmp", "slc", "win") reports when the flags are
 // followed: "reference", "sequential", "cuda.decode" (sequential on CUDA),
-// "cuda.<branch>", "batched.pack", "batched.mask" or "batched".
+// "cuda.<branch>", "batched.pack", "batched.mask" or "batched"; the block's
+// MLP ("mlp"): "cuda.swiglu" or "aten"; its residual adds with the norms after
+// them ("norm"): "cuda.add_rms_norm" or "aten".
 std::string expected_route(const std::string& branch, const RequestedFlags& flags, bool on_cuda);
 
 struct RouteVerdict {

@@ -6,6 +6,7 @@
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
+#include "nsa/model.h"
 #include "nsa/nsa_layer.h"
 
 namespace harness {
@@ -122,6 +123,52 @@ TEST(RoutingCheck, SequentialOnCudaExpectsTheDecodeKernelsAndNamesTheirFlag) {
   EXPECT_EQ(verdicts[0].ignored_flag, "NSA_USE_CUDA_DECODE=1");
   EXPECT_EQ(verdicts[0].deciding_flag, "NSA_USE_CUDA_DECODE=1");
   EXPECT_TRUE(check_routes(seq, true, {{"win", "cuda.decode"}})[0].ok);
+}
+
+// The block's MLP: the fused SwiGLU on CUDA unless NSA_FUSED_MLP=0, the ATen ops
+// on the CPU; no attention flag moves it. A model that runs the ATen ops on CUDA
+// although the flag asked for the kernel is named by that flag.
+TEST(RoutingCheck, TheMlpAndNormFollowTheirOwnFlagAloneAndAreNamedByIt) {
+  const RequestedFlags defaults(spec_with({}), {});
+  EXPECT_EQ(expected_route("mlp", defaults, true), "cuda.swiglu");
+  EXPECT_EQ(expected_route("mlp", defaults, false), "aten");
+  EXPECT_EQ(expected_route("mlp", defaults.with("NSA_FUSED_MLP", "0"), true), "aten");
+  EXPECT_EQ(expected_route("mlp", defaults.with("NSA_FORCE_PARITY", "1"), true), "cuda.swiglu");
+  const RequestedFlags seq(spec_with({}, {{"prefill", "sequential"}}), {});
+  EXPECT_EQ(expected_route("mlp", seq, true), "cuda.swiglu");
+
+  auto verdicts = check_routes(defaults, true, {{"mlp", "aten"}});
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_FALSE(verdicts[0].ok);
+  EXPECT_EQ(verdicts[0].ignored_flag, "NSA_FUSED_MLP=1");
+  EXPECT_EQ(verdicts[0].deciding_flag, "NSA_FUSED_MLP=1");
+  EXPECT_TRUE(check_routes(defaults.with("NSA_FUSED_MLP", "0"), true, {{"mlp", "aten"}})[0].ok);
+
+  // The residual add + norm likewise, by NSA_FUSED_NORM alone.
+  EXPECT_EQ(expected_route("norm", defaults, true), "cuda.add_rms_norm");
+  EXPECT_EQ(expected_route("norm", defaults, false), "aten");
+  EXPECT_EQ(expected_route("norm", defaults.with("NSA_FUSED_NORM", "0"), true), "aten");
+  EXPECT_EQ(expected_route("norm", defaults.with("NSA_FUSED_MLP", "0"), true), "cuda.add_rms_norm");
+  EXPECT_EQ(check_routes(defaults, true, {{"norm", "aten"}})[0].ignored_flag, "NSA_FUSED_NORM=1");
+}
+
+// The model itself reports its MLP and norm routes: the ATen ops on the CPU.
+TEST(RoutingCheck, TheModelReportsItsMlpRoute) {
+  nsa::ModelConfig c;
+  c.n_layers = 1, c.nsa.cmp_block = 8, c.nsa.cmp_stride = 4, c.nsa.sel_block = 16,
+  c.nsa.sel_count = 4, c.nsa.window = 32;
+  at::manual_seed(1);
+  nsa::Model m(c, at::TensorOptions().dtype(at::kFloat));
+  nsa::Runtime rt;
+  rt.resolve();
+  Routes routes;
+  rt.observer = &routes;
+  at::NoGradGuard ng;
+  m.forward(at::randint(0, c.vocab, {1, 20}), at::kFloat, rt);
+  EXPECT_EQ(routes.ran["mlp"], "aten");
+  EXPECT_EQ(routes.ran["norm"], "aten");
+  for (auto& v : check_routes(RequestedFlags(spec_with({}), {}), false, routes.ran))
+    EXPECT_TRUE(v.ok) << v.branch << " ran " << v.ran << ", expected " << v.expected;
 }
 
 }  // namespace

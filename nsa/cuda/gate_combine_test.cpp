@@ -17,6 +17,7 @@ namespace nsa::cuda {
 namespace {
 using testing::expect_close;
 using testing::tolerance_for;
+using testing::PoisonScope;
 
 struct Shape {
   int64_t B, S, H, dv;
@@ -55,16 +56,6 @@ Inputs make_inputs(const Shape& s, at::ScalarType dt, uint64_t seed) {
   return in;
 }
 at::Tensor f64(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble); }
-
-// Poisoned outputs for a scope: an element a kernel forgot shows as NaN.
-class PoisonScope {
- public:
-  PoisonScope() : prev_(poison_outputs()) { set_poison_outputs(true); }
-  ~PoisonScope() { set_poison_outputs(prev_); }
-
- private:
-  bool prev_;
-};
 
 TEST(GateCombine, ForwardMatchesTheFormula) {
   NSA_REQUIRE_CUDA();

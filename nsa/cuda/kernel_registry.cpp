@@ -43,6 +43,12 @@ const std::vector<KernelInfo>& kernel_infos() {
       // The layer's gate combine (gate_combine.h) serves all three branches: branch "combine".
       {"nsa_gate_combine_fwd_kernel", "o = sum_c g_c o_c over the three branch outputs, one pass", "combine"},
       {"nsa_gate_combine_bwd_kernel", "gate combine backward: d o_c = g_c dO and dg_c = sum_d dO o_c, one pass", "combine"},
+      // The block's MLP activation (swiglu.h), NSA and dense cells alike: branch "mlp".
+      {"nsa_swiglu_fwd_kernel", "MLP: silu(gate) * up from the one gate|up GEMM's output, one pass", "mlp"},
+      {"nsa_swiglu_bwd_kernel", "MLP backward: d gate and d up into one [rows, 2F] gradient, one pass", "mlp"},
+      // Each residual add with the RMSNorm after it (add_rms_norm.h), NSA and dense cells alike: branch "norm".
+      {"nsa_add_rms_norm_fwd_kernel", "residual add + RMSNorm: s = x + delta and h = s rho w, one pass", "norm"},
+      {"nsa_add_rms_norm_bwd_kernel", "residual add + RMSNorm backward: ds_out + the norm's gradient, dw partials per CTA", "norm"},
       // Backward helpers every branch's backward may launch (row_dot.cu, attention_bwd_dkdv_tc.cu): branch "backward".
       {"nsa_row_dot_kernel", "backward delta = rowsum(dO * O) in fp32, a warp per row", "backward"},
       {"nsa_row_dot_vec_kernel", "backward delta for 16-bit rows of 64/128/256, 16-byte loads", "backward"},

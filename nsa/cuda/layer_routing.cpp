@@ -7,11 +7,14 @@
 
 #include <tuple>
 
+#include "nsa/cuda/add_rms_norm.h"
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
+#include "nsa/cuda/swiglu.h"
 #include "nsa/cuda/window_flash.h"
 #include "nsa/faults.h"
+#include "nsa/model.h"
 #include "nsa/nsa_layer.h"
 
 namespace nsa::cuda {
@@ -86,6 +89,10 @@ void register_with_layer() {
   register_projection_epilogue(&projection_epilogue_hook);
   // Every path's output combine (nsa_ops.cpp combine_branches), for CUDA tensors.
   register_gate_combine(&gate_combine);
+  // The block's MLP activation (nsa::swiglu_mlp), NSA and dense cells alike.
+  register_swiglu(&swiglu);
+  // Each residual add with the RMSNorm after it (nsa::add_rms_norm), likewise.
+  register_add_rms_norm(&add_rms_norm);
   // The whole training step as one CUDA graph where a cell allows it.
   register_step_graph_capture();
 }

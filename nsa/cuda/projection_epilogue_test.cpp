@@ -22,6 +22,7 @@ namespace nsa::cuda {
 namespace {
 using testing::expect_close;
 using testing::tolerance_for;
+using testing::PoisonScope;
 
 // Pair (i, i + dim/2) of every head at position pos turns by θ = pos · base^(−2i/dim):
 // (x1, x2) → (x1 cos θ − x2 sin θ, x2 cos θ + x1 sin θ). x: float64 [B,S,N,dim].
@@ -92,12 +93,6 @@ at::Tensor make_y(const Case& c, const ProjectionSplit& s, at::ScalarType dt, ui
   at::Tensor flat = at::randn({n + 1}, gen).to(at::kCUDA).to(dt);
   return flat.narrow(0, c.misaligned ? 1 : 0, n).view({c.B, c.S, s.width()});
 }
-
-class PoisonScope {
- public:
-  PoisonScope() { set_poison_outputs(true); }
-  ~PoisonScope() { set_poison_outputs(false); }
-};
 
 TEST(ProjectionEpilogue, ForwardMatchesRopeDefinition) {
   NSA_REQUIRE_CUDA();

@@ -43,6 +43,19 @@ using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, co
 void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
                   const AttnFn& reference);
 
+// Poisoned outputs for a scope (outputs start as NaN, so an element a kernel
+// forgot shows), restoring the previous setting.
+class PoisonScope {
+ public:
+  PoisonScope() : prev_(poison_outputs()) { set_poison_outputs(true); }
+  ~PoisonScope() { set_poison_outputs(prev_); }
+  PoisonScope(const PoisonScope&) = delete;
+  PoisonScope& operator=(const PoisonScope&) = delete;
+
+ private:
+  bool prev_;
+};
+
 // Forces the v1 kernels (or not) for a scope, restoring the previous setting.
 class ForceV1Scope {
  public:
