@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_records import PASSES, SEQ_LENS, SHAPES, BadInput, PeerRun, load_peer_run, quantiles  # noqa: E402
+from peer_records import PASSES, SEQ_LENS, SHAPES, BadInput, PeerRun, emit, load_peer_run, quantiles  # noqa: E402
 
 SCHEMA = "nsa-goals/1"
 # Layer rows carry /v:N, decode rows /version:N; SDPA rows carry neither.
@@ -437,11 +437,7 @@ def main(argv) -> int:
     rows = all_rows(bench, peer, a.peer or "", results)
     head = header(a.gpu, bench, peer, results)
     text = render(rows, head)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    emit(text, a.markdown)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"schema": SCHEMA, **head, "rows": [dataclasses.asdict(r) for r in rows]}, f, indent=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 
 SCHEMA = "nsa-peer-bench/1"
@@ -113,3 +114,12 @@ def quantiles(samples: list) -> dict:
 
     return {"ms": q(0.5), "ms_min": xs[0], "ms_max": xs[-1], "ms_q1": q(0.25), "ms_q3": q(0.75),
             "reps": len(xs)}
+
+
+def emit(text: str, path: str | None) -> None:
+    """A rendered table to `path`, or to standard output when no path is given."""
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)

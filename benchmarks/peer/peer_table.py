@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_records import (PASSES, SHAPES, WHAT_EACH_RUNS, BadInput, PeerRun, Timing,  # noqa: E402
-                          load_peer_run, quantiles)
+                          emit, load_peer_run, quantiles)
 
 BENCH_NAME = re.compile(r"BM_(\w+)/shape:(\d+)/S:(\d+)(?:/v:(\d+))?(?:/|$)")
 # Google Benchmark name -> (impl, pass) for the rows taken as measured.
@@ -181,11 +181,7 @@ def main(argv) -> int:
         return 2
     timings = peer.timings + our_timings(parts)
     text = render_combined(peer, bench_date, timings)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    emit(text, a.markdown)
     if a.json:
         doc = PeerRun(peer.meta, timings).to_json()
         doc["bench_date"] = bench_date

@@ -34,6 +34,7 @@
 
 #include "nsa/cuda/add_rms_norm.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/packs.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -42,11 +43,6 @@ constexpr int kWarps = 4;  // rows in flight per CTA
 constexpr int kThreads = 32 * kWarps;
 constexpr int kCtasPerSm = 8;              // backward grid: enough warps in flight to hide memory latency
 constexpr size_t kDefaultSharedBytes = 48 << 10;  // more needs the kernel's opt-in
-
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
 
 template <typename A>
 __device__ inline A warp_sum(A v) {
@@ -176,12 +172,6 @@ __global__ void __launch_bounds__(kThreads) nsa_add_rms_norm_bwd_kernel(BwdParam
 
 at::ScalarType compute_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
-at::Tensor make_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
-  return poison_outputs() ? at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts) : at::empty(sizes, opts);
-}
-
-bool aligned16(const void* ptr) { return ptr == nullptr || reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 size_t bwd_shared_bytes(at::ScalarType t, int64_t D) {
   return size_t(kWarps) * size_t(D) * (t == at::kDouble ? sizeof(double) : sizeof(float));
 }
@@ -230,9 +220,9 @@ AddRmsNormOut add_rms_norm_forward(const at::Tensor& x, const at::Tensor& delta,
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t D = x.size(-1), rows = x.numel() / D;
   AddRmsNormOut out;
-  out.s = make_output(x.sizes(), x.options());
-  out.h = make_output(x.sizes(), x.options());
-  out.rstd = make_output({rows}, x.options().dtype(compute_dtype(x.scalar_type())));
+  out.s = new_output(x.sizes(), x.options());
+  out.h = new_output(x.sizes(), x.options());
+  out.rstd = new_output({rows}, x.options().dtype(compute_dtype(x.scalar_type())));
   if (rows == 0) return out;
   FwdParams p{x.data_ptr(), delta.data_ptr(), weight.data_ptr(), out.s.data_ptr(), out.h.data_ptr(),
               out.rstd.data_ptr(), rows, int(D), eps};
@@ -259,7 +249,7 @@ AddRmsNormGrads add_rms_norm_backward(const at::Tensor& ds_out, const at::Tensor
               "add_rms_norm: rstd must be [", rows, "] ", weight.scalar_type());
   const c10::cuda::CUDAGuard guard(s.device());
   AddRmsNormGrads g;
-  g.ds = make_output(s.sizes(), s.options());
+  g.ds = new_output(s.sizes(), s.options());
   if (rows == 0) {
     g.dw = at::zeros_like(weight);
     return g;

@@ -14,7 +14,9 @@
 
 namespace nsa::cuda {
 namespace {
+using testing::describe_case;
 using testing::expect_close;
+using testing::f64;
 using testing::PoisonScope;
 using testing::tolerance_for;
 
@@ -28,12 +30,8 @@ const std::vector<Case> kCases = {{{2, 37, 96}}, {{5, 768}}, {{7, 20}}, {{3, 3}}
                                   {{9, 96}, true}};
 
 std::string describe(const Case& c, at::ScalarType dt) {
-  std::string s = "[";
-  for (size_t i = 0; i < c.sizes.size(); ++i) s += (i ? "," : "") + std::to_string(c.sizes[i]);
-  return s + "] " + c10::toString(dt) + (c.misaligned ? " misaligned" : "");
+  return describe_case(c.sizes, dt) + (c.misaligned ? " misaligned" : "");
 }
-
-at::Tensor f64(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble); }
 
 constexpr double kEps = 1e-5;
 

@@ -16,11 +16,6 @@ namespace {
 
 std::atomic<bool> g_poison{false};
 
-// at::empty, or NaN-filled when poisoning is on.
-at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
-  if (!g_poison.load()) return at::empty(sizes, opts);
-  return at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts);
-}
 at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
 
 const char* branch_name(Branch br) {
@@ -100,6 +95,11 @@ AttnParams make_params(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 }  // namespace
 
 void set_poison_outputs(bool on) { g_poison.store(on); }
+
+at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
+  if (!g_poison.load()) return at::empty(sizes, opts);
+  return at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts);
+}
 bool poison_outputs() { return g_poison.load(); }
 
 ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

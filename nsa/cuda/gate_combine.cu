@@ -40,6 +40,7 @@
 
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/packs.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -57,11 +58,6 @@ struct CombineParams {
   int64_t rows;
   int S, H, dv, col[3];
   int group, log2_group;  // lanes per row, a power of two
-};
-
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
 };
 
 // This thread's row and its lane within the row's group (shifts: a 64-bit
@@ -156,10 +152,6 @@ __global__ void __launch_bounds__(kThreads) nsa_gate_combine_bwd_kernel(CombineP
 
 at::ScalarType gate_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
-at::Tensor make_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
-  return poison_outputs() ? at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts) : at::empty(sizes, opts);
-}
-
 // Checks the inputs every launch shares and fills the params but the pointers
 // of the direction.
 CombineParams common_params(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols) {
@@ -191,8 +183,6 @@ CombineParams common_params(const at::Tensor (&o)[3], const at::Tensor& gates, c
   p.S = int(S), p.H = int(H), p.dv = int(o[0].size(3));
   return p;
 }
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // Picks the pack (16 bytes when dv and every pointer allow it, else 1 element)
 // and the group, and launches Kernel<T, N> for the dtype.
@@ -227,7 +217,7 @@ struct Bwd {
 at::Tensor gate_combine_forward(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols) {
   CombineParams p = common_params(o, gates, cols);
   const c10::cuda::CUDAGuard guard(o[0].device());
-  at::Tensor out = make_output(o[0].sizes(), o[0].options());
+  at::Tensor out = new_output(o[0].sizes(), o[0].options());
   p.out = out.data_ptr();
   launch<Fwd>(o[0].scalar_type(), p, {p.o[0], p.o[1], p.o[2], p.out});
   return out;
@@ -244,11 +234,11 @@ GateCombineGrads gate_combine_backward(const at::Tensor& dout, const at::Tensor 
   GateCombineGrads r;
   for (int c = 0; c < 3; ++c) {
     if (!want_d_o[c]) continue;
-    r.d_o[c] = make_output(o[0].sizes(), o[0].options());
+    r.d_o[c] = new_output(o[0].sizes(), o[0].options());
     p.d_o[c] = r.d_o[c].data_ptr();
   }
   if (want_dg) {
-    r.dg = make_output(gates.sizes(), gates.options());
+    r.dg = new_output(gates.sizes(), gates.options());
     p.dg = r.dg.data_ptr();
   }
   p.dout = dout.data_ptr();

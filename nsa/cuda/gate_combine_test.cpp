@@ -16,6 +16,7 @@
 namespace nsa::cuda {
 namespace {
 using testing::expect_close;
+using testing::f64;
 using testing::tolerance_for;
 using testing::PoisonScope;
 
@@ -55,8 +56,6 @@ Inputs make_inputs(const Shape& s, at::ScalarType dt, uint64_t seed) {
   in.g_base = at::rand({s.B, s.S, 3, s.H}, gen).to(at::kCUDA);
   return in;
 }
-at::Tensor f64(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble); }
-
 TEST(GateCombine, ForwardMatchesTheFormula) {
   NSA_REQUIRE_CUDA();
   PoisonScope poison;

@@ -79,6 +79,8 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
 // (int outputs as -2), so an element a kernel forgot to write fails the test.
 void set_poison_outputs(bool on);
 bool poison_outputs();
+// An output of a launcher: at::empty, or NaN-filled while poisoning is on.
+at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts);
 
 // Kernel versions: the forward, the backward dq and dk/dv, and select_blocks run
 // v2 (tensor cores, fp16/bf16, head dims {64,128,192}) where it tiles and v1

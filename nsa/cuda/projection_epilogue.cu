@@ -36,6 +36,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
 
@@ -63,14 +64,10 @@ struct EpilogueParams {
 };
 
 template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T e[V];
-};
-template <typename T, int V>
 __device__ __forceinline__ Pack<T, V> load_or_zero(const T* p, int64_t off) {
   if (p) return *reinterpret_cast<const Pack<T, V>*>(p + off);
   Pack<T, V> z;
-  for (int v = 0; v < V; ++v) z.e[v] = T(0.f);
+  for (int v = 0; v < V; ++v) z.v[v] = T(0.f);
   return z;
 }
 template <typename T, int V>
@@ -116,9 +113,9 @@ __global__ void __launch_bounds__(kEpiThreads) nsa_projection_epilogue_kernel(co
     Pack<T, V> o1, o2;
     for (int v = 0; v < V; ++v) {
       const float c = cos_t[r * p.half + i0 + v], s = sign * sin_t[r * p.half + i0 + v];
-      const float x1 = to_f(a.e[v]), x2 = to_f(b.e[v]);
-      o1.e[v] = T(x1 * c - x2 * s);
-      o2.e[v] = T(x2 * c + x1 * s);
+      const float x1 = to_f(a.v[v]), x2 = to_f(b.v[v]);
+      o1.v[v] = T(x1 * c - x2 * s);
+      o2.v[v] = T(x2 * c + x1 * s);
     }
     store<T, V>(dst, off, o1);
     store<T, V>(dst, off + p.half, o2);
@@ -127,7 +124,6 @@ __global__ void __launch_bounds__(kEpiThreads) nsa_projection_epilogue_kernel(co
 
 std::atomic<int64_t> g_launches{0};
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // Fills the parts (pointers from `parts`, in the forward's order) and launches.
 void launch(const at::Tensor& y, const std::vector<at::Tensor>& parts, const ProjectionSplit& s,

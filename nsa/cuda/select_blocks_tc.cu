@@ -53,6 +53,7 @@
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/packs.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -309,7 +310,6 @@ bool launch_dtype(SelectTcParams& p, int dk) {
   }
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 }  // namespace
 

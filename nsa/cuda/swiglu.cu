@@ -24,6 +24,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/swiglu.h"
 
 namespace nsa::cuda {
@@ -39,11 +40,6 @@ struct SwigluParams {
   int64_t row_packs; // F / N
 };
 
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
-
 // σ(g) in the accumulation type; exp(-g) overflows to inf for g < -88 (fp32),
 // which gives σ = 0 and silu = -0, the limits, never NaN.
 template <typename A>
@@ -51,13 +47,21 @@ __device__ inline A sigmoid(A g) {
   return A(1) / (A(1) + exp(-g));
 }
 
+// This thread's pack t of the [rows, F] output: its row and its index i in
+// the row. False past the last pack.
+__device__ inline bool output_pack(const SwigluParams& p, int64_t* t, int64_t* row, int64_t* i) {
+  *t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  *row = *t / p.row_packs;
+  *i = *t - *row * p.row_packs;
+  return *t < p.packs;
+}
+
 template <typename T, int N>
 __global__ void __launch_bounds__(kThreads) nsa_swiglu_fwd_kernel(SwigluParams p) {
   using A = at::opmath_type<T>;
   using P = Pack<T, N>;
-  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= p.packs) return;
-  const int64_t row = t / p.row_packs, i = t - row * p.row_packs;
+  int64_t t, row, i;
+  if (!output_pack(p, &t, &row, &i)) return;
   const P* gu = static_cast<const P*>(p.gu) + row * 2 * p.row_packs;
   const P g = gu[i], u = gu[p.row_packs + i];
   P y;
@@ -73,9 +77,8 @@ template <typename T, int N>
 __global__ void __launch_bounds__(kThreads) nsa_swiglu_bwd_kernel(SwigluParams p) {
   using A = at::opmath_type<T>;
   using P = Pack<T, N>;
-  const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= p.packs) return;
-  const int64_t row = t / p.row_packs, i = t - row * p.row_packs;
+  int64_t t, row, i;
+  if (!output_pack(p, &t, &row, &i)) return;
   const int64_t at_gate = row * 2 * p.row_packs + i, at_up = at_gate + p.row_packs;
   const P* gu = static_cast<const P*>(p.gu);
   const P g = gu[at_gate], u = gu[at_up], d = static_cast<const P*>(p.dout)[t];
@@ -93,10 +96,6 @@ __global__ void __launch_bounds__(kThreads) nsa_swiglu_bwd_kernel(SwigluParams p
 
 // ---- host -------------------------------------------------------------------
 
-at::Tensor make_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
-  return poison_outputs() ? at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts) : at::empty(sizes, opts);
-}
-
 int64_t half_width(const at::Tensor& gu) {
   TORCH_CHECK(gu.is_cuda() && gu.dim() >= 1, "swiglu: gu must be a CUDA tensor [..., 2F], got ", gu.sizes(), " on ",
               gu.device());
@@ -104,8 +103,6 @@ int64_t half_width(const at::Tensor& gu) {
   TORCH_CHECK(gu.is_contiguous(), "swiglu: gu must be contiguous");
   return gu.size(-1) / 2;
 }
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // Picks the pack (16 bytes when F and every pointer allow it, else one element)
 // and launches KernelFor<T, N> for the dtype.
@@ -141,7 +138,7 @@ at::Tensor swiglu_forward(const at::Tensor& gu) {
   const c10::cuda::CUDAGuard guard(gu.device());
   std::vector<int64_t> sizes = gu.sizes().vec();
   sizes.back() = F;
-  at::Tensor out = make_output(sizes, gu.options());
+  at::Tensor out = new_output(sizes, gu.options());
   SwigluParams p{};
   p.gu = gu.data_ptr();
   p.out = out.data_ptr();
@@ -158,7 +155,7 @@ at::Tensor swiglu_backward(const at::Tensor& dout, const at::Tensor& gu) {
               "swiglu: dout must be contiguous ", at::IntArrayRef(want), " ", gu.scalar_type(), " on ", gu.device(),
               ", got ", dout.sizes(), " ", dout.scalar_type(), " on ", dout.device());
   const c10::cuda::CUDAGuard guard(gu.device());
-  at::Tensor dgu = make_output(gu.sizes(), gu.options());
+  at::Tensor dgu = new_output(gu.sizes(), gu.options());
   SwigluParams p{};
   p.gu = gu.data_ptr();
   p.dout = dout.data_ptr();

@@ -13,7 +13,9 @@
 
 namespace nsa::cuda {
 namespace {
+using testing::describe_case;
 using testing::expect_close;
+using testing::f64;
 using testing::PoisonScope;
 using testing::tolerance_for;
 
@@ -27,12 +29,8 @@ const std::vector<Case> kCases = {{{37, 64}}, {{5, 72}}, {{7, 20}}, {{3, 3}}, {{
                                   {{11, 64}, true}};
 
 std::string describe(const Case& c, at::ScalarType dt) {
-  std::string s = "out [";
-  for (size_t i = 0; i < c.out_sizes.size(); ++i) s += (i ? "," : "") + std::to_string(c.out_sizes[i]);
-  return s + "] " + c10::toString(dt) + (c.misaligned ? " misaligned" : "");
+  return "out " + describe_case(c.out_sizes, dt) + (c.misaligned ? " misaligned" : "");
 }
-
-at::Tensor f64(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble); }
 
 struct Inputs {
   at::Tensor gu, dout;  // CUDA, the case's dtype

@@ -5,6 +5,14 @@
 
 namespace nsa::cuda::testing {
 
+at::Tensor f64(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kDouble); }
+
+std::string describe_case(at::IntArrayRef sizes, at::ScalarType dtype) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
+  return s + "] " + c10::toString(dtype);
+}
+
 double tolerance_for(at::ScalarType dtype) {
   switch (dtype) {
     case at::kFloat: return 1e-5;

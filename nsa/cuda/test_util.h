@@ -43,6 +43,11 @@ using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, co
 void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
                   const AttnFn& reference);
 
+// A detached float64 CPU copy: what the oracles compute on.
+at::Tensor f64(const at::Tensor& t);
+// "[2,37,96] BFloat16": a case's sizes and dtype for a SCOPED_TRACE.
+std::string describe_case(at::IntArrayRef sizes, at::ScalarType dtype);
+
 // Poisoned outputs for a scope (outputs start as NaN, so an element a kernel
 // forgot shows), restoring the previous setting.
 class PoisonScope {
