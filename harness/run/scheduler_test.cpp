@@ -249,8 +249,23 @@ TEST(ScheduleOnGpus, WorldSizeCellsGetAGpuPerRankWhenThereAreEnough) {
   EXPECT_EQ(local_ranks, (std::set<std::string>{"0", "1"}));
 }
 
+// The times ("t", the children's monotonic clock, one clock for every process
+// of the machine) of a cell's events, in order.
+std::vector<double> event_times(const TempDir& dir, const std::string& cell_id) {
+  std::ifstream in(dir.path() / "cells" / supervisor::cell_dir_name(cell_id) / "events.jsonl");
+  std::vector<double> t;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.contains("t")) t.push_back(e["t"].get<double>());
+  }
+  return t;
+}
+
 // A hung cell holds its own GPU until its watchdog kills it, and only that
-// one: the other cells run on the other GPU meanwhile.
+// one: the other cells run on the other GPU meanwhile. A cell may get the
+// hung cell's GPU once the hang has been declared (a busy machine can make the
+// passing cells outlast the 1 s deadline), never while the hung cell held it.
 TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
   harness::testing::TempDir dir;
   std::vector<CellSpec> cs = cells(3);
@@ -267,10 +282,19 @@ TEST(ScheduleOnGpus, AHungCellHoldsOnlyItsOwnGpu) {
   // others never got it while it hung is not.
   const std::string hung_on = s.results[0]->gpus[0].uuid;
   const std::string other = hung_on == "GPU-aaa" ? "GPU-bbb" : "GPU-aaa";
+  const std::vector<double> hung_events = event_times(dir, cs[0].id);
+  ASSERT_FALSE(hung_events.empty());
+  // Silent from its last event on: declared hung no earlier than a deadline later.
+  const double hang_declared = hung_events.back() + cs[0].watchdog.stall_timeout_s;
   for (size_t i = 1; i < 3; ++i) {
     SCOPED_TRACE(cs[i].id);
     EXPECT_EQ(s.results[i]->outcome, Outcome::pass);
-    EXPECT_EQ(s.results[i]->probe_tables.at("env")["cuda"], other);
+    const std::string ran_on = s.results[i]->probe_tables.at("env")["cuda"];
+    if (ran_on == other) continue;
+    EXPECT_EQ(ran_on, hung_on);
+    const std::vector<double> t = event_times(dir, cs[i].id);
+    ASSERT_FALSE(t.empty());
+    EXPECT_GE(t.front(), hang_declared) << "started on the hung cell's GPU while the hung cell held it";
   }
 }
 
