@@ -3,7 +3,7 @@
 # binary, from the repository root: `sh reports/regenerate.sh` (all CPU
 # examples; nan_fp16 takes ~10 min on 2 cores) or `sh reports/regenerate.sh NAME...`.
 # RENDER_ONLY=1 skips the runs and only prunes and re-renders what is there
-# (after a change to the report writers; the GPU example is always only re-rendered).
+# (after a change to the report writers; the GPU examples are always only re-rendered).
 #
 # Only the rendered example stays (report, appendix, cell pages, charts,
 # results.json, junit.xml): run output is removed before the final render
@@ -57,5 +57,7 @@ for name in $names; do
   prune_run_output "reports/cpu/$name"
   "$bin" report "reports/cpu/$name" > /dev/null || [ $? -le 3 ]
 done
-"$bin" report reports/gpu-h100/nsa_vs_dense > /dev/null
+for gpu_example in nsa_vs_dense fused_block; do
+  "$bin" report "reports/gpu-h100/$gpu_example" > /dev/null
+done
 du -sh reports
