@@ -25,7 +25,8 @@ std::optional<Workaround> find_workaround(const CellResult& failing, const std::
     AxisValues diff;
     bool same_workload = true;
     for (auto& [axis, value] : failing.axes) {
-      auto it = std::find_if(c.axes.begin(), c.axes.end(), [&](auto& kv) { return kv.first == axis; });
+      // The name captured by copy: clang before 16 cannot capture a structured binding.
+      auto it = std::find_if(c.axes.begin(), c.axes.end(), [&, name = axis](auto& kv) { return kv.first == name; });
       if (it == c.axes.end()) { same_workload = false; break; }
       if (it->second == value) continue;
       if (!is_workaround_axis(axis)) { same_workload = false; break; }
