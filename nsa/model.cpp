@@ -100,7 +100,7 @@ at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, cons
   auto x = embed_.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
   // h is the normed stream the next sublayer reads: each residual add is fused
   // with the norm after it (add_rms_norm), the next block's norm1 or the final norm.
-  at::Tensor h = cfg_.n_layers > 0 ? rms_norm(x, blocks_[0].norm1, cfg_.norm_eps) : at::Tensor();
+  at::Tensor h = rms_norm(x, cfg_.n_layers > 0 ? blocks_[0].norm1 : final_norm_, cfg_.norm_eps);
   for (int l = 0; l < cfg_.n_layers; ++l) {
     Phase phase(rt, "layer", l);
     auto& b = blocks_[l];
@@ -113,7 +113,6 @@ at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, cons
     std::tie(x, h) = add_rms_norm(x, swiglu_mlp(h, b, compute, rt), next_norm, cfg_.norm_eps, rt);
     if (rt.observer && rt.observer->wants_tensors()) rt.observer->tensor("block_out", l, -1, x.detach());
   }
-  if (cfg_.n_layers == 0) h = rms_norm(x, final_norm_, cfg_.norm_eps);
   return at::matmul(h, head_.to(compute));
 }
 

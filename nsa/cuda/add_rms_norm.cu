@@ -18,14 +18,12 @@
 // same bits on every run of a given GPU.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/full.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/zeros_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -170,8 +168,6 @@ __global__ void __launch_bounds__(kThreads) nsa_add_rms_norm_bwd_kernel(BwdParam
 
 // ---- host -------------------------------------------------------------------
 
-at::ScalarType compute_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
-
 size_t bwd_shared_bytes(at::ScalarType t, int64_t D) {
   return size_t(kWarps) * size_t(D) * (t == at::kDouble ? sizeof(double) : sizeof(float));
 }
@@ -195,8 +191,8 @@ void check_rows(const at::Tensor& t, const at::Tensor& like, const char* name) {
 void check_weight(const at::Tensor& w, const at::Tensor& x) {
   const int64_t D = x.size(-1);
   TORCH_CHECK(w.device() == x.device() && w.dim() == 1 && w.size(0) == D && w.is_contiguous() &&
-                  w.scalar_type() == compute_dtype(x.scalar_type()),
-              "add_rms_norm: weight must be contiguous [", D, "] ", compute_dtype(x.scalar_type()), " on ",
+                  w.scalar_type() == at::toOpMathType(x.scalar_type()),
+              "add_rms_norm: weight must be contiguous [", D, "] ", at::toOpMathType(x.scalar_type()), " on ",
               x.device(), ", got ", w.sizes(), " ", w.scalar_type(), " on ", w.device());
 }
 
@@ -222,7 +218,7 @@ AddRmsNormOut add_rms_norm_forward(const at::Tensor& x, const at::Tensor& delta,
   AddRmsNormOut out;
   out.s = new_output(x.sizes(), x.options());
   out.h = new_output(x.sizes(), x.options());
-  out.rstd = new_output({rows}, x.options().dtype(compute_dtype(x.scalar_type())));
+  out.rstd = new_output({rows}, x.options().dtype(at::toOpMathType(x.scalar_type())));
   if (rows == 0) return out;
   FwdParams p{x.data_ptr(), delta.data_ptr(), weight.data_ptr(), out.s.data_ptr(), out.h.data_ptr(),
               out.rstd.data_ptr(), rows, int(D), eps};

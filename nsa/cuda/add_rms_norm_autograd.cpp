@@ -2,6 +2,7 @@
 // Forward saves s (the residual stream, alive anyway), the weight and the
 // per-row ρ; backward takes both outputs' gradients at once and returns the one
 // gradient x and delta share.
+#include <ATen/OpMathType.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <string>
@@ -40,9 +41,8 @@ std::pair<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Te
   if (!std::string(add_rms_norm_declines(x)).empty()) return {};
   // .to() returns the tensor itself when it already fits: the fp32 master
   // weight of a 16-bit model is used as it is, no cast each way.
-  const at::ScalarType wdt = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const variable_list out =
-      AddRmsNormFn::apply(x.contiguous(), delta.to(x.scalar_type()).contiguous(), weight.to(wdt).contiguous(), eps);
+      AddRmsNormFn::apply(x.contiguous(), delta.to(x.scalar_type()).contiguous(), weight.to(at::toOpMathType(x.scalar_type())).contiguous(), eps);
   return {out[0], out[1]};
 }
 

@@ -28,12 +28,9 @@
 // backward 181 MB, ~34 and ~60 us at 3 TB/s; issue #16 measured ATen at ~164 us
 // forward and ~330 us backward per layer on an H100.
 #include <cstdint>
-#include <limits>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/full.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -150,8 +147,6 @@ __global__ void __launch_bounds__(kThreads) nsa_gate_combine_bwd_kernel(CombineP
 
 // ---- host -------------------------------------------------------------------
 
-at::ScalarType gate_dtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
-
 // Checks the inputs every launch shares and fills the params but the pointers
 // of the direction.
 CombineParams common_params(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols) {
@@ -166,8 +161,8 @@ CombineParams common_params(const at::Tensor (&o)[3], const at::Tensor& gates, c
   TORCH_CHECK(gates.device() == o[0].device() && gates.sizes() == at::IntArrayRef({B, S, H, 3}),
               "gate_combine: gates must be [B,S,H,3] = [", B, ",", S, ",", H, ",3] on ", o[0].device(), ", got ",
               gates.sizes(), " on ", gates.device());
-  TORCH_CHECK(gates.scalar_type() == gate_dtype(o[0].scalar_type()), "gate_combine: gates must be ",
-              gate_dtype(o[0].scalar_type()), " for o in ", o[0].scalar_type(), ", got ", gates.scalar_type());
+  TORCH_CHECK(gates.scalar_type() == at::toOpMathType(o[0].scalar_type()), "gate_combine: gates must be ",
+              at::toOpMathType(o[0].scalar_type()), " for o in ", o[0].scalar_type(), ", got ", gates.scalar_type());
   bool seen[3] = {false, false, false};
   for (int64_t c : cols) {
     TORCH_CHECK(c >= 0 && c < 3 && !seen[c], "gate_combine: cols must be a permutation of {0,1,2}, got {", cols[0],

@@ -2,6 +2,7 @@
 // forward saves the branch outputs and the gates as given (no copies: they are
 // alive anyway, and autograd checks the saved gates' version at backward);
 // backward computes only the gradients whose inputs require one.
+#include <ATen/OpMathType.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/gate_combine.h"
@@ -39,9 +40,8 @@ struct GateCombineFn : torch::autograd::Function<GateCombineFn> {
 at::Tensor gate_combine(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols) {
   // .to() and .contiguous() return the tensor itself when it already fits, so
   // the layer's gates (fp32, transposed) are saved as the caller holds them.
-  const at::ScalarType gdt = o[0].scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  return GateCombineFn::apply(o[0].contiguous(), o[1].contiguous(), o[2].contiguous(), gates.to(gdt), cols[0],
-                              cols[1], cols[2]);
+  return GateCombineFn::apply(o[0].contiguous(), o[1].contiguous(), o[2].contiguous(),
+                              gates.to(at::toOpMathType(o[0].scalar_type())), cols[0], cols[1], cols[2]);
 }
 
 }  // namespace nsa::cuda

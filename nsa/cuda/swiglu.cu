@@ -13,12 +13,9 @@
 // (8 bf16/fp16, 4 fp32, 2 fp64) when F and the pointers allow it, else one
 // element; its gate is at (row, i) of gu and its up value F columns further.
 #include <cstdint>
-#include <limits>
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/full.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
