@@ -153,11 +153,13 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
     for (int kr0 = 0; kr0 < NK; kr0 += kStep) {
       if (kr0 >= view.n_cols()) break;  // the rest of the tile is past the end
       const int c0 = kr0 + 2 * tig;
-      const auto visible = [&](int n, int j) { return view.sees(j < 2 ? tr0 : tr1, c0 + n * 8 + (j & 1)); };
       if (view.all) {  // the warp sees the whole tile (warp-uniform): no per-element test
         dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, [](int, int) { return true; });
       } else {
-        dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(w, ks, vs, kr0, lane, scale_log2, visible);
+        tc::with_visibility(view, tr0, tr1, [&](const auto& visible) {
+          dq_step<T, DK, DV, kStep, L::kLdK, L::kLdV>(
+              w, ks, vs, kr0, lane, scale_log2, [&](int n, int j) { return visible(j / 2, c0 + n * 8 + (j & 1)); });
+        });
       }
     }
   });

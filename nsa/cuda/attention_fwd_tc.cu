@@ -43,7 +43,10 @@
 //                        (m, l, O) merged through shared memory at the end (many
 //                        candidates: no warp waits on another's tile). A tile
 //                        every query of a warp chose, all keys within reach,
-//                        skips the per-element test (SelectedTile::all). The
+//                        skips the per-element test (SelectedTile::all); with
+//                        sel_block a multiple of 64 a tile lies in one block
+//                        and each row's visible columns are one span
+//                        (tc::with_visibility). The
 //                        one-query-per-CTA tiling they replace filled h of 16 mma
 //                        rows (6 for m7c_125m) and read each block once per query.
 //   K/V stages           64 keys x (dk + 8) and 64 x (dv + 8) 16-bit elements,
@@ -245,12 +248,13 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
         for (int j = 0; j < 4; ++j) s[n][j] *= scale_log2;
       }
     } else {
+      tc::with_visibility(view, tr0, tr1, [&](const auto& visible) {
 #pragma unroll
-      for (int n = 0; n < NK / 8; ++n) {
+        for (int n = 0; n < NK / 8; ++n) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          s[n][j] = view.sees(j < 2 ? tr0 : tr1, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
-      }
+          for (int j = 0; j < 4; ++j) s[n][j] = visible(j / 2, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
+        }
+      });
     }
     softmax_update<NK, DV>(s, w.m, w.l, w.o);
     tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);

@@ -109,6 +109,11 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"bf16_block0_only_h6_d192", 2, 70, 12, 2, 192, 192, 16, 3, at::kBFloat16, 2},
         SelectedCase{"bf16_S200_h6_d64_l48_n3_three_key_slices", 1, 200, 12, 2, 64, 64, 48, 3, at::kBFloat16, 0},
         SelectedCase{"fp16_S300_h2_d128_l128_n2_two_key_tiles", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0},
+        // sel_block a multiple of the 64-key tile: each tile lies in one block and
+        // a row's visible columns are one span (query_tiles.cuh, SelectedTile);
+        // m7c's heads per group, the last block cut, random and selected indices.
+        SelectedCase{"bf16_B2_S333_h6_d64_l64_n4_one_block_tiles", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0},
+        SelectedCase{"fp16_S333_h6_d64_l64_n3_one_block_tiles_selected", 1, 333, 6, 1, 64, 64, 64, 3, at::kHalf, 1},
         // v2 walks the union of a CTA's queries' blocks in passes of at most 1024
         // blocks (query_tiles.cuh): 1100 blocks of one key take two passes whatever
         // the head dims; h = 1 puts 64 queries in a CTA (every bit of the chooser
