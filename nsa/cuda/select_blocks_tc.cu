@@ -28,10 +28,11 @@
 // Pass 1 recomputes what the compressed forward already knows: given its
 // logsumexp (select_blocks' cmp_lse, the layer passes it), m = lse, l = 1 and
 // only pass 2 runs, one read of the compressed keys instead of two.
-// Then one warp per query: forced blocks (0, t/l', t/l' - 1) -> +inf, n rounds
-// of a warp argmax (higher score, ties -> lower index; a taken block becomes
-// -inf, as in v1), and the taken blocks are written in ascending order with a
-// ballot, -1 padding last. Rows are (query, head) pairs r = qi * h + head; rows
+// Then one warp per query: forced blocks (0, t/l', t/l' - 1) -> +inf; with at
+// most 32 candidate blocks each lane ranks its own against the others (taken
+// iff fewer than n beat it), else n rounds of a warp argmax (higher score, ties
+// -> lower index; a taken block becomes -inf, as in v1); the taken blocks are
+// written in ascending order with a ballot, -1 padding last. Rows are (query, head) pairs r = qi * h + head; rows
 // past q_tile * h are zero padding (h = 6: 60 of 64 rows used). h > 64 runs v1.
 //
 // Shared memory per CTA:
@@ -256,6 +257,27 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
     }
     __syncwarp();
     const int picks = imin(p.n_sel, nca);
+    int* out = p.out + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
+    if (nca <= 32) {
+      // One candidate per lane (every row up to 32 l' tokens, the whole m7c
+      // training step): a block is taken iff fewer than `picks` candidates beat
+      // it, the same set as `picks` rounds of argmax under the same total order
+      // (beats: higher score, ties to the lower index), with 32 independent
+      // broadcasts instead of picks x 5 dependent shuffle levels.
+      const bool mine = lane < nca;
+      const float s = mine ? sc[lane] : -INFINITY;
+      int rank = 0;
+      for (int i = 0; i < nca; ++i) rank += beats(__shfl_sync(0xffffffffu, s, i), i, s, lane);
+      const bool taken = mine && rank < picks;
+      const unsigned mask = __ballot_sync(0xffffffffu, taken);
+      // Ascending (lanes are block indices). A NaN score (NaN inputs) beats
+      // nothing and is beaten by nothing, so more than `picks` may be taken:
+      // the slots still bound what is written.
+      const int pos = __popc(mask & ((1u << lane) - 1u));
+      if (taken && pos < p.n_sel) out[pos] = lane;
+      for (int slot = __popc(mask) + lane; slot < p.n_sel; slot += 32) out[slot] = -1;
+      continue;
+    }
     for (int round = 0; round < picks; ++round) {
       float bs = -INFINITY;
       int bi = -1;
@@ -270,7 +292,6 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       __syncwarp();
     }
     // Taken blocks (-inf) in ascending order, then -1.
-    int* out = p.out + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
     int count = 0;
     for (int j0 = 0; j0 < nca && count < picks; j0 += 32) {
       const int j = j0 + lane;
