@@ -5,6 +5,12 @@
 // computes the expected value by hand from DESIGN.md §2 with plain loops over
 // doubles, never from another function of the model.
 #include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <torch/csrc/autograd/autograd.h>
 
 #include "nsa/nsa_ops.h"
 #include "nsa/test_support.h"
@@ -104,6 +110,62 @@ TEST(Oracle, CompressionPhiAddsThePositionEmbeddingRowByRowThenTheMlp) {
   // φ = mean: the plain average of the block's tokens.
   expect_near_all(values(compress_blocks(tokens, phi, "mean")[1]),
                   {(T[1][0][0] + T[1][1][0] + T[1][2][0]) / 3, (T[1][0][1] + T[1][1][1] + T[1][2][1]) / 3}, 1e-14);
+}
+
+// compress_sequence (the CUDA paths' φ over a whole sequence; overlapping
+// blocks as shifted sums of per-chunk products when d divides l) against φ
+// applied to each block cut out of the sequence, as the definition and the
+// reference path take it: values and every gradient, float64, strides that
+// divide the block (r = 1, 2, 3), one that does not (unfold), S not a multiple
+// of d, and mean pooling.
+TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
+  for (const auto& [l, d, S, kind] : {std::tuple{32, 16, 101, "mlp"}, std::tuple{4, 4, 9, "mlp"},
+                                      std::tuple{12, 4, 30, "mlp"}, std::tuple{6, 4, 23, "mlp"},
+                                      std::tuple{8, 4, 19, "mean"}}) {
+    SCOPED_TRACE(std::string("l=") + std::to_string(l) + " d=" + std::to_string(d) + " S=" + std::to_string(S) + " " + kind);
+    const int64_t B = 2, G = 2, dim = 3;
+    at::manual_seed(fresh_seed());
+    NsaParams P;
+    P.cmp_block = l, P.cmp_stride = d, P.phi = kind;
+    const auto make = [&] {
+      PhiWeights phi{at::randn({l, dim}, kF64), at::randn({int64_t(l) * dim, 5}, kF64), at::randn({5}, kF64),
+                     at::randn({5, dim}, kF64), at::randn({dim}, kF64)};
+      return std::pair{at::randn({B, S, G, dim}, kF64), phi};
+    };
+    const auto [seq0, phi0] = make();
+    const at::Tensor dy = at::randn({B, (S - l) / d + 1, G, dim}, kF64);
+    const auto run = [&](bool whole) {
+      const at::Tensor seq = seq0.clone().requires_grad_(true);
+      PhiWeights phi{phi0.pe.clone().requires_grad_(true), phi0.w1.clone().requires_grad_(true),
+                     phi0.b1.clone().requires_grad_(true), phi0.w2.clone().requires_grad_(true),
+                     phi0.b2.clone().requires_grad_(true)};
+      at::Tensor y;
+      if (whole) {
+        y = compress_sequence(seq, phi, P);
+      } else {
+        std::vector<at::Tensor> blocks;
+        for (int64_t i = 0; i * d + l <= S; ++i)  // block i: tokens [i·d, i·d + l), [B, G, l, dim]
+          blocks.push_back(compress_blocks(seq.narrow(1, i * d, l).transpose(1, 2), phi, kind));
+        y = at::stack(blocks, 1);  // [B, n_cmp, G, dim]
+      }
+      std::vector<at::Tensor> inputs{seq, phi.w1, phi.b1, phi.w2, phi.b2};
+      if (std::string(kind) == "mlp") inputs.push_back(phi.pe);
+      auto grads = torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
+                                         /*allow_unused=*/true);
+      grads.insert(grads.begin(), y.detach());
+      return grads;
+    };
+    const auto got = run(true), want = run(false);
+    ASSERT_EQ(got[0].sizes(), want[0].sizes());
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (!want[i].defined()) {
+        EXPECT_FALSE(got[i].defined() && got[i].abs().max().item<double>() > 0) << "output " << i;
+        continue;
+      }
+      ASSERT_TRUE(got[i].defined()) << "output " << i;
+      EXPECT_TRUE(at::allclose(got[i], want[i], 1e-12, 1e-12)) << "output " << i << " (0: values, 1: d seq, ...)";
+    }
+  }
 }
 
 TEST(Oracle, OverlapOfTinyCompressedAndSelectionBlocks) {

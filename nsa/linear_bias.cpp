@@ -1,0 +1,42 @@
+#include "nsa/linear_bias.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+namespace nsa {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct LinearBiasFn : torch::autograd::Function<LinearBiasFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+    ctx->save_for_backward({x, w});
+    auto out_shape = x.sizes().vec();
+    out_shape.back() = w.size(1);
+    return at::addmm(b, x.reshape({-1, x.size(-1)}), w).view(out_shape);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& w = saved[1];
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const at::Tensor dy = grads[0].reshape({-1, w.size(1)});
+    at::Tensor dx, dw, db;
+    if (ctx->needs_input_grad(0)) dx = at::mm(dy, w.t()).view(x.sizes());
+    if (ctx->needs_input_grad(1)) dw = at::mm(x.reshape({-1, x.size(-1)}).t(), dy);
+    if (ctx->needs_input_grad(2)) db = at::mm(at::ones({1, dy.size(0)}, dy.options()), dy).view({w.size(1)});
+    return {dx, dw, db};
+  }
+};
+
+}  // namespace
+
+at::Tensor linear_bias(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  TORCH_CHECK(w.dim() == 2 && b.dim() == 1 && x.size(-1) == w.size(0) && b.size(0) == w.size(1),
+              "linear_bias: x ", x.sizes(), ", w ", w.sizes(), ", b ", b.sizes(), " do not make x·w + b");
+  return LinearBiasFn::apply(x, w, b);
+}
+
+}  // namespace nsa
