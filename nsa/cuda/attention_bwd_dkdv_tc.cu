@@ -319,19 +319,22 @@ std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 // unequal: a selected block is seen by the queries choosing it, and block 0
 // (forced) by all S, against S·n/n_blocks on average; a compressed key tile by
 // every later query. So Selected splits ~2·n_blocks/n ways, Compressed as if
-// to fill 8 waves, Window (equal tiles of w + 64 queries) only to fill 2;
-// at most 8 splits, >= 4 row tiles each for the longest tile, 1 GiB of partials.
+// to fill 16 waves, Window (equal tiles of w + 64 queries) only to fill 2;
+// at most 16 splits, >= 4 row tiles each for the longest tile, 1 GiB of
+// partials. (16 rather than 8, measured at m7c: compressed 0.208 -> 0.187 ms at
+// S = 2048 and 8.07 -> 7.45 ms at 64k, selected 14.80 -> 14.27 ms at 64k; 32
+// splits gained no more at 2048 and lost for selected.)
 int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_tile) {
   if (const int forced = g_forced_row_splits.load(); forced > 0) return forced;
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const auto fill = [&](int64_t waves) { return (waves * sms + key_ctas - 1) / key_ctas; };
   int64_t s = br == Branch::Window     ? (key_ctas >= 2 * sms ? 1 : fill(2))
               : br == Branch::Selected ? std::max<int64_t>(fill(2), 2 * int64_t(p.n_blocks) / imax(1, p.n_sel))
-                                       : fill(8);
+                                       : fill(16);
   // The longest key tile's rows: window w + 64 queries, otherwise (nearly) all S.
   const int64_t rows = int64_t(br == Branch::Window ? imin(p.S, p.window + kKeys) : p.S) * p.h;
   const int64_t split_bytes = int64_t(p.B) * p.Sk * p.G * (p.dk + p.dv) * int64_t(sizeof(float));
-  s = std::min<int64_t>({s, 8, rows / rows_per_tile / 4, (int64_t(1) << 30) / std::max<int64_t>(1, split_bytes)});
+  s = std::min<int64_t>({s, 16, rows / rows_per_tile / 4, (int64_t(1) << 30) / std::max<int64_t>(1, split_bytes)});
   return int(std::max<int64_t>(s, 1));
 }
 

@@ -443,7 +443,7 @@ void BM_DkdvSplits(benchmark::State& state) {
 void SizesSplits(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048},
                                   {2, 8192}})
-    for (int64_t splits : {0, 1, 2, 4, 8}) b->Args({shape, S, splits});
+    for (int64_t splits : {0, 1, 2, 4, 8, 16, 32}) b->Args({shape, S, splits});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
 }
 
