@@ -146,20 +146,28 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
 }
 
 at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
-  const int64_t n_cmp = num_cmp_blocks(seq.size(1), p);
-  if (n_cmp == 0) return at::zeros({seq.size(0), 0, seq.size(2), seq.size(3)}, seq.options());
-  const int64_t l = p.cmp_block, d = p.cmp_stride;
-  if (p.phi != "mlp" || l % d != 0) {
-    // unfold: [B,n_cmp,G,dim,l] → tokens [B,n_cmp,G,l,dim]
-    return compress_blocks(seq.unfold(1, l, d).transpose(-1, -2), phi, p.phi).contiguous();
-  }
+  if (num_cmp_blocks(seq.size(1), p) == 0) return at::zeros({seq.size(0), 0, seq.size(2), seq.size(3)}, seq.options());
+  // The chunked form sums each block's l·dim products in two or more GEMMs
+  // and adds them: the same function in another order. fp32 / fp64 runs are
+  // the parity runs (the sequential prefill is checked against the ATen decode
+  // step at 1e-5, which compresses block by block), so they keep one GEMM per
+  // block; the 16-bit training step takes the chunked form.
+  const bool sixteen_bit = seq.scalar_type() == at::kHalf || seq.scalar_type() == at::kBFloat16;
+  if (p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 && sixteen_bit) return compress_overlapping_chunks(seq, phi, p);
+  // unfold: [B,n_cmp,G,dim,l] → tokens [B,n_cmp,G,l,dim]
+  return compress_blocks(seq.unfold(1, p.cmp_block, p.cmp_stride).transpose(-1, -2), phi, p.phi).contiguous();
+}
+
+at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
+  const int64_t l = p.cmp_block, d = p.cmp_stride, n_cmp = num_cmp_blocks(seq.size(1), p);
+  TORCH_CHECK(l % d == 0 && n_cmp > 0 && p.phi == "mlp", "compress_overlapping_chunks: l = ", l, ", d = ", d,
+              ", S = ", seq.size(1), ", phi ", p.phi, " (needs an MLP φ, d dividing l and one block)");
   // Blocks overlap (l = r·d): block i is the r chunks of d tokens i .. i + r - 1,
   // so its first layer is Σ_u chunk[i + u]·W1[u] (W1[u] = the rows of chunk
   // position u). One GEMM of the S/d chunks against [W1[0] | ... | W1[r-1]],
   // then r shifted slices summed, instead of copying every token r times into
   // overlapping blocks (and scattering their gradient back: ATen's
-  // unfold_backward, 0.65 ms of an m7c training step on an H100). Same sums,
-  // in another order.
+  // unfold_backward, 0.65 ms of an m7c training step on an H100).
   const int64_t B = seq.size(0), G = seq.size(2), dim = seq.size(3), r = l / d, n_ch = n_cmp + r - 1;
   const auto [w1, bias1] = phi_first_layer(phi, l, dim, seq.scalar_type());
   const int64_t hidden = w1.size(1);

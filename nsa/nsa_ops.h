@@ -63,6 +63,10 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
 // keys or values [B,S,G,dim] → [B,n_cmp,G,dim] contiguous, n_cmp =
 // num_cmp_blocks(S) (no rows when S < l). Block i holds tokens [i·d, i·d+l).
 at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p);
+// compress_sequence's form for 16-bit sequences when d divides l: the blocks'
+// first layer as shifted sums of one GEMM over chunks of d tokens (no copy of
+// the overlapping blocks). The same function; public for its float64 test.
+at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p);
 
 // Gate values sigmoid(MLP(x)) as [B,S,H,3] (last dim: cmp, slc, win).
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c);

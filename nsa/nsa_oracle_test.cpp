@@ -112,12 +112,12 @@ TEST(Oracle, CompressionPhiAddsThePositionEmbeddingRowByRowThenTheMlp) {
                   {(T[1][0][0] + T[1][1][0] + T[1][2][0]) / 3, (T[1][0][1] + T[1][1][1] + T[1][2][1]) / 3}, 1e-14);
 }
 
-// compress_sequence (the CUDA paths' φ over a whole sequence; overlapping
-// blocks as shifted sums of per-chunk products when d divides l) against φ
-// applied to each block cut out of the sequence, as the definition and the
-// reference path take it: values and every gradient, float64, strides that
-// divide the block (r = 1, 2, 3), one that does not (unfold), S not a multiple
-// of d, and mean pooling.
+// compress_sequence (the CUDA paths' φ over a whole sequence) and its 16-bit
+// form (overlapping blocks as shifted sums of per-chunk products when d
+// divides l), both in float64, against φ applied to each block cut out of the
+// sequence, as the definition and the reference path take it: values and every
+// gradient; strides that divide the block (r = 1, 2, 3), one that does not, S
+// not a multiple of d, and mean pooling.
 TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
   for (const auto& [l, d, S, kind] : {std::tuple{32, 16, 101, "mlp"}, std::tuple{4, 4, 9, "mlp"},
                                       std::tuple{12, 4, 30, "mlp"}, std::tuple{6, 4, 23, "mlp"},
@@ -134,14 +134,16 @@ TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
     };
     const auto [seq0, phi0] = make();
     const at::Tensor dy = at::randn({B, (S - l) / d + 1, G, dim}, kF64);
-    const auto run = [&](bool whole) {
+    const auto run = [&](int whole) {  // 0: block by block, 1: compress_sequence, 2: its chunked form
       const at::Tensor seq = seq0.clone().requires_grad_(true);
       PhiWeights phi{phi0.pe.clone().requires_grad_(true), phi0.w1.clone().requires_grad_(true),
                      phi0.b1.clone().requires_grad_(true), phi0.w2.clone().requires_grad_(true),
                      phi0.b2.clone().requires_grad_(true)};
       at::Tensor y;
-      if (whole) {
+      if (whole == 1) {
         y = compress_sequence(seq, phi, P);
+      } else if (whole == 2) {  // the 16-bit form, in float64
+        y = compress_overlapping_chunks(seq, phi, P);
       } else {
         std::vector<at::Tensor> blocks;
         for (int64_t i = 0; i * d + l <= S; ++i)  // block i: tokens [i·d, i·d + l), [B, G, l, dim]
@@ -155,15 +157,20 @@ TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
       grads.insert(grads.begin(), y.detach());
       return grads;
     };
-    const auto got = run(true), want = run(false);
-    ASSERT_EQ(got[0].sizes(), want[0].sizes());
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (!want[i].defined()) {
-        EXPECT_FALSE(got[i].defined() && got[i].abs().max().item<double>() > 0) << "output " << i;
-        continue;
+    const auto want = run(0);
+    const bool chunked = std::string(kind) == "mlp" && l % d == 0;
+    for (int form = 1; form <= (chunked ? 2 : 1); ++form) {
+      const auto got = run(form);
+      ASSERT_EQ(got[0].sizes(), want[0].sizes());
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (!want[i].defined()) {
+          EXPECT_FALSE(got[i].defined() && got[i].abs().max().item<double>() > 0) << "output " << i;
+          continue;
+        }
+        ASSERT_TRUE(got[i].defined()) << "output " << i;
+        EXPECT_TRUE(at::allclose(got[i], want[i], 1e-12, 1e-12))
+            << "form " << form << ", output " << i << " (0: values, 1: d seq, ...)";
       }
-      ASSERT_TRUE(got[i].defined()) << "output " << i;
-      EXPECT_TRUE(at::allclose(got[i], want[i], 1e-12, 1e-12)) << "output " << i << " (0: values, 1: d seq, ...)";
     }
   }
 }

@@ -249,16 +249,21 @@ TEST(ScheduleOnGpus, WorldSizeCellsGetAGpuPerRankWhenThereAreEnough) {
   EXPECT_EQ(local_ranks, (std::set<std::string>{"0", "1"}));
 }
 
-// The times ("t", the children's monotonic clock, one clock for every process
-// of the machine) of a cell's events, in order.
+// The times of a cell's events, in order, on the machine's monotonic clock:
+// each event's "t" (seconds since its writer started) plus the "mono" the test
+// child's start event carries (CLOCK_MONOTONIC, one clock for every process).
 std::vector<double> event_times(const TempDir& dir, const std::string& cell_id) {
   std::ifstream in(dir.path() / "cells" / supervisor::cell_dir_name(cell_id) / "events.jsonl");
   std::vector<double> t;
+  double origin = 0.0;
   std::string line;
   while (std::getline(in, line)) {
     auto e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_object() && e.contains("t")) t.push_back(e["t"].get<double>());
+    if (!e.is_object() || !e.contains("t")) continue;
+    if (e.value("ev", "") == "start") origin = e.at("mono").get<double>() - e["t"].get<double>();
+    t.push_back(e["t"].get<double>());
   }
+  for (double& x : t) x += origin;
   return t;
 }
 

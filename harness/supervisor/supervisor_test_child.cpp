@@ -72,7 +72,11 @@ int main(int argc, char** argv) {
   }
   if (mode == "exit_silent") return 3;
   EventWriter w(dir + "/" + harness::protocol::kEventsFile);
-  w.emit("start", {{"pid", getpid()}, {"cell", "test"}, {"steps", 4}});
+  // "mono": CLOCK_MONOTONIC, one clock for every process of the machine (the
+  // events' "t" counts from each writer's own start), so tests can order
+  // events of different cells.
+  const double mono = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  w.emit("start", {{"pid", getpid()}, {"cell", "test"}, {"steps", 4}, {"mono", mono}});
   if (mode == "pass") {
     steps(w, 0, 4);
     w.emit("done", {{"steps_completed", 4}});
