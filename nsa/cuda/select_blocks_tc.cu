@@ -32,8 +32,9 @@
 // most 32 candidate blocks each lane ranks its own against the others (taken
 // iff fewer than n beat it), else n rounds of a warp argmax (higher score, ties
 // -> lower index; a taken block becomes -inf, as in v1); the taken blocks are
-// written in ascending order with a ballot, -1 padding last. Rows are (query, head) pairs r = qi * h + head; rows
-// past q_tile * h are zero padding (h = 6: 60 of 64 rows used). h > 64 runs v1.
+// written in ascending order with a ballot, -1 padding last. Rows are (query,
+// head) pairs r = qi * h + head; rows past q_tile * h are zero padding (h = 6:
+// 60 of 64 rows used). h > 64 runs v1.
 //
 // Shared memory per CTA:
 //   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
