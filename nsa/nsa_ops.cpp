@@ -174,8 +174,12 @@ at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& 
   const at::Tensor chunks =  // [B, n_ch, G, d·dim]
       seq.narrow(1, 0, n_ch * d).view({B, n_ch, d, G, dim}).permute({0, 1, 3, 2, 4}).reshape({B, n_ch, G, d * dim});
   const at::Tensor w_chunks = w1.view({r, d * dim, hidden}).permute({1, 0, 2}).reshape({d * dim, r * hidden});
-  const at::Tensor part = at::matmul(chunks, w_chunks);  // [B, n_ch, G, r·hidden]
-  at::Tensor pre = bias1 + part.narrow(1, 0, n_cmp).narrow(-1, 0, hidden);
+  // The bias joins slice 0 through linear_bias (a broadcast add would bring back
+  // the one-CTA reduction of its gradient); slice 0's rows past n_cmp carry it
+  // too but are never read, so their gradient, and their share of db, is zero.
+  const at::Tensor bias_cat = at::cat({bias1, at::zeros({(r - 1) * hidden}, bias1.options())});
+  const at::Tensor part = linear_bias(chunks, w_chunks, bias_cat);  // [B, n_ch, G, r·hidden]
+  at::Tensor pre = part.narrow(1, 0, n_cmp).narrow(-1, 0, hidden);
   for (int64_t u = 1; u < r; ++u) pre = pre + part.narrow(1, u, n_cmp).narrow(-1, u * hidden, hidden);
   return phi_second_layer(pre, phi).contiguous();
 }
