@@ -4,8 +4,9 @@
 // for values and the gate's two): a separate broadcast add after the GEMM, and
 // in backward the bias gradient as ATen's sum over every leading dimension,
 // which for φ's 2,032 × N gradients ran as a reduction of one CTA (~25 µs
-// each, 1.7 ms of a 57 ms step on an H100). Here the forward is one addmm (the
-// bias joins cuBLAS's epilogue) and db = 1ᵀ·dy is a [1, M]·[M, N] GEMM. Same
+// each, 1.7 ms of a 57 ms step on an H100). Here the 16-bit forward is one
+// addmm (the bias joins cuBLAS's epilogue; fp32/fp64 keep the GEMM and an add,
+// linear_bias.cpp says why) and db = 1ᵀ·dy is a [1, M]·[M, N] GEMM. Same
 // function on every device and dtype; gradients only for the inputs that
 // require them.
 #pragma once
