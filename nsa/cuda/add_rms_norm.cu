@@ -172,15 +172,6 @@ size_t bwd_shared_bytes(at::ScalarType t, int64_t D) {
   return size_t(kWarps) * size_t(D) * (t == at::kDouble ? sizeof(double) : sizeof(float));
 }
 
-// Packs of 16 bytes when D and every pointer allow it, else single elements.
-template <typename T>
-int pack_for(int64_t D, std::initializer_list<const void*> ptrs) {
-  constexpr int kPack = 16 / sizeof(T);
-  bool vec = D % kPack == 0;
-  for (const void* ptr : ptrs) vec = vec && aligned16(ptr);
-  return vec ? kPack : 1;
-}
-
 void check_rows(const at::Tensor& t, const at::Tensor& like, const char* name) {
   TORCH_CHECK(t.device() == like.device() && t.scalar_type() == like.scalar_type() && t.sizes() == like.sizes() &&
                   t.is_contiguous(),

@@ -186,8 +186,7 @@ void launch(at::ScalarType dtype, CombineParams& p, std::initializer_list<const 
   if (p.rows == 0 || p.dv == 0) return;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "gate_combine", [&] {
     constexpr int kPack = 16 / sizeof(scalar_t);
-    bool vec = p.dv % kPack == 0;
-    for (const void* ptr : ptrs) vec = vec && (ptr == nullptr || aligned16(ptr));
+    const bool vec = pack_for<scalar_t>(p.dv, ptrs) == kPack;
     const int packs = vec ? p.dv / kPack : p.dv;
     p.group = 1, p.log2_group = 0;
     while (p.group < packs && p.group < 32) p.group *= 2, ++p.log2_group;

@@ -108,7 +108,7 @@ void launch(at::ScalarType dtype, int64_t rows, int64_t F, SwigluParams& p) {
   if (rows == 0 || F == 0) return;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "swiglu", [&] {
     constexpr int kPack = 16 / sizeof(scalar_t);
-    const bool vec = F % kPack == 0 && aligned16(p.gu) && aligned16(p.out) && (!p.dout || aligned16(p.dout));
+    const bool vec = pack_for<scalar_t>(F, {p.gu, p.out, p.dout}) == kPack;
     p.row_packs = vec ? F / kPack : F;
     p.packs = rows * p.row_packs;
     const int64_t blocks = (p.packs + kThreads - 1) / kThreads;
