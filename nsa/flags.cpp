@@ -34,6 +34,11 @@ const std::vector<FlagInfo> kFlags = {
      "backward is bitwise reproducible); 0 runs the window through FA2's sliding-window kernels where they apply "
      "(fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, compute capability >= 8.0), whose backward "
      "is reproducible only under deterministic algorithms."},
+    {"NSA_WINDOW_CUDNN", T::boolean, "1",
+     "The window branch on CUDA through cuDNN's fused attention with a sliding window (Hopper's wgmma/TMA "
+     "kernels; deterministic backward) where cuDNN has an engine for the shape (fp16/bf16, head dims it supports; "
+     "nsa/cuda/window_cudnn.h); 0, or a shape cuDNN declines, runs our window kernel. NSA_SDPA_NO_FLASH=0 asks "
+     "for FlashAttention-2 explicitly and wins over this."},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0",
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},

@@ -1,6 +1,9 @@
-# Finds every external dependency of nsa-harness. No sources are vendored: each
-# package comes from the system (Debian -dev packages, the CUDA toolkit) or, for
-# libtorch, from the Python `torch` wheel's CMake prefix.
+# Finds every external dependency of nsa-harness. Each package comes from the
+# system (Debian -dev packages, the CUDA toolkit) or, for libtorch and the
+# libraries it loads (cuDNN, NCCL), from the Python `torch` wheel and its
+# dependencies. Two sets of headers are vendored, each for a library whose code
+# is already in torch's wheel but whose headers are not: gloo's and cuDNN's
+# frontend (third_party/*/README.md).
 
 # --- libtorch ---------------------------------------------------------------
 # NSA_TORCH=OFF builds only what does not link libtorch (the scenario loader and
@@ -97,6 +100,19 @@ if(NSA_HAVE_CUDA)
     HINTS ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/lib64 ${CUDAToolkit_LIBRARY_DIR})
   find_path(NSA_CUPTI_INCLUDE cupti.h
     HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include)
+  # cuDNN: the library libtorch loads (the nvidia-cudnn wheel torch depends on)
+  # and its C headers, for the window branch's cuDNN route (nsa/cuda/window_cudnn.h)
+  # through the vendored frontend (third_party/cudnn_frontend/README.md).
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -c "import nvidia.cudnn,sys;sys.stdout.write(list(nvidia.cudnn.__path__)[0])"
+    OUTPUT_VARIABLE _cudnn_root ERROR_QUIET)
+  find_path(NSA_CUDNN_INCLUDE cudnn.h HINTS ${_cudnn_root}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NSA_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${_cudnn_root}/lib ${CUDAToolkit_LIBRARY_DIR})
+  if(NOT NSA_CUDNN_INCLUDE OR NOT NSA_CUDNN_LIBRARY)
+    message(FATAL_ERROR "cuDNN (cudnn.h, libcudnn.so.9) not found beside torch (${_cudnn_root}) or the CUDA "
+                        "toolkit: the CUDA build of torch ${NSA_TORCH_VERSION} brings it (pip's nvidia-cudnn wheel)")
+  endif()
+  set(NSA_CUDNN_FRONTEND_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/cudnn_frontend/include")
 endif()
 set(NSA_CUDA_KERNELS ${NSA_HAVE_CUDA} CACHE INTERNAL "whether this tree builds the CUDA kernels (scripts/setup.sh reads it)")
 message(STATUS "nsa-harness: torch ${NSA_TORCH} ${NSA_TORCH_VERSION_FULL} from ${Python3_EXECUTABLE}, CUDA kernels ${NSA_HAVE_CUDA}")

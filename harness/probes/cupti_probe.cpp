@@ -34,6 +34,9 @@ const char* branch_pattern(const std::string& branch) {
 // libtorch's FlashAttention-2 forward ("pytorch_flash::flash_fwd_kernel<…>",
 // or its split-KV variant), which the window branch runs where it applies.
 constexpr const char* kFlashForward = "*flash_fwd*";
+// cuDNN's fused attention (its generated kernels are named "…sdpa…"), which
+// the window branch runs through nsa/cuda/window_cudnn.h.
+constexpr const char* kCudnnAttention = "*sdpa*";
 // The decode kernels (nsa/cuda/decode_attention.h), which the sequential
 // prefill runs token by token on CUDA.
 constexpr const char* kDecodeKernels = "*nsa_decode_*";
@@ -53,6 +56,24 @@ bool window_expects_flash(const ProbeContext& ctx) {
   const auto& c = ctx.model.config();
   if (c.d_k != c.d_v || c.d_k % 8 != 0 || c.d_k > 256) return false;
   return at::cuda::getCurrentDeviceProperties()->major >= 8;
+}
+
+// Must the window branch run cuDNN's attention in this cell? Written again from
+// NSA_WINDOW_CUDNN's documented meaning, like window_expects_flash: asked for
+// (and FA2 not asked for), 16-bit, and a head shape every cuDNN 9 engine on
+// Hopper takes (dk = dv, a multiple of 16 up to 128). cuDNN may take more
+// shapes than these; there the probe requires nothing either way.
+bool is_16bit(at::ScalarType dt) { return dt == at::kHalf || dt == at::kBFloat16; }
+bool window_expects_cudnn(const ProbeContext& ctx) {
+  if (!ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH") || !ctx.rt.flags.get_bool("NSA_WINDOW_CUDNN")) return false;
+  if (!is_16bit(ctx.trainer.compute())) return false;
+  const auto& c = ctx.model.config();
+  if (c.d_k != c.d_v || c.d_k % 16 != 0 || c.d_k > 128) return false;
+  return at::cuda::getCurrentDeviceProperties()->major >= 9;
+}
+// Must it not? Switched off, or FA2 asked for instead.
+bool window_forbids_cudnn(const ProbeContext& ctx) {
+  return !ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH") || !ctx.rt.flags.get_bool("NSA_WINDOW_CUDNN");
 }
 
 // `every: N` traces steps 1, 2 and every N-th step: CUPTI's records cost a few
@@ -226,16 +247,30 @@ class CuptiProbe : public Probe {
         // batched fallback gathers its keys with ATen, no FlashAttention).
         e.must_not_launch.push_back(branch_pattern(b));
         if (b == "win") e.must_not_launch.push_back(kFlashForward);
+        if (b == "win") e.must_not_launch.push_back(kCudnnAttention);
       } else if (b == "win" && window_expects_flash(ctx)) {
         // Our window kernel may still run beside it: the once-per-cell checks
         // run the layer in fp32 too, which FlashAttention-2 does not take.
         e.flag += ", NSA_SDPA_NO_FLASH=0";
         e.must_launch.push_back(kFlashForward);
+        e.must_not_launch.push_back(kCudnnAttention);
+      } else if (b == "win" && window_expects_cudnn(ctx)) {
+        // Likewise our kernel may run beside it (fp32 checks).
+        e.flag += ", NSA_WINDOW_CUDNN=1";
+        e.must_launch.push_back(kCudnnAttention);
+        e.must_not_launch.push_back(kFlashForward);
       } else {
-        e.must_launch.push_back(branch_pattern(b));
+        // Our kernel, unless cuDNN was allowed a 16-bit window of a shape the
+        // probe does not judge (cuDNN may or may not have taken it).
+        const bool cudnn_may_have_run = b == "win" && !window_forbids_cudnn(ctx) && is_16bit(ctx.trainer.compute());
+        if (!cudnn_may_have_run) e.must_launch.push_back(branch_pattern(b));
         if (b == "win" && ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH")) {
           e.flag += ", NSA_SDPA_NO_FLASH=1";
           e.must_not_launch.push_back(kFlashForward);
+        }
+        if (b == "win" && window_forbids_cudnn(ctx)) {
+          e.flag += ", NSA_WINDOW_CUDNN=0";
+          e.must_not_launch.push_back(kCudnnAttention);
         }
       }
       exp.push_back(e);

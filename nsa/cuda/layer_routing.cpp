@@ -12,6 +12,7 @@
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
 #include "nsa/cuda/swiglu.h"
+#include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
 #include "nsa/faults.h"
 #include "nsa/model.h"
@@ -70,10 +71,16 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     }
     auto v = pj.v[2].contiguous();
     // FlashAttention-2's sliding window when NSA_SDPA_NO_FLASH=0 asks for it and
-    // it applies (window_flash.h), our kernel otherwise. Both are the fused CUDA
-    // route; which kernels ran is in the CUPTI records.
+    // it applies (window_flash.h); else cuDNN's when NSA_WINDOW_CUDNN=1 (the
+    // default) and cuDNN has an engine for the shape (window_cudnn.h); our
+    // kernel otherwise. All are the fused CUDA route; which kernels ran is in
+    // the CUPTI records.
     const bool flash = !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q, k, v, P.window).empty();
-    out.o[2] = flash ? flash_window_attention(q, k, v, P.window, scale) : window_attention(q, k, v, P.window, scale);
+    const bool cudnn =
+        !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") && cudnn_window_declines(q, k, v, P.window).empty();
+    out.o[2] = flash   ? flash_window_attention(q, k, v, P.window, scale)
+               : cudnn ? cudnn_window_attention(q, k, v, P.window, scale)
+                       : window_attention(q, k, v, P.window, scale);
     report("win", "cuda.win");
   }
   return true;

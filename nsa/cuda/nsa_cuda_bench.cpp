@@ -41,6 +41,7 @@
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
 #include "nsa/cuda/reverse_index.h"
+#include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
 #include "nsa/model.h"
 #include "nsa/nsa_ops.h"
@@ -265,9 +266,10 @@ void BM_Branch(benchmark::State& state) {
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
-// The window branch as the layer runs it on m7c (impl 1: libtorch's
-// FlashAttention-2 sliding window, window_flash.h) against our v2 kernel (impl
-// 0), same inputs, same run. Backward = dq, dk, dv of one retained forward
+// The window branch as the layer may run it (impl 1: libtorch's
+// FlashAttention-2 sliding window, window_flash.h; impl 2: cuDNN's fused
+// attention with a band, window_cudnn.h) against our v2 kernel (impl 0), same
+// inputs, same run. Backward = dq, dk, dv of one retained forward
 // (for FA2 through ATen's own backward, as in the layer).
 template <bool BWD>
 void BM_WindowImpl(benchmark::State& state) {
@@ -276,22 +278,55 @@ void BM_WindowImpl(benchmark::State& state) {
   double ms;
   if (state.range(2) == 0) {
     ms = time_branch<Which::Window, BWD>(state, p);
-  } else if (const std::string why = flash_window_declines(p.q, p.k, p.v, kW); !why.empty()) {
-    state.SkipWithError(("FlashAttention-2 declines: " + why).c_str());
-    return;
-  } else if (!BWD) {
-    ms = time_it(state, [&] { flash_window_attention(p.q, p.k, p.v, kW, p.scale); });
   } else {
-    const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
-                     v = p.v.detach().requires_grad_(true);
-    const at::Tensor o = flash_window_attention(q, k, v, kW, p.scale);
-    ms = time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
+    const bool flash = state.range(2) == 1;
+    const std::string why =
+        flash ? flash_window_declines(p.q, p.k, p.v, kW) : cudnn_window_declines(p.q, p.k, p.v, kW);
+    if (!why.empty()) {
+      state.SkipWithError(((flash ? "FlashAttention-2 declines: " : "cuDNN declines: ") + why).c_str());
+      return;
+    }
+    auto* fn = flash ? &flash_window_attention : &cudnn_window_attention;
+    if (!BWD) {
+      ms = time_it(state, [&] { fn(p.q, p.k, p.v, kW, p.scale); });
+    } else {
+      const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
+                       v = p.v.detach().requires_grad_(true);
+      const at::Tensor o = fn(q, k, v, kW, p.scale);
+      ms = time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
+    }
   }
   report(state, ms, branch_flops<Which::Window, BWD>(p), dense_ms(p, BWD));
 }
+// The backward after cuDNN's window forward (window_cudnn.h): arg bwd 0 = our
+// kernels from cuDNN's logsumexp (the layer's default), 1 = cuDNN's
+// deterministic backward, 2 = cuDNN's backward with atomics.
+void BM_CudnnWindowBwd(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  const CudnnWindowBackward prev = cudnn_window_backward();
+  set_cudnn_window_backward(CudnnWindowBackward(state.range(2)));
+  if (const std::string why = cudnn_window_declines(p.q, p.k, p.v, kW); !why.empty()) {
+    set_cudnn_window_backward(prev);
+    state.SkipWithError(("cuDNN declines: " + why).c_str());
+    return;
+  }
+  const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
+                   v = p.v.detach().requires_grad_(true);
+  const at::Tensor o = cudnn_window_attention(q, k, v, kW, p.scale);
+  const double ms =
+      time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
+  set_cudnn_window_backward(prev);
+  report(state, ms, branch_flops<Which::Window, true>(p), dense_ms(p, true));
+}
+void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
+    for (int64_t bwd : {0, 1, 2}) b->Args({shape, S, bwd});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "bwd"});
+}
 void SizesWindowImpl(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
-    for (int64_t impl : {0, 1}) b->Args({shape, S, impl});
+    for (int64_t impl : {0, 1, 2}) b->Args({shape, S, impl});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "impl"});
 }
 
@@ -453,6 +488,7 @@ BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
 BENCHMARK(BM_WindowImpl<false>)->Name("BM_WindowImplFwd")->Apply(SizesWindowImpl);
 BENCHMARK(BM_WindowImpl<true>)->Name("BM_WindowImplBwd")->Apply(SizesWindowImpl);
+BENCHMARK(BM_CudnnWindowBwd)->Apply(SizesCudnnWindowBwd);
 BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
 BENCHMARK(BM_ReverseIndex)->Apply(SizesWindowImpl);

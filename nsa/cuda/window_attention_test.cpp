@@ -1,9 +1,14 @@
 // window_attention vs ref_window_attention (float64): output and every gradient.
 #include <cmath>
 
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/csrc/autograd/autograd.h>
+
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/test_util.h"
+#include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
 
 namespace nsa::cuda {
@@ -167,6 +172,131 @@ TEST(FlashWindow, DeclinesWhatFlashAttentionDoesNotTake) {
   EXPECT_EQ(flash_window_declines(q, mk(8, 3, 64, at::kBFloat16), mk(8, 3, 64, at::kBFloat16), 4),
             "query heads are not a multiple of the KV groups");
   EXPECT_EQ(flash_window_declines(q, k, k, 0), "window < 1");
+}
+
+// The window through cuDNN's fused attention (window_cudnn.h, the layer's
+// default where cuDNN has an engine) against the same float64 reference:
+// output, and every gradient through each backward that can follow cuDNN's
+// forward (ours from cuDNN's logsumexp, the default; cuDNN's own, deterministic
+// and not). Band edges as for FA2: window 1, window longer than / equal to /
+// one less than the sequence, S off the tiles, 6 and 16 heads per group, one
+// head, batch 2, d = 64 / 128, the m7c training window.
+class CudnnWindow : public ::testing::TestWithParam<WindowCase> {};
+
+// Restores the backward choice a test changed.
+struct CudnnBackwardScope {
+  CudnnWindowBackward was = cudnn_window_backward();
+  explicit CudnnBackwardScope(CudnnWindowBackward b) { set_cudnn_window_backward(b); }
+  ~CudnnBackwardScope() { set_cudnn_window_backward(was); }
+};
+constexpr std::pair<CudnnWindowBackward, const char*> kCudnnBackwards[] = {
+    {CudnnWindowBackward::ours, "our backward"},
+    {CudnnWindowBackward::cudnn_deterministic, "cuDNN deterministic backward"},
+    {CudnnWindowBackward::cudnn_atomic, "cuDNN backward"}};
+
+TEST_P(CudnnWindow, MatchesReference) {
+  NSA_REQUIRE_CUDA();
+  const WindowCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/6000 + c.S);
+  for (const auto& [backward, label] : kCudnnBackwards) {
+    CudnnBackwardScope scope(backward);
+    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, c.window), "") << c.name << ", " << label;
+    check_window(c, in, std::string(c.name) + " (cuDNN forward, " + label + ")", &cudnn_window_attention);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudnnWindow,
+    ::testing::Values(WindowCase{"bf16_m7c_like_S300_h6_d64_w64", 2, 300, 12, 2, 64, 64, 64, at::kBFloat16},
+                      WindowCase{"bf16_m7c_S2048_h6_d64_w512", 1, 2048, 12, 2, 64, 64, 512, at::kBFloat16},
+                      WindowCase{"fp16_S129_h16_d128_w100", 1, 129, 16, 1, 128, 128, 100, at::kHalf},
+                      WindowCase{"bf16_S77_w1_self_only", 1, 77, 4, 2, 64, 64, 1, at::kBFloat16},
+                      WindowCase{"bf16_S70_w_longer_than_S", 1, 70, 6, 1, 64, 64, 512, at::kBFloat16},
+                      WindowCase{"bf16_S70_w_equal_S", 1, 70, 6, 1, 64, 64, 70, at::kBFloat16},
+                      WindowCase{"bf16_S70_w_one_less_than_S", 1, 70, 6, 1, 64, 64, 69, at::kBFloat16}),
+    [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
+
+// Two backward passes over the same inputs give the same bits with our backward
+// and with cuDNN's deterministic one.
+TEST(CudnnWindow, BackwardIsReproducible) {
+  NSA_REQUIRE_CUDA();
+  const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6100);
+  for (const auto& [backward, label] : kCudnnBackwards) {
+    if (backward == CudnnWindowBackward::cudnn_atomic) continue;
+    CudnnBackwardScope scope(backward);
+    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128), "") << label;
+    std::vector<at::Tensor> first;
+    for (int run = 0; run < 2; ++run) {
+      const at::Tensor q = in.q.detach().requires_grad_(true), k = in.k.detach().requires_grad_(true),
+                       v = in.v.detach().requires_grad_(true);
+      const at::Tensor o = cudnn_window_attention(q, k, v, 128, 0.125);
+      const auto g = torch::autograd::grad({o}, {q, k, v}, {in.dout});
+      std::vector<at::Tensor> now = {o.detach(), g[0], g[1], g[2]};
+      if (run == 0) {
+        first = now;
+        continue;
+      }
+      for (size_t i = 0; i < now.size(); ++i) EXPECT_TRUE(at::equal(first[i], now[i])) << label << ", tensor " << i;
+    }
+  }
+}
+
+// A shape first met inside a CUDA graph capture is declined (building a plan
+// compiles kernels and may synchronize, which a capture forbids); a shape
+// planned before runs inside the capture, and the replay computes what the
+// eager call did.
+TEST(CudnnWindow, CaptureUsesOnlyPlansBuiltBeforeIt) {
+  NSA_REQUIRE_CUDA();
+  const auto in = testing::make_inputs(1, 96, 96, 4, 2, 64, 64, at::kBFloat16, 6200);
+  const auto fresh = testing::make_inputs(1, 97, 97, 4, 2, 64, 64, at::kBFloat16, 6201);
+  ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 32), "");
+  const at::Tensor eager = cudnn_window_attention(in.q, in.k, in.v, 32, 0.125);
+  at::cuda::CUDAGraph graph;
+  at::Tensor captured;
+  std::string why_known, why_fresh;
+  {
+    c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+    graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+    why_known = cudnn_window_declines(in.q, in.k, in.v, 32);
+    why_fresh = cudnn_window_declines(fresh.q, fresh.k, fresh.v, 32);
+    captured = cudnn_window_attention(in.q, in.k, in.v, 32, 0.125);
+    graph.capture_end();
+  }
+  graph.replay();
+  EXPECT_EQ(why_known, "");
+  EXPECT_EQ(why_fresh, "no cuDNN plan built for this shape before the CUDA graph capture");
+  EXPECT_TRUE(at::equal(captured, eager));
+  EXPECT_EQ(cudnn_window_declines(fresh.q, fresh.k, fresh.v, 32), "");  // planned now, outside the capture
+}
+
+// What cuDNN cannot take is declined with the reason (the layer then runs our kernel).
+TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
+  const auto cpu = at::zeros({1, 8, 2, 64}, at::kBFloat16);
+  EXPECT_EQ(cudnn_window_declines(cpu, cpu, cpu, 4), "not CUDA tensors");
+  NSA_REQUIRE_CUDA();
+  const auto mk = [](int64_t S, int64_t heads, int64_t d, at::ScalarType dt) {
+    return at::zeros({1, S, heads, d}, at::TensorOptions().device(at::kCUDA).dtype(dt));
+  };
+  const auto q = mk(8, 4, 64, at::kBFloat16), k = mk(8, 2, 64, at::kBFloat16);
+  EXPECT_EQ(cudnn_window_declines(q, k, k, 4), "");
+  EXPECT_EQ(cudnn_window_declines(mk(8, 4, 64, at::kFloat), mk(8, 2, 64, at::kFloat), mk(8, 2, 64, at::kFloat), 4),
+            "dtype is neither fp16 nor bf16");
+  EXPECT_EQ(cudnn_window_declines(q, mk(9, 2, 64, at::kBFloat16), mk(9, 2, 64, at::kBFloat16), 4),
+            "keys and queries differ in number");
+  EXPECT_EQ(cudnn_window_declines(q, mk(8, 3, 64, at::kBFloat16), mk(8, 3, 64, at::kBFloat16), 4),
+            "query heads are not a multiple of the KV groups");
+  EXPECT_EQ(cudnn_window_declines(q, k, k, 0), "window < 1");
+  // Head dims our backward does not tile.
+  const auto d72 = mk(8, 2, 72, at::kBFloat16);
+  EXPECT_EQ(cudnn_window_declines(mk(8, 4, 72, at::kBFloat16), d72, d72, 4),
+            "head dims are not multiples of 16 (our backward)");
+  // One query and one key: cuDNN's backward has no engine for it (measured on
+  // an H200, cuDNN 9.19: "s_q = s_kv = 1 is not supported").
+  const auto one = mk(1, 1, 64, at::kHalf);
+  {
+    CudnnBackwardScope scope(CudnnWindowBackward::cudnn_deterministic);
+    EXPECT_NE(cudnn_window_declines(one, one, one, 4).find("cuDNN declines"), std::string::npos);
+  }
 }
 
 }  // namespace
