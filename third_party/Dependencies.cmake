@@ -106,11 +106,15 @@ if(NSA_HAVE_CUDA)
   execute_process(
     COMMAND ${Python3_EXECUTABLE} -c "import nvidia.cudnn,sys;sys.stdout.write(list(nvidia.cudnn.__path__)[0])"
     OUTPUT_VARIABLE _cudnn_root ERROR_QUIET)
-  find_path(NSA_CUDNN_INCLUDE cudnn.h HINTS ${_cudnn_root}/include ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(NSA_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${_cudnn_root}/lib ${CUDAToolkit_LIBRARY_DIR})
-  if(NOT NSA_CUDNN_INCLUDE OR NOT NSA_CUDNN_LIBRARY)
-    message(FATAL_ERROR "cuDNN (cudnn.h, libcudnn.so.9) not found beside torch (${_cudnn_root}) or the CUDA "
-                        "toolkit: the CUDA build of torch ${NSA_TORCH_VERSION} brings it (pip's nvidia-cudnn wheel)")
+  # Only the wheel's copy: a process loads one libcudnn.so.9, and linking another
+  # (a toolkit's /usr/local/cuda/lib) puts its directory in our RPATH, so libtorch
+  # would run on that cuDNN too (its SDPA fell to other engines, 20-50 % slower).
+  find_path(NSA_TORCH_CUDNN_INCLUDE cudnn.h PATHS ${_cudnn_root}/include NO_DEFAULT_PATH)
+  find_library(NSA_TORCH_CUDNN_LIBRARY NAMES libcudnn.so.9 cudnn NAMES_PER_DIR PATHS ${_cudnn_root}/lib
+               NO_DEFAULT_PATH)
+  if(NOT NSA_TORCH_CUDNN_INCLUDE OR NOT NSA_TORCH_CUDNN_LIBRARY)
+    message(FATAL_ERROR "cuDNN (cudnn.h, libcudnn.so.9) not found beside torch (nvidia.cudnn: '${_cudnn_root}'): "
+                        "the CUDA build of torch ${NSA_TORCH_VERSION} brings it (pip's nvidia-cudnn wheel)")
   endif()
   set(NSA_CUDNN_FRONTEND_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/cudnn_frontend/include")
 endif()

@@ -1,7 +1,12 @@
 // window_attention vs ref_window_attention (float64): output and every gradient.
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -247,6 +252,9 @@ TEST(CudnnWindow, BackwardIsReproducible) {
 // eager call did.
 TEST(CudnnWindow, CaptureUsesOnlyPlansBuiltBeforeIt) {
   NSA_REQUIRE_CUDA();
+  // Without the caching allocator (the sanitizer runs set this) every
+  // allocation is a cudaMalloc, which a capture forbids.
+  if (std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING")) GTEST_SKIP() << "capture needs the caching allocator";
   const auto in = testing::make_inputs(1, 96, 96, 4, 2, 64, 64, at::kBFloat16, 6200);
   const auto fresh = testing::make_inputs(1, 97, 97, 4, 2, 64, 64, at::kBFloat16, 6201);
   ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 32), "");
@@ -267,6 +275,20 @@ TEST(CudnnWindow, CaptureUsesOnlyPlansBuiltBeforeIt) {
   EXPECT_EQ(why_fresh, "no cuDNN plan built for this shape before the CUDA graph capture");
   EXPECT_TRUE(at::equal(captured, eager));
   EXPECT_EQ(cudnn_window_declines(fresh.q, fresh.k, fresh.v, 32), "");  // planned now, outside the capture
+}
+
+// The process runs on the libcudnn beside libtorch (the nvidia-cudnn wheel),
+// not another copy our link line could have put first in the search path
+// (there is one libcudnn.so.9 per process, libtorch's SDPA included).
+TEST(CudnnWindow, RunsOnTheCudnnTorchShips) {
+  NSA_REQUIRE_CUDA();
+  Dl_info torch_lib{};
+  ASSERT_NE(dladdr(reinterpret_cast<const void*>(&at::cuda::getCurrentDeviceProperties), &torch_lib), 0);  // libtorch_cuda.so
+  const std::filesystem::path wheel = std::filesystem::path(torch_lib.dli_fname).parent_path() /
+                                      "../../nvidia/cudnn/lib/libcudnn.so.9";
+  if (!std::filesystem::exists(wheel)) GTEST_SKIP() << "torch's cuDNN is not a wheel beside it: " << wheel;
+  EXPECT_TRUE(std::filesystem::equivalent(cudnn_library_path(), wheel))
+      << "loaded " << cudnn_library_path() << ", torch ships " << wheel;
 }
 
 // What cuDNN cannot take is declined with the reason (the layer then runs our kernel).

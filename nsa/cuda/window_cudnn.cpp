@@ -2,6 +2,8 @@
 
 #include <cudnn_frontend.h>
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cmath>
 #include <map>
@@ -74,6 +76,12 @@ void window_mask(Attributes& a, const PlanKey& s) {
 }
 
 Plan build(const PlanKey& s, cudnnHandle_t handle) {
+  // The frontend is compiled against the wheel's cudnn.h; another libcudnn in
+  // the process would take graphs its headers do not describe.
+  if (cudnnGetVersion() != CUDNN_VERSION)
+    return Plan{nullptr, 0,
+                "the loaded cuDNN is " + std::to_string(cudnnGetVersion()) + ", its headers here " +
+                    std::to_string(CUDNN_VERSION) + " (" + cudnn_library_path() + ")"};
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(s.dtype == at::kHalf ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -205,6 +213,12 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
 };
 
 }  // namespace
+
+std::string cudnn_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&cudnnGetVersion), &info) == 0 || info.dli_fname == nullptr) return "?";
+  return info.dli_fname;
+}
 
 void set_cudnn_window_backward(CudnnWindowBackward b) { g_backward.store(b); }
 CudnnWindowBackward cudnn_window_backward() { return g_backward.load(); }

@@ -31,6 +31,10 @@ enum class CudnnWindowBackward { ours, cudnn_deterministic, cudnn_atomic };
 void set_cudnn_window_backward(CudnnWindowBackward b);
 CudnnWindowBackward cudnn_window_backward();
 
+// The file of the libcudnn this process runs on (one per process: libtorch's
+// cuDNN work and ours share it), or "?".
+std::string cudnn_library_path();
+
 // Why cuDNN cannot run this window call, or "" when it can: CUDA tensors of
 // fp16/bf16, q [B,S,H,dk], k [B,S,G,dk], v [B,S,G,dv], H a multiple of G, as
 // many keys as queries, window >= 1, head dims our backward tiles (multiples of
