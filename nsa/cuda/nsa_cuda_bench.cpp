@@ -368,15 +368,21 @@ void BM_LayerAttention(benchmark::State& state) {
   double n = 0;
   for (Which w : {Which::Window, Which::Compressed, Which::Selected}) n += rows_keys(p, w);
   double flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
+  KernelVersion version(state, 10 + int(BWD));
+  // The window's forward as the layer runs it by default (NSA_WINDOW_CUDNN=1):
+  // cuDNN's where it has an engine, with v2; its backward is ours either way.
+  const bool cudnn_window = !force_v1_kernels() && cudnn_window_declines(p.q, p.k, p.v, kW).empty();
+  state.counters["cudnn_window"] = cudnn_window;
   // In the layer's order: select_blocks reads the compressed forward's logsumexp.
   const auto fwd_all = [&] {
     ForwardResult cmp = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed));
     BranchSpec s = spec_for(p, Which::Selected);
     s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, cmp.lse);
-    return std::vector<ForwardResult>{std::move(cmp), attention_forward(p.q, p.k, p.v, s),
-                                      attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
+    return std::vector<ForwardResult>{
+        std::move(cmp), attention_forward(p.q, p.k, p.v, s),
+        cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
+                     : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
   };
-  KernelVersion version(state, 10 + int(BWD));
   double ms;
   if (!BWD) {
     ms = time_it(state, [&] { fwd_all(); });

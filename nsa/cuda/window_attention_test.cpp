@@ -221,6 +221,21 @@ INSTANTIATE_TEST_SUITE_P(
                       WindowCase{"bf16_S70_w_one_less_than_S", 1, 70, 6, 1, 64, 64, 69, at::kBFloat16}),
     [](const ::testing::TestParamInfo<WindowCase>& info) { return std::string(info.param.name); });
 
+// The paper's heads (dk 192, dv 128; 16 per group): cuDNN takes them on some
+// GPUs and versions (Hopper, 9.19+) and not others. Where it takes them the
+// layer routes them there, so they must be right; where not, it says why.
+TEST(CudnnWindow, PaperHeadsAreRightWhereverCudnnTakesThem) {
+  NSA_REQUIRE_CUDA();
+  const WindowCase c{"bf16_paper_B2_S130_h16_d192_dv128_w100", 2, 130, 32, 2, 192, 128, 100, at::kBFloat16};
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/6300);
+  const std::string why = cudnn_window_declines(in.q, in.k, in.v, c.window);
+  if (!why.empty()) {
+    EXPECT_NE(why.find("cuDNN declines"), std::string::npos) << why;
+    GTEST_SKIP() << why;
+  }
+  check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward)", &cudnn_window_attention);
+}
+
 // Two backward passes over the same inputs give the same bits with our backward
 // and with cuDNN's deterministic one.
 TEST(CudnnWindow, BackwardIsReproducible) {

@@ -167,15 +167,26 @@ void execute(const Plan& p, std::unordered_map<int64_t, void*> pack, const at::T
   TORCH_CHECK(e.is_good(), "cuDNN window attention failed: ", e.get_message());
 }
 
+}  // namespace
+
+ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
+                                   double scale) {
+  const int64_t B = q.size(0), S = q.size(1), H = q.size(2);
+  ForwardResult r;
+  r.o = at::empty({B, S, H, v.size(3)}, q.options());
+  r.lse = at::empty({B, S, H}, q.options().dtype(at::kFloat));
+  execute(plan_for(key_of(q, k, v, window, scale, false)),
+          {{kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, r.o.data_ptr()}, {kStats, r.lse.data_ptr()}},
+          q);
+  return r;
+}
+
+namespace {
+
 struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, int64_t window, double scale) {
-    const int64_t B = q.size(0), S = q.size(1), H = q.size(2);
-    at::Tensor o = at::empty({B, S, H, v.size(3)}, q.options());
-    at::Tensor lse = at::empty({B, S, H}, q.options().dtype(at::kFloat));
-    execute(plan_for(key_of(q, k, v, window, scale, false)),
-            {{kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, o.data_ptr()}, {kStats, lse.data_ptr()}},
-            q);
+    auto [o, lse] = cudnn_window_forward(q, k, v, window, scale);
     ctx->save_for_backward({q, k, v, o, lse});
     ctx->saved_data["window"] = window;
     ctx->saved_data["scale"] = scale;

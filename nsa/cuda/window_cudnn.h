@@ -21,6 +21,8 @@
 
 #include <ATen/ATen.h>
 
+#include "nsa/cuda/nsa_cuda.h"
+
 namespace nsa::cuda {
 
 // Which backward follows cuDNN's forward: our window kernels (the default),
@@ -42,6 +44,12 @@ std::string cudnn_library_path();
 // the backward graph, when it is cuDNN's) of this shape on this device (asked
 // once per shape; the answer, cuDNN's own message when it declines, is cached).
 std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window);
+
+// The forward alone, without autograd (benchmarks): o [B,S,H,dv] and the fp32
+// logsumexp [B,S,H], as attention_forward returns them. Inputs contiguous; call
+// only where cudnn_window_declines(...) is "".
+ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
+                                   double scale);
 
 // Sliding window through cuDNN (the same function as window_attention: query t
 // sees keys [max(0, t-window+1), t]), differentiable (q, k, v). Call only where
