@@ -57,7 +57,7 @@ for name in $names; do
   prune_run_output "reports/cpu/$name"
   "$bin" report "reports/cpu/$name" > /dev/null || [ $? -le 3 ]
 done
-for gpu_example in nsa_vs_dense fused_block; do
-  "$bin" report "reports/gpu-h100/$gpu_example" > /dev/null
+for gpu_example in reports/gpu-*/*/; do
+  "$bin" report "$gpu_example" > /dev/null
 done
 du -sh reports

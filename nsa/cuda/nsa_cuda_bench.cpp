@@ -182,13 +182,14 @@ class KernelVersion {
 
 // Dense time per (shape, S, direction): measured by BM_DenseSdpa* when they ran
 // first, else here once (median of 5 after a warm-up).
-std::map<std::tuple<int64_t, int64_t, bool>, double>& dense_cache() {
-  static std::map<std::tuple<int64_t, int64_t, bool>, double> cache;
+// Keyed by everything the dense problem's size depends on: the m7c training
+// shape (batch 8) and m7c at batch 1 share heads and S but not the time.
+using DenseKey = std::tuple<int64_t, int64_t, int64_t, int64_t, bool>;
+std::map<DenseKey, double>& dense_cache() {
+  static std::map<DenseKey, double> cache;
   return cache;
 }
-std::tuple<int64_t, int64_t, bool> dense_key(const Problem& p, bool backward) {
-  return {p.sh.H * 1000 + p.sh.dk, p.S, backward};
-}
+DenseKey dense_key(const Problem& p, bool backward) { return {p.sh.B, p.sh.H, p.sh.dk, p.S, backward}; }
 double dense_ms(const Problem& p, bool backward) {
   if (auto it = dense_cache().find(dense_key(p, backward)); it != dense_cache().end()) return it->second;
   const Dense d(p, backward);
