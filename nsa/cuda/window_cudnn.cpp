@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/window_library.h"
 
 namespace nsa::cuda {
 namespace {
@@ -235,17 +236,8 @@ void set_cudnn_window_backward(CudnnWindowBackward b) { g_backward.store(b); }
 CudnnWindowBackward cudnn_window_backward() { return g_backward.load(); }
 
 std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window) {
-  if (!q.is_cuda() || !k.is_cuda() || !v.is_cuda()) return "not CUDA tensors";
-  const auto dt = q.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16) return "dtype is neither fp16 nor bf16";
-  if (k.scalar_type() != dt || v.scalar_type() != dt) return "q, k, v differ in dtype";
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return "not [B,S,heads,dim] tensors";
+  if (std::string why = window_library_declines(q, k, v, window); !why.empty()) return why;
   if (k.size(3) != q.size(3)) return "q and k head dims differ";
-  if (k.size(1) != q.size(1) || v.size(1) != q.size(1)) return "keys and queries differ in number";
-  if (k.size(2) != v.size(2) || k.size(2) == 0 || q.size(2) % k.size(2) != 0)
-    return "query heads are not a multiple of the KV groups";
-  if (q.size(0) == 0 || q.size(1) == 0) return "empty batch or sequence";
-  if (window < 1) return "window < 1";
   // Our backward (the default after cuDNN's forward) tiles head dims in
   // multiples of 16 (nsa_cuda.h).
   const bool ours = g_backward.load() == CudnnWindowBackward::ours;

@@ -1,24 +1,17 @@
 #include "nsa/cuda/window_flash.h"
 
+#include "nsa/cuda/window_library.h"
+
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/_flash_attention_forward.h>
 
 namespace nsa::cuda {
 
 std::string flash_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window) {
-  if (!q.is_cuda() || !k.is_cuda() || !v.is_cuda()) return "not CUDA tensors";
-  const auto dt = q.scalar_type();
-  if (dt != at::kHalf && dt != at::kBFloat16) return "dtype is neither fp16 nor bf16";
-  if (k.scalar_type() != dt || v.scalar_type() != dt) return "q, k, v differ in dtype";
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return "not [B,S,heads,dim] tensors";
+  if (std::string why = window_library_declines(q, k, v, window); !why.empty()) return why;
   const int64_t d = q.size(3);
   if (k.size(3) != d || v.size(3) != d) return "q, k, v head dims differ";
   if (d % 8 != 0 || d > 256) return "head dim is not a multiple of 8 up to 256";
-  if (k.size(1) != q.size(1) || v.size(1) != q.size(1)) return "keys and queries differ in number";
-  if (k.size(2) != v.size(2) || k.size(2) == 0 || q.size(2) % k.size(2) != 0)
-    return "query heads are not a multiple of the KV groups";
-  if (window < 1) return "window < 1";
-  if (q.size(1) == 0) return "empty sequence";
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.get_device());
   if (prop->major < 8) return "compute capability below 8.0";
   return "";
