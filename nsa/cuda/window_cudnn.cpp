@@ -14,6 +14,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cudnn/Handle.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/nsa_cuda.h"
@@ -172,6 +173,8 @@ void execute(const Plan& p, std::unordered_map<int64_t, void*> pack, const at::T
 
 ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
                                    double scale) {
+  // cuDNN's handle and plans are per device: the current one must be q's.
+  const c10::cuda::CUDAGuard guard(q.device());
   const int64_t B = q.size(0), S = q.size(1), H = q.size(2);
   ForwardResult r;
   r.o = at::empty({B, S, H, v.size(3)}, q.options());
@@ -201,6 +204,7 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
     const int64_t window = ctx->saved_data["window"].toInt();
     const double scale = ctx->saved_data["scale"].toDouble();
     const at::Tensor dout = grads[0].contiguous();
+    const c10::cuda::CUDAGuard guard(q.device());
     if (g_backward.load() == CudnnWindowBackward::ours) {
       BranchSpec spec;
       spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
@@ -245,6 +249,7 @@ std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, cons
   // cuDNN's engines are asked with the scale the layer uses (1/sqrt(dk)); the
   // answer does not depend on the scale's value.
   const double scale = 1.0 / std::sqrt(double(q.size(3)));
+  const c10::cuda::CUDAGuard guard(q.device());
   for (bool backward : {false, true}) {
     if (backward && ours) break;
     const Plan& p = plan_for(key_of(q, k, v, window, scale, backward));
