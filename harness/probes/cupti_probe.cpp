@@ -49,31 +49,29 @@ constexpr const char* kAddRmsNormKernels = "*nsa_add_rms_norm_*";
 // from NSA_SDPA_NO_FLASH's documented meaning (nsa/flags.cpp), never shared with
 // the layer's own choice: an expectation copied from the code under test would
 // agree with its bugs.
+bool is_16bit(at::ScalarType dt) { return dt == at::kHalf || dt == at::kBFloat16; }
 bool window_expects_flash(const ProbeContext& ctx) {
   if (ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH")) return false;
-  const at::ScalarType dt = ctx.trainer.compute();
-  if (dt != at::kHalf && dt != at::kBFloat16) return false;
+  if (!is_16bit(ctx.trainer.compute())) return false;
   const auto& c = ctx.model.config();
   if (c.d_k != c.d_v || c.d_k % 8 != 0 || c.d_k > 256) return false;
   return at::cuda::getCurrentDeviceProperties()->major >= 8;
 }
 
-// Must the window branch run cuDNN's attention in this cell? Written again from
-// NSA_WINDOW_CUDNN's documented meaning, like window_expects_flash: asked for
-// (and FA2 not asked for), 16-bit, and a head shape every cuDNN 9 engine on
-// Hopper takes (dk = dv, a multiple of 16 up to 128). cuDNN may take more
-// shapes than these; there the probe requires nothing either way.
-bool is_16bit(at::ScalarType dt) { return dt == at::kHalf || dt == at::kBFloat16; }
+// May the window branch not run cuDNN's attention in this cell? Written again
+// from NSA_WINDOW_CUDNN's documented meaning, like window_expects_flash:
+// switched off, or FA2 asked for instead.
+bool window_forbids_cudnn(const ProbeContext& ctx) {
+  return !ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH") || !ctx.rt.flags.get_bool("NSA_WINDOW_CUDNN");
+}
+// Must it? Allowed, 16-bit, and a head shape every cuDNN 9 engine on Hopper
+// takes (dk = dv, a multiple of 16 up to 128). cuDNN may take more shapes than
+// these; there the probe requires nothing either way.
 bool window_expects_cudnn(const ProbeContext& ctx) {
-  if (!ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH") || !ctx.rt.flags.get_bool("NSA_WINDOW_CUDNN")) return false;
-  if (!is_16bit(ctx.trainer.compute())) return false;
+  if (window_forbids_cudnn(ctx) || !is_16bit(ctx.trainer.compute())) return false;
   const auto& c = ctx.model.config();
   if (c.d_k != c.d_v || c.d_k % 16 != 0 || c.d_k > 128) return false;
   return at::cuda::getCurrentDeviceProperties()->major >= 9;
-}
-// Must it not? Switched off, or FA2 asked for instead.
-bool window_forbids_cudnn(const ProbeContext& ctx) {
-  return !ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH") || !ctx.rt.flags.get_bool("NSA_WINDOW_CUDNN");
 }
 
 // `every: N` traces steps 1, 2 and every N-th step: CUPTI's records cost a few
