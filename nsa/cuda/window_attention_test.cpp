@@ -201,12 +201,6 @@ TEST(FlashWindow, DeclinesWhatFlashAttentionDoesNotTake) {
 // training window.
 class CudnnWindow : public ::testing::TestWithParam<WindowCase> {};
 
-// Restores the backward choice a test changed.
-struct CudnnBackwardScope {
-  CudnnWindowBackward was = cudnn_window_backward();
-  explicit CudnnBackwardScope(CudnnWindowBackward b) { set_cudnn_window_backward(b); }
-  ~CudnnBackwardScope() { set_cudnn_window_backward(was); }
-};
 constexpr std::pair<CudnnWindowBackward, const char*> kCudnnBackwards[] = {
     {CudnnWindowBackward::ours, "our backward"},
     {CudnnWindowBackward::cudnn_deterministic, "cuDNN deterministic backward"},
@@ -217,7 +211,7 @@ TEST_P(CudnnWindow, MatchesReference) {
   const WindowCase& c = GetParam();
   const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/6000 + c.S);
   for (const auto& [backward, label] : kCudnnBackwards) {
-    CudnnBackwardScope scope(backward);
+    CudnnWindowBackwardScope scope(backward);
     ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, c.window), "") << c.name << ", " << label;
     check_window(c, in, std::string(c.name) + " (cuDNN forward, " + label + ")", &cudnn_window_attention);
   }
@@ -252,7 +246,7 @@ TEST(CudnnWindow, BackwardIsReproducible) {
   const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6100);
   for (const auto& [backward, label] : kCudnnBackwards) {
     if (backward == CudnnWindowBackward::cudnn_atomic) continue;
-    CudnnBackwardScope scope(backward);
+    CudnnWindowBackwardScope scope(backward);
     ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128), "") << label;
     std::vector<at::Tensor> first;
     for (int run = 0; run < 2; ++run) {
@@ -340,7 +334,7 @@ TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
   // an H200, cuDNN 9.19: "s_q = s_kv = 1 is not supported").
   const auto one = mk(1, 1, 64, at::kHalf);
   {
-    CudnnBackwardScope scope(CudnnWindowBackward::cudnn_deterministic);
+    CudnnWindowBackwardScope scope(CudnnWindowBackward::cudnn_deterministic);
     EXPECT_NE(cudnn_window_declines(one, one, one, 4).find("cuDNN declines"), std::string::npos);
   }
 }

@@ -32,6 +32,19 @@ namespace nsa::cuda {
 enum class CudnnWindowBackward { ours, cudnn_deterministic, cudnn_atomic };
 void set_cudnn_window_backward(CudnnWindowBackward b);
 CudnnWindowBackward cudnn_window_backward();
+// Sets the backward for its lifetime, then restores the one before.
+class CudnnWindowBackwardScope {
+ public:
+  explicit CudnnWindowBackwardScope(CudnnWindowBackward b) : was_(cudnn_window_backward()) {
+    set_cudnn_window_backward(b);
+  }
+  ~CudnnWindowBackwardScope() { set_cudnn_window_backward(was_); }
+  CudnnWindowBackwardScope(const CudnnWindowBackwardScope&) = delete;
+  CudnnWindowBackwardScope& operator=(const CudnnWindowBackwardScope&) = delete;
+
+ private:
+  CudnnWindowBackward was_;
+};
 
 // The file of the libcudnn this process runs on (one per process: libtorch's
 // cuDNN work and ours share it), or "?".
