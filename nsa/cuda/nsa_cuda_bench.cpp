@@ -267,11 +267,22 @@ void BM_Branch(benchmark::State& state) {
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
+// dq, dk, dv of one retained forward of `fn` through autograd, as the layer
+// runs a library's window (its backward, or ours from its logsumexp).
+template <typename Fn>
+double time_window_autograd_backward(benchmark::State& state, const Problem& p, Fn&& fn) {
+  const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
+                   v = p.v.detach().requires_grad_(true);
+  const at::Tensor o = fn(q, k, v, kW, p.scale);
+  return time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
+}
+
 // The window branch as the layer may run it (impl 1: libtorch's
 // FlashAttention-2 sliding window, window_flash.h; impl 2: cuDNN's fused
 // attention with a band, window_cudnn.h) against our v2 kernel (impl 0), same
-// inputs, same run. Backward = dq, dk, dv of one retained forward
-// (for FA2 through ATen's own backward, as in the layer).
+// inputs, same run. Backward = dq, dk, dv of one retained forward: ours on the
+// launcher (attention_backward), the libraries' through autograd as in the
+// layer — not the same measurement (docs/performance.md).
 template <bool BWD>
 void BM_WindowImpl(benchmark::State& state) {
   if (!require_device(state)) return;
@@ -288,14 +299,8 @@ void BM_WindowImpl(benchmark::State& state) {
       return;
     }
     auto* fn = flash ? &flash_window_attention : &cudnn_window_attention;
-    if (!BWD) {
-      ms = time_it(state, [&] { fn(p.q, p.k, p.v, kW, p.scale); });
-    } else {
-      const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
-                       v = p.v.detach().requires_grad_(true);
-      const at::Tensor o = fn(q, k, v, kW, p.scale);
-      ms = time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
-    }
+    ms = BWD ? time_window_autograd_backward(state, p, fn)
+             : time_it(state, [&] { fn(p.q, p.k, p.v, kW, p.scale); });
   }
   report(state, ms, branch_flops<Which::Window, BWD>(p), dense_ms(p, BWD));
 }
@@ -305,31 +310,25 @@ void BM_WindowImpl(benchmark::State& state) {
 void BM_CudnnWindowBwd(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
-  const CudnnWindowBackward prev = cudnn_window_backward();
-  set_cudnn_window_backward(CudnnWindowBackward(state.range(2)));
+  const CudnnWindowBackwardScope backward(CudnnWindowBackward(state.range(2)));
   if (const std::string why = cudnn_window_declines(p.q, p.k, p.v, kW); !why.empty()) {
-    set_cudnn_window_backward(prev);
     state.SkipWithError(("cuDNN declines: " + why).c_str());
     return;
   }
-  const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
-                   v = p.v.detach().requires_grad_(true);
-  const at::Tensor o = cudnn_window_attention(q, k, v, kW, p.scale);
-  const double ms =
-      time_it(state, [&] { torch::autograd::grad({o}, {q, k, v}, {p.dout}, /*retain_graph=*/true); });
-  set_cudnn_window_backward(prev);
+  const double ms = time_window_autograd_backward(state, p, &cudnn_window_attention);
   report(state, ms, branch_flops<Which::Window, true>(p), dense_ms(p, true));
 }
-void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) {
+// The m7c training shape, m7c at 8k and 64k, each with the benchmark's choices
+// 0 .. n_choices - 1 as the third arg.
+void M7cChoices(benchmark::internal::Benchmark* b, const char* arg, int n_choices) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
-    for (int64_t bwd : {0, 1, 2}) b->Args({shape, S, bwd});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "bwd"});
+    for (int64_t choice = 0; choice < n_choices; ++choice) b->Args({shape, S, choice});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", arg});
 }
-void SizesWindowImpl(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
-    for (int64_t impl : {0, 1, 2}) b->Args({shape, S, impl});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "impl"});
-}
+void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) { M7cChoices(b, "bwd", 3); }
+void SizesWindowImpl(benchmark::internal::Benchmark* b) { M7cChoices(b, "impl", 3); }
+// BM_ReverseIndex: impl 0 = the kernels, 1 = the sort.
+void SizesReverseIndex(benchmark::internal::Benchmark* b) { M7cChoices(b, "impl", 2); }
 
 // FROM_LSE: given the compressed forward's logsumexp, as the layer calls it
 // (v2 then reads the compressed keys once instead of twice).
@@ -498,7 +497,7 @@ BENCHMARK(BM_WindowImpl<true>)->Name("BM_WindowImplBwd")->Apply(SizesWindowImpl)
 BENCHMARK(BM_CudnnWindowBwd)->Apply(SizesCudnnWindowBwd);
 BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
-BENCHMARK(BM_ReverseIndex)->Apply(SizesWindowImpl);
+BENCHMARK(BM_ReverseIndex)->Apply(SizesReverseIndex);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
