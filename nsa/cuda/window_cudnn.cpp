@@ -158,8 +158,11 @@ std::atomic<CudnnWindowBackward> g_backward{CudnnWindowBackward::ours};
 
 PlanKey key_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window, double scale,
                bool backward) {
+  // The backward choice is part of the backward graph only: one forward plan
+  // serves every choice.
+  const bool deterministic = backward && g_backward.load() == CudnnWindowBackward::cudnn_deterministic;
   return PlanKey{q.get_device(), q.scalar_type(), q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3),
-                 window,         scale,           backward,  g_backward.load() == CudnnWindowBackward::cudnn_deterministic};
+                 window,         scale,           backward,  deterministic};
 }
 
 void execute(const Plan& p, std::unordered_map<int64_t, void*> pack, const at::Tensor& like) {
