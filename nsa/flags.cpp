@@ -30,8 +30,9 @@ const std::vector<FlagInfo> kFlags = {
     {"NSA_DISABLE_AUX_STATS", T::boolean, "0",
      "Skip the auxiliary statistics the layer reports to observers (gate values, selected indices)."},
     {"NSA_SDPA_NO_FLASH", T::boolean, "1",
-     "Keep libtorch's FlashAttention-2 out of the window branch on CUDA (the default: our kernel, whose "
-     "backward is bitwise reproducible); 0 runs the window through FA2's sliding-window kernels where they apply "
+     "Keep libtorch's FlashAttention-2 out of the window branch on CUDA (the default: cuDNN's forward or ours, "
+     "NSA_WINDOW_CUDNN, then our bitwise reproducible backward); 0 runs the window through FA2's sliding-window "
+     "kernels where they apply "
      "(fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, compute capability >= 8.0), whose backward "
      "is reproducible only under deterministic algorithms."},
     {"NSA_WINDOW_CUDNN", T::boolean, "1",

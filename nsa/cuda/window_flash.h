@@ -8,9 +8,10 @@
 // independent second implementation. Measured on the H100 at the m7c_125m
 // training shape (B=8, S=2048, 12 heads in 2 groups, d=64, w=512; BM_WindowImpl,
 // 2026-11-25): FA2 forward 0.240 ms, backward 0.495; ours 0.199 and 0.517 —
-// 0.735 against 0.716 ms per layer. Ours stays the default (NSA_SDPA_NO_FLASH=1)
-// and the only choice for what FA2 does not take (fp32, dk != dv such as the
-// paper's 192/128, head dims FA2 lacks).
+// 0.735 against 0.716 ms per layer. FA2 runs only when asked for
+// (NSA_SDPA_NO_FLASH=0); by default the window's forward is cuDNN's where it
+// applies (window_cudnn.h) and ours elsewhere, and ours is the only choice for
+// what neither library takes (fp32, head dims they lack).
 //
 // What changes with FA2: its backward accumulates dq with float atomics unless
 // deterministic algorithms are on (at::globalContext().deterministicAlgorithms(),
