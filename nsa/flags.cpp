@@ -68,6 +68,11 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
+    {"NSA_CUDA_WGMMA", T::boolean, "1",
+     "On Hopper (compute capability 9.0, a build with sm_90a code) run the selected branch's forward at dk = dv = "
+     "64 on warpgroup MMAs (wgmma) where that measured faster (at most 2n candidate blocks: short sequences); 0 "
+     "keeps the v2 mma.sync kernels everywhere (comparison, bisection).",
+     true},
     {"NSA_FAULT", T::string, "",
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
     {"NSA_MUTATION", T::string, "",

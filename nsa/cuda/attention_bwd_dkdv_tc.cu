@@ -227,7 +227,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 #pragma unroll
         for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) sp[n][j] = exp2f(sp[n][j] * scale_log2 - lse2[row0 + 8 * n + 2 * tig + j % 2]);
+          for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[row0 + 8 * n + 2 * tig + j % 2]));
         }
       } else {
 #pragma unroll
@@ -236,7 +236,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
           for (int j = 0; j < 4; ++j) {
             const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
             const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
-            sp[n][j] = vis ? exp2f(sp[n][j] * scale_log2 - lse2[r]) : 0.f;
+            sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[r])) : 0.f;
           }
         }
       }

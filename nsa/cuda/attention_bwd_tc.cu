@@ -99,7 +99,7 @@ __device__ __forceinline__ void dq_step(DqRows<DK, DV>& w, const T* Ks, const T*
   for (int n = 0; n < NK / 8; ++n) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float pr = visible(n, j) ? exp2f(s[n][j] * scale_log2 - w.lse2[j / 2]) : 0.f;
+      const float pr = visible(n, j) ? tc::exp2_ftz(fmaf(s[n][j], scale_log2, -w.lse2[j / 2])) : 0.f;
       s[n][j] = pr * (dp[n][j] - w.delta[j / 2]);  // dS
     }
   }

@@ -8,9 +8,11 @@
 // one (query, head) pair) whose Q sits in registers as mma A fragments for the
 // whole kernel. For each K/V tile staged in shared memory it computes
 //   S = Q K^T            tensor cores, fp32 accumulators (ldmatrix of K rows)
-//   s = S * scale*log2e  masked per (query, key) to -inf
-//   online softmax       fp32: running max m, rescale alpha = 2^(m_old - m_new),
-//                        P = 2^(s - m); row max over the 4 lanes of a row
+//   S masked             per (query, key) to -inf
+//   online softmax       fp32, log2 domain: running max m of S * scale*log2e,
+//                        rescale alpha = 2^(m_old - m_new), P = 2^(S * scale*log2e
+//                        - m) as one FFMA + ex2.approx.ftz; row max over the 4
+//                        lanes of a row
 //   O = O * alpha + P V  P rounded to the input dtype straight from the S
 //                        accumulators (C layout == A layout), V via ldmatrix.trans
 // and at the end writes o = O / l in the input dtype and the fp32 logsumexp
@@ -71,6 +73,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "nsa/cuda/attention_common.cuh"
@@ -80,6 +83,7 @@
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/query_tiles.cuh"
+#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -93,6 +97,8 @@ using tc::kTcWarps;
 
 template <int DK, int DV>
 using TcLayout = tc::QueryTiledLayout<DK, DV>;
+// v3: the same walk with the K/V stages as wgmma core matrices (wgmma.cuh).
+using WgLayout = tc::QueryTiledLayout<64, 64, /*CORE=*/true>;
 
 // ---- one warp's 16 rows ---------------------------------------------------------
 template <int DK, int DV>
@@ -117,12 +123,25 @@ __device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const AttnParams&
   w.l[0] = w.l[1] = 0.f;
 }
 
-// Online softmax over one tile of scaled, masked scores s (log2 domain); s
-// becomes P = 2^(s - m_new); O and l are rescaled by alpha = 2^(m_old - m_new).
+// Online softmax over one tile of raw scores s (q.k, -inf where masked),
+// scaled into the log2 domain by scale_log2 = scale log2 e as they are used:
+// s becomes P = 2^(s scale_log2 - m_new), one FFMA and one MUFU.EX2 per score;
+// O and l are rescaled by alpha = 2^(m_old - m_new). m is kept scaled. The row
+// max is taken over raw scores, which a positive scale leaves in order; a
+// scale <= 0 (allowed, never used by the model) scales first.
 template <int NK, int DV>
-__device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float (&m)[2], float (&l)[2],
+__device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scale_log2, float (&m)[2], float (&l)[2],
                                                float (&o)[DV / 8][4]) {
-  float mx[2] = {m[0], m[1]};
+  float f = scale_log2;
+  if (!(f > 0.f)) {
+#pragma unroll
+    for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[n][j] = s[n][j] == -INFINITY ? -INFINITY : s[n][j] * f;
+    }
+    f = 1.f;
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < NK / 8; ++n) {
     mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
@@ -134,15 +153,16 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float (&m)
     // The 4 lanes of a row (same gid) hold its 8-column slices: reduce over them.
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
     mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-    base[i] = mx[i] == -INFINITY ? 0.f : mx[i];  // nothing seen yet: exponents against 0, no NaN
-    alpha[i] = exp2f(m[i] - base[i]);            // m = -inf -> 0 (O and l are 0 anyway)
-    m[i] = mx[i];
+    const float m_new = fmaxf(m[i], mx[i] * f);     // -inf * f = -inf
+    base[i] = m_new == -INFINITY ? 0.f : m_new;     // nothing seen yet: exponents against 0, no NaN
+    alpha[i] = tc::exp2_ftz(m[i] - base[i]);       // m = -inf -> 0 (O and l are 0 anyway)
+    m[i] = m_new;
   }
 #pragma unroll
   for (int n = 0; n < NK / 8; ++n) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      s[n][j] = exp2f(s[n][j] - base[j / 2]);  // -inf -> 0
+      s[n][j] = tc::exp2_ftz(fmaf(s[n][j], f, -base[j / 2]));  // -inf -> 0
       sum[j / 2] += s[n][j];
     }
   }
@@ -227,9 +247,11 @@ __device__ __forceinline__ void merge_and_write_rows(const AttnParams& p, unsign
 }
 
 // ---- queries x heads per CTA, every branch ------------------------------------------
-template <typename T, int DK, int DV, Branch BR>
+// L = TcLayout (v2: each warp's mma.sync on ldmatrix fragments) or WgLayout
+// (v3: the CTA's 4 warps as one warpgroup, S and O on wgmma; the softmax and
+// masks between them are v2's, per warp, on the same accumulator layout).
+template <typename T, int DK, int DV, Branch BR, typename L>
 __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
-  using L = TcLayout<DK, DV>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const tc::TcThread cta(p);
   const tc::WarpQueryRows rows = tc::warp_rows<BR>(p, cta);
@@ -240,24 +262,26 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   tc::walk_keys<T, DK, DV, BR, L>(p, smem_raw, cta, rows, [&](const T* ks, const T* vs, const auto& view) {
     constexpr int NK = std::decay_t<decltype(view)>::kCols;
     float s[NK / 8][4];
-    tc::warp_a_bt<T, DK, NK, L::kLdK>(s, w.q, ks, 0, lane);
-    if (view.all) {  // the warp sees the whole tile (warp-uniform): no per-element test
-#pragma unroll
-      for (int n = 0; n < NK / 8; ++n) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) s[n][j] *= scale_log2;
-      }
+    if constexpr (L::kCore) {
+      wg::warpgroup_a_bt<T, DK>(s, w.q, ks);
     } else {
+      tc::warp_a_bt<T, DK, NK, L::kLdK>(s, w.q, ks, 0, lane);
+    }
+    if (!view.all) {  // the warp sees the whole tile (warp-uniform): no per-element test
       tc::with_visibility(view, tr0, tr1, [&](const auto& visible) {
 #pragma unroll
         for (int n = 0; n < NK / 8; ++n) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) s[n][j] = visible(j / 2, n * 8 + 2 * tig + (j & 1)) ? s[n][j] * scale_log2 : -INFINITY;
+          for (int j = 0; j < 4; ++j) s[n][j] = visible(j / 2, n * 8 + 2 * tig + (j & 1)) ? s[n][j] : -INFINITY;
         }
       });
     }
-    softmax_update<NK, DV>(s, w.m, w.l, w.o);
-    tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);
+    softmax_update<NK, DV>(s, scale_log2, w.m, w.l, w.o);
+    if constexpr (L::kCore) {
+      wg::warpgroup_c_b<T, NK>(w.o, s, vs);
+    } else {
+      tc::warp_c_b<T, DV, NK, L::kLdV>(w.o, s, vs, 0, lane);
+    }
   });
   if (tc::splits_keys<BR>(p)) {
     merge_and_write_rows<T, DK, DV>(p, smem_raw, cta, w);
@@ -266,11 +290,53 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, (tc::min_ctas_per_sm<DK, DV>()))
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void tc_fwd_body(const AttnParams& p) {
+  tc_fwd_rows_body<T, DK, DV, BR, TcLayout<DK, DV>>(p);
+}
+NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_body, (tc::min_ctas_per_sm<DK, DV>()))
+
+// v3 bodies exist for dk = dv = 64 only (m64n64 MMAs, 32 accumulators each).
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void wg_fwd_body(const AttnParams& p) {
+  static_assert(DK == 64 && DV == 64, "the wgmma forward tiles dk = dv = 64");
+  tc_fwd_rows_body<T, DK, DV, BR, WgLayout>(p);
+}
+NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, (tc::min_ctas_per_sm<DK, DV>()))
+
+std::atomic<int> g_forward_wgmma{int(ForwardWgmma::Auto)};
+std::atomic<int> g_last_fwd_wgmma{0};
+
+// Does this forward run on wgmma? Never where wgmma_declines() objects, for
+// head dims other than 64 / 64, or for Selected under SplitKeys (its warps hold
+// the same rows; a warpgroup MMA cannot split them). `On`: everywhere else.
+// `Auto`: where it measured faster (H200, BM_{Selected,Window,Compressed}FwdMma,
+// docs/performance.md): Selected with at most 2 n candidate blocks, where most
+// of a CTA's warps want each tile of its union (0.440 against 0.461 ms at the
+// m7c training shape); with more, v2's warps skip the tiles none of their
+// queries chose, which a warpgroup MMA cannot (8k: 0.689 against 0.667 ms).
+// Window and Compressed keep mma.sync (1 % faster and 10 % slower on wgmma).
+bool use_wgmma(Branch br, const AttnParams& p) {
+  const ForwardWgmma mode = forward_wgmma();
+  if (mode == ForwardWgmma::Off || p.dk != 64 || p.dv != 64) return false;
+  if (br == Branch::Selected && selected_split_keys(p)) return false;
+  static const bool ok = wgmma_declines().empty();
+  if (!ok) return false;
+  if (mode == ForwardWgmma::On) return true;
+  return br == Branch::Selected && ceil_div(p.Sk, p.sel_block) <= 2 * p.n_sel;
+}
 
 struct LaunchFwd {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
+    const bool wg = use_wgmma(br, p);
+    g_last_fwd_wgmma.store(wg ? 1 : 0);
+    if constexpr (DK == 64 && DV == 64) {
+      if (wg) {
+        launch_tc_query_kernel<WgLayout>(br, p, fwd_wg_kernels<T, DK, DV>());
+        return true;
+      }
+    }
     launch_tc_query_kernel<TcLayout<DK, DV>>(br, p, fwd_tc_kernels<T, DK, DV>());
     return true;
   }
@@ -295,6 +361,25 @@ SelectedTiling selected_tiling() { return SelectedTiling(g_selected_tiling.load(
 void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
 
 int last_forward_kernel_version() { return g_last_fwd_version.load(); }
+
+void set_forward_wgmma(ForwardWgmma mode) { g_forward_wgmma.store(int(mode)); }
+ForwardWgmma forward_wgmma() { return ForwardWgmma(g_forward_wgmma.load()); }
+bool last_forward_used_wgmma() { return g_last_fwd_version.load() == 2 && g_last_fwd_wgmma.load() == 1; }
+
+std::string wgmma_declines() {
+#ifndef NSA_CUDA_SM90A
+  return "built without sm_90a code (CMAKE_CUDA_ARCHITECTURES has no 90)";
+#else
+  int dev = 0, major = 0, minor = 0;
+  NSA_CUDA_CHECK(cudaGetDevice(&dev));
+  NSA_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  NSA_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0)
+    return "wgmma needs compute capability 9.0 (Hopper); this device is " + std::to_string(major) + "." +
+           std::to_string(minor);
+  return "";
+#endif
+}
 
 bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchFwd>(br, dtype, p, {p.k, p.v, p.q, p.o}, g_last_fwd_version);

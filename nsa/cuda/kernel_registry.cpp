@@ -12,6 +12,7 @@ const std::vector<KernelInfo>& kernel_infos() {
   static const std::vector<KernelInfo> kInfos = {
       {"nsa_window_fwd_kernel", "sliding-window attention forward (online softmax, saves lse)", "win"},
       {"nsa_window_fwd_tc_kernel", "sliding-window attention forward v2: tensor cores, fp16/bf16", "win"},
+      {"nsa_window_fwd_wg_kernel", "sliding-window attention forward v3: Hopper warpgroup MMAs (wgmma), dk = dv = 64", "win"},
       {"nsa_window_bwd_dq_kernel", "sliding-window attention backward: dq per query", "win"},
       {"nsa_window_bwd_dq_tc_kernel", "sliding-window attention backward v2: dq, tensor cores (fp16/bf16)", "win"},
       {"nsa_window_bwd_dkdv_kernel", "sliding-window attention backward: dk, dv per key tile", "win"},
@@ -20,6 +21,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_select_blocks_tc_kernel", "top-n selection blocks v2: tensor-core scores, fp16/bf16", "slc"},
       {"nsa_selected_fwd_kernel", "selected-block attention forward, group-centric", "slc"},
       {"nsa_selected_fwd_tc_kernel", "selected-block attention forward v2: tensor cores, fp16/bf16", "slc"},
+      {"nsa_selected_fwd_wg_kernel", "selected-block attention forward v3: Hopper warpgroup MMAs (wgmma), dk = dv = 64", "slc"},
       {"nsa_selected_bwd_dq_kernel", "selected-block attention backward: dq per query", "slc"},
       {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
@@ -28,6 +30,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_reverse_index_fill_kernel", "selected backward: the reverse index (queries of each block, ascending) from the counts", "slc"},
       {"nsa_compressed_fwd_kernel", "compressed attention forward", "cmp"},
       {"nsa_compressed_fwd_tc_kernel", "compressed attention forward v2: tensor cores, fp16/bf16", "cmp"},
+      {"nsa_compressed_fwd_wg_kernel", "compressed attention forward v3: Hopper warpgroup MMAs (wgmma), dk = dv = 64", "cmp"},
       {"nsa_compressed_bwd_dq_kernel", "compressed attention backward: dq per query", "cmp"},
       {"nsa_compressed_bwd_dq_tc_kernel", "compressed attention backward v2: dq, tensor cores (fp16/bf16)", "cmp"},
       {"nsa_compressed_bwd_dkdv_kernel", "compressed attention backward: dk, dv per key tile", "cmp"},

@@ -123,23 +123,28 @@ void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int,
 // NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, (tc::min_ctas_per_sm<DK, DV>())).
 // MIN_CTAS (an expression in DK, DV) is __launch_bounds__' minimum of resident
 // CTAs per SM, which caps the registers per thread at 64K / (128 MIN_CTAS).
-#define NSA_TC_BRANCH_KERNELS(STEM, BODY, MIN_CTAS)                                                             \
+#define NSA_TC_BRANCH_KERNELS(STEM, BODY, MIN_CTAS) NSA_TC_BRANCH_KERNELS_AS(STEM, tc, BODY, MIN_CTAS)
+// The same with another version tag in the names: nsa_window_STEM_TAG_kernel, ...
+// and STEM_TAG_kernels() (v3's wgmma forward: NSA_TC_BRANCH_KERNELS_AS(fwd, wg, ...)).
+#define NSA_TC_BRANCH_KERNELS_AS(STEM, TAG, BODY, MIN_CTAS)                                                     \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_window_##STEM##_tc_kernel(AttnParams p) {     \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_window_##STEM##_##TAG##_kernel(AttnParams p) { \
     BODY<T, DK, DV, Branch::Window>(p);                                                                         \
   }                                                                                                             \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_compressed_##STEM##_tc_kernel(AttnParams p) { \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS)                                                   \
+      nsa_compressed_##STEM##_##TAG##_kernel(AttnParams p) {                                                    \
     BODY<T, DK, DV, Branch::Compressed>(p);                                                                     \
   }                                                                                                             \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_selected_##STEM##_tc_kernel(AttnParams p) {   \
+  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS)                                                   \
+      nsa_selected_##STEM##_##TAG##_kernel(AttnParams p) {                                                      \
     BODY<T, DK, DV, Branch::Selected>(p);                                                                       \
   }                                                                                                             \
   template <typename T, int DK, int DV>                                                                         \
-  BranchKernels<void (*)(AttnParams)> STEM##_tc_kernels() {                                                     \
-    return {nsa_window_##STEM##_tc_kernel<T, DK, DV>, nsa_compressed_##STEM##_tc_kernel<T, DK, DV>,             \
-            nsa_selected_##STEM##_tc_kernel<T, DK, DV>};                                                        \
+  BranchKernels<void (*)(AttnParams)> STEM##_##TAG##_kernels() {                                                \
+    return {nsa_window_##STEM##_##TAG##_kernel<T, DK, DV>, nsa_compressed_##STEM##_##TAG##_kernel<T, DK, DV>,   \
+            nsa_selected_##STEM##_##TAG##_kernel<T, DK, DV>};                                                   \
   }
 
 // The (dk, dv) pairs every v2 kernel instantiates (forward, dq, dk/dv); other

@@ -68,6 +68,16 @@ struct KvStages {
   static_assert(kBytes <= kSmemBudget, "K/V stages exceed the shared-memory budget");
 };
 
+// 2^x on the MUFU unit with denormal results flushed to zero. exp2f without
+// -ftz wraps the same instruction in a range test and two multiplies (ncu: one
+// FSETP per MUFU.EX2 in the selected forward); a probability below 2^-126 is
+// zero in a 16-bit P either way and nothing beside the fp32 row sums. -inf -> 0.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -95,6 +95,19 @@ bool force_v1_kernels();
 int last_forward_kernel_version();
 int last_dq_kernel_version();    // the same for the backward dq kernel
 int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
+// v3 forward (attention_fwd_tc.cu, wgmma.cuh): on Hopper the v2 forward can
+// run its two products as warpgroup MMAs (wgmma) where wgmma_declines() is ""
+// (a build with sm_90a code on a compute capability 9.0 device), at dk = dv =
+// 64, and for Selected under SharedRows. Auto (the default) takes it where it
+// measured faster (Selected with at most 2 n candidate blocks); On wherever it
+// can (tests, benchmarks); Off never. The result is the same function. The
+// layer sets Auto or Off from NSA_CUDA_WGMMA. Next launch on.
+enum class ForwardWgmma : int { Off = 0, On = 1, Auto = 2 };
+void set_forward_wgmma(ForwardWgmma mode);
+ForwardWgmma forward_wgmma();
+std::string wgmma_declines();
+// Testing hook: the last forward launched ran v2 on wgmma.
+bool last_forward_used_wgmma();
 // v2 Selected's tiling (forward and dq; launch.cuh, tc_query_grid): Auto picks
 // from the shape; SharedRows = 64 rows (queries x heads) per CTA, each warp
 // owning 16, one union of chosen blocks per CTA; SplitKeys = <= 16 rows held by

@@ -469,6 +469,26 @@ void SizesTiling(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "tiling"});
 }
 
+// The v2 forward of each branch with its products on mma.sync (arg wg 0) and on
+// Hopper's warpgroup MMAs (wg 1; nsa_cuda.h, set_forward_wgmma), same inputs,
+// same run: the m7c training shape, m7c at 8k and 64k (dk = dv = 64, where v3
+// applies). A row whose device or build declines wgmma is skipped with why.
+template <Which W>
+void BM_ForwardMma(benchmark::State& state) {
+  if (!require_device(state)) return;
+  if (const std::string why = wgmma_declines(); state.range(2) == 1 && !why.empty()) {
+    state.SkipWithError(("wgmma declines: " + why).c_str());
+    return;
+  }
+  const ForwardWgmma prev = forward_wgmma();
+  set_forward_wgmma(state.range(2) == 1 ? ForwardWgmma::On : ForwardWgmma::Off);
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, false>(state, p);
+  set_forward_wgmma(prev);
+  report(state, ms, branch_flops<W, false>(p), dense_ms(p, false));
+}
+void SizesForwardMma(benchmark::internal::Benchmark* b) { M7cChoices(b, "wg", 2); }
+
 // v2 dk/dv with a forced number of row splits (nsa_cuda.h, set_dkdv_row_splits;
 // 0 = the automatic choice): backward of the selected and compressed branches.
 template <Which W>
@@ -501,6 +521,9 @@ BENCHMARK(BM_ReverseIndex)->Apply(SizesReverseIndex);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
 BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
+BENCHMARK(BM_ForwardMma<Which::Selected>)->Name("BM_SelectedFwdMma")->Apply(SizesForwardMma);
+BENCHMARK(BM_ForwardMma<Which::Window>)->Name("BM_WindowFwdMma")->Apply(SizesForwardMma);
+BENCHMARK(BM_ForwardMma<Which::Compressed>)->Name("BM_CompressedFwdMma")->Apply(SizesForwardMma);
 BENCHMARK(BM_SelectedTiling<true>)->Name("BM_SelectedBwdTiling")->Apply(SizesTiling);
 BENCHMARK(BM_DkdvSplits<Which::Selected>)->Name("BM_SelectedBwdSplits")->Apply(SizesSplits);
 BENCHMARK(BM_DkdvSplits<Which::Compressed>)->Name("BM_CompressedBwdSplits")->Apply(SizesSplits);

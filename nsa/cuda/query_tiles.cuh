@@ -11,6 +11,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda::tc {
 
@@ -33,13 +34,27 @@ struct SelectedUnionSmem {
   unsigned long long tile_mask[2][kTcKeys];
 };
 
-// Shared memory of a query-tiled kernel: two K/V stages (KvStages); Selected
-// adds its union (SelectedUnionSmem) after them, with the largest pass (1024,
-// 512 or 256 blocks) that keeps the CTA within kSmemBudget.
-template <int DK, int DV>
+// Shared memory of a query-tiled kernel: two K/V stages; Selected adds its
+// union (SelectedUnionSmem) after them, with the largest pass (1024, 512 or
+// 256 blocks) that keeps the CTA within kSmemBudget. CORE = false: the v2
+// stages, rows of dk (dv) elements padded by 16 bytes for ldmatrix (KvStages);
+// CORE = true: the wgmma stages (wgmma.cuh), 8 x 8 core matrices without
+// padding, which the warpgroup reads through descriptors.
+template <int DK, int DV, bool CORE = false>
 struct QueryTiledLayout {
-  static constexpr int kLdK = KvStages<DK, DV>::kLdK, kLdV = KvStages<DK, DV>::kLdV;
-  static constexpr size_t kKvBytes = KvStages<DK, DV>::kBytes;
+  static constexpr bool kCore = CORE;
+  static constexpr int kLdK = KvStages<DK, DV>::kLdK, kLdV = KvStages<DK, DV>::kLdV;  // v2's padded rows
+  // Elements per K / V stage.
+  static constexpr int kKStage = kTcKeys * (CORE ? DK : kLdK), kVStage = kTcKeys * (CORE ? DV : kLdV);
+  static constexpr size_t kKvBytes = 2 * size_t(kKStage + kVStage) * 2;
+  static_assert(kKvBytes <= kSmemBudget, "K/V stages exceed the shared-memory budget");
+  // Element offset in a K / V stage of the 16-byte piece (row r, chunk c of 8 elements).
+  __device__ static __forceinline__ int k_piece(int r, int c) {
+    return CORE ? wg::core_offset<DK>(r, c) : r * kLdK + c * 8;
+  }
+  __device__ static __forceinline__ int v_piece(int r, int c) {
+    return CORE ? wg::core_offset<DV>(r, c) : r * kLdV + c * 8;
+  }
   using SelectedUnion = std::conditional_t<
       kKvBytes + sizeof(SelectedUnionSmem<1024>) <= kSmemBudget, SelectedUnionSmem<1024>,
       std::conditional_t<kKvBytes + sizeof(SelectedUnionSmem<512>) <= kSmemBudget, SelectedUnionSmem<512>,
@@ -133,42 +148,60 @@ __device__ __forceinline__ void tile_coverage(const AttnParams& p, int kt, int k
 
 // Tile row tid / 2 of stage `stage` <- K and V rows `key` of KV group g (zeros
 // when !valid; nothing is read then, but `key` must still be a real row). Two
-// threads per row (kTcThreads == 2 kTcKeys), each copying half of it.
-template <typename T, int DK, int DV, int LDK, int LDV>
+// threads per row (kTcThreads == 2 kTcKeys), each copying alternate 16-byte
+// pieces to where Layout keeps them.
+template <typename T, int DK, int DV, typename Layout>
 __device__ __forceinline__ void issue_kv_row(T* Ks, T* Vs, const AttnParams& p, int stage, int b, int g, int key,
                                              bool valid, int tid) {
   const int r = tid / 2;
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-  copy_row_async<DK>(Ks + (stage * kTcKeys + r) * LDK, k + row_offset(b, key, g, p.Sk, p.G, DK), valid, tid & 1);
-  copy_row_async<DV>(Vs + (stage * kTcKeys + r) * LDV, v + row_offset(b, key, g, p.Sk, p.G, DV), valid, tid & 1);
+  const T* k = static_cast<const T*>(p.k) + row_offset(b, key, g, p.Sk, p.G, DK);
+  const T* v = static_cast<const T*>(p.v) + row_offset(b, key, g, p.Sk, p.G, DV);
+  T* ks = Ks + stage * Layout::kKStage;
+  T* vs = Vs + stage * Layout::kVStage;
+#pragma unroll
+  for (int c = tid & 1; c < DK / 8; c += 2) cp_async_16(ks + Layout::k_piece(r, c), k + c * 8, valid);
+#pragma unroll
+  for (int c = tid & 1; c < DV / 8; c += 2) cp_async_16(vs + Layout::v_piece(r, c), v + c * 8, valid);
   cp_async_commit();
 }
 
 // Tile i of a contiguous key range [lo, hi).
-template <typename T, int DK, int DV, int LDK, int LDV>
+template <typename T, int DK, int DV, typename Layout>
 __device__ __forceinline__ void issue_contiguous_tile(T* Ks, T* Vs, const AttnParams& p, int i, int lo, int hi, int b,
                                                       int g, int tid) {
   const int key = lo + i * kTcKeys + tid / 2;
   const bool valid = key < hi;
-  issue_kv_row<T, DK, DV, LDK, LDV>(Ks, Vs, p, i & 1, b, g, valid ? key : lo, valid, tid);
+  issue_kv_row<T, DK, DV, Layout>(Ks, Vs, p, i & 1, b, g, valid ? key : lo, valid, tid);
 }
 
 // The double-buffered walk over n_tiles K/V tiles: tile i + 1 loads (cp.async)
 // while tile i computes. `issue(i)` starts tile i's copies into stage i & 1;
 // `compute(i)` runs with tile i in shared memory for every warp. The barrier
 // after compute(i) keeps stage i & 1 from being refilled while a warp reads it.
-template <typename Issue, typename Compute>
+// ASYNC_PROXY: wgmma reads the stages (wgmma.cuh), so each thread fences its
+// landed copies for the async proxy before the barrier that publishes them.
+// The fence waits for every copy of the thread in flight, so there tile i + 1
+// is issued after it (still before compute(i), which it overlaps): fenced
+// behind it, the next tile's copies would serialize with this one's (ncu:
+// the fence was the selected forward's costliest stall).
+template <bool ASYNC_PROXY = false, typename Issue, typename Compute>
 __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&& compute) {
   if (n_tiles > 0) issue(0);
   for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) {
-      issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
-      cp_async_wait<1>();
-    } else {
+    if constexpr (ASYNC_PROXY) {
       cp_async_wait<0>();
+      wg::fence_proxy_async();
+      __syncthreads();
+      if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
+    } else {
+      if (i + 1 < n_tiles) {
+        issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
     }
-    __syncthreads();
     compute(i);
     __syncthreads();
   }
@@ -253,22 +286,23 @@ __device__ __forceinline__ void with_visibility(const View& view, int tr0, int t
 template <typename T, int DK, int DV, Branch BR, typename Layout, typename Tile>
 __device__ __forceinline__ void walk_contiguous_keys(const AttnParams& p, unsigned char* smem, const TcThread& cta,
                                                      const WarpQueryRows& rows, Tile&& tile) {
-  T* Ks = reinterpret_cast<T*>(smem);       // [2][kTcKeys][kLdK]
-  T* Vs = Ks + 2 * kTcKeys * Layout::kLdK;  // [2][kTcKeys][kLdV]
+  T* Ks = reinterpret_cast<T*>(smem);  // [2][kKStage]
+  T* Vs = Ks + 2 * Layout::kKStage;    // [2][kVStage]
   int lo, hi;
   contiguous_key_range(BR, cta.t0, cta.t_last, p.Sk, p.window, p.cmp_block, p.cmp_stride, &lo, &hi);
   const auto issue = [&](int i) {
-    issue_contiguous_tile<T, DK, DV, Layout::kLdK, Layout::kLdV>(Ks, Vs, p, i, lo, hi, cta.b, cta.g, cta.tid);
+    issue_contiguous_tile<T, DK, DV, Layout>(Ks, Vs, p, i, lo, hi, cta.b, cta.g, cta.tid);
   };
   const auto compute = [&](int i) {
     const int kt = lo + i * kTcKeys, kend = imin(kt + kTcKeys, hi);
     bool none, all;
     tile_coverage<BR>(p, kt, kend, rows.tmin, rows.tmax, &none, &all);
-    if (rows.warp_active() && !none)
-      tile(Ks + (i & 1) * kTcKeys * Layout::kLdK, Vs + (i & 1) * kTcKeys * Layout::kLdV,
-           ContiguousTile<BR>{p, kt, hi, all});
+    // The warpgroup's MMAs need all 4 warps: a warp that sees none of the tile
+    // masks it whole instead of skipping it.
+    if (Layout::kCore || (rows.warp_active() && !none))
+      tile(Ks + (i & 1) * Layout::kKStage, Vs + (i & 1) * Layout::kVStage, ContiguousTile<BR>{p, kt, hi, all});
   };
-  kv_pipeline(ceil_div(hi - lo, kTcKeys), issue, compute);
+  kv_pipeline<Layout::kCore>(ceil_div(hi - lo, kTcKeys), issue, compute);
 }
 
 // Selected, one pass over the selection blocks [c0, c0 + n): which of the CTA's
@@ -335,7 +369,7 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
                                                    const WarpQueryRows& rows, Tile&& tile) {
   using Union = typename Layout::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
-  T* Vs = Ks + 2 * kTcKeys * Layout::kLdK;
+  T* Vs = Ks + 2 * Layout::kKStage;
   Union& u = *reinterpret_cast<Union*>(smem + Layout::kKvBytes);
   // Bits of the queries among this warp's rows (consecutive: tmin..tmax).
   unsigned long long warp_bits = 0ull;
@@ -357,7 +391,7 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
         u.tile_key[i & 1][r] = valid ? key : INT_MAX;
         u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
       }
-      issue_kv_row<T, DK, DV, Layout::kLdK, Layout::kLdV>(Ks, Vs, p, i & 1, cta.b, cta.g, key, valid, cta.tid);
+      issue_kv_row<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta.b, cta.g, key, valid, cta.tid);
     };
     const auto compute = [&](int i) {
       // Split keys: warp w takes columns 16 w .. 16 w + 15; else all 64.
@@ -370,22 +404,28 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
       unsigned long long seen = p.sel_split_keys ? (cta.lane < 16 ? m0 : 0ull) : m0 | m1;
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) seen |= __shfl_xor_sync(0xffffffffu, seen, off);
-      if (!(seen & warp_bits)) return;  // none of the warp's queries chose these keys
-      const T* ks = Ks + ((i & 1) * kTcKeys + col0) * Layout::kLdK;
-      const T* vs = Vs + ((i & 1) * kTcKeys + col0) * Layout::kLdV;
+      // None of the warp's queries chose these keys: skip them, unless the
+      // warpgroup's MMAs need this warp (it then masks the tile whole).
+      if (!Layout::kCore && !(seen & warp_bits)) return;
+      // (The core-matrix stages serve SharedRows only: col0 = 0 there.)
+      const T* ks = Ks + (i & 1) * Layout::kKStage + Layout::k_piece(col0, 0);
+      const T* vs = Vs + (i & 1) * Layout::kVStage + Layout::v_piece(col0, 0);
       const int cols = n_keys - i * kTcKeys - col0;
       const int nk = p.sel_split_keys ? 16 : kTcKeys;
       // Every column chosen by every query of the warp (a column past the end
       // has mask 0), and the last, highest key within reach of its first query.
       const bool all = __all_sync(0xffffffffu, (m0 & m1 & warp_bits) == warp_bits) &&
                        u.tile_key[i & 1][col0 + nk - 1] <= rows.tmin;
-      if (p.sel_split_keys) {
+      const SelectedTile<kTcKeys> whole{u.tile_key[i & 1], mask, cta.t0, imin(cols, kTcKeys), all, one_block};
+      if constexpr (Layout::kCore) {
+        tile(ks, vs, whole);  // SharedRows only (the launcher's choice)
+      } else if (p.sel_split_keys) {
         tile(ks, vs, SelectedTile<16>{u.tile_key[i & 1] + col0, mask, cta.t0, imin(cols, 16), all, one_block});
       } else {
-        tile(ks, vs, SelectedTile<kTcKeys>{u.tile_key[i & 1], mask, cta.t0, imin(cols, kTcKeys), all, one_block});
+        tile(ks, vs, whole);
       }
     };
-    kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
+    kv_pipeline<Layout::kCore>(ceil_div(n_keys, kTcKeys), issue, compute);
   }
 }
 

@@ -24,27 +24,6 @@ testing::AttnFn reference(const at::Tensor& block_idx, int64_t sel_block, double
   };
 }
 
-// Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
-// -1 for the rest, slots shuffled: what a valid selection may look like.
-at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t sel_block, uint64_t seed) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const int64_t n_blocks = (S + sel_block - 1) / sel_block;
-  const at::Tensor j = at::arange(n_blocks, at::kLong).view({1, 1, 1, -1});
-  const at::Tensor t = at::arange(S, at::kLong).view({1, -1, 1, 1});
-  const at::Tensor future = j * sel_block > t;
-  at::Tensor r = at::rand({B, S, G, n_blocks}, gen).masked_fill(future, 2.0);  // candidates first
-  at::Tensor order = std::get<1>(at::sort(r, -1));
-  if (n_blocks < n) {
-    auto pad = order.sizes().vec();
-    pad.back() = n - n_blocks;
-    order = at::cat({order, at::full(pad, int64_t(1) << 40, at::kLong)}, -1);
-  }
-  order = order.narrow(-1, 0, n);
-  order = at::where(order * sel_block > t, at::full({}, -1, at::kLong), order);  // past t -> unused
-  const at::Tensor shuffle = std::get<1>(at::sort(at::rand({B, S, G, n}, gen), -1));
-  return order.gather(-1, shuffle).to(at::kInt).to(at::kCUDA).contiguous();
-}
-
 struct SelectedCase {
   const char* name;
   int64_t B, S, H, G, dk, dv, sel_block, n;
@@ -62,7 +41,7 @@ TEST_P(SelectedAttention, MatchesReference) {
   const double scale = 1.0 / std::sqrt(double(c.dk));
   at::Tensor block_idx;
   if (c.source == 0) {
-    block_idx = random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 77 + c.S);
+    block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 77 + c.S);
   } else if (c.source == 1) {
     // Compressed keys stand-in: mean of k over blocks of 8 with stride 4.
     const int64_t l = 8, d = 4, S_cmp = c.S >= l ? (c.S - l) / d + 1 : 0;
@@ -135,7 +114,7 @@ TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {
 TEST(SelectedAttention, BackwardIsBitwiseReproducible) {
   NSA_REQUIRE_CUDA();
   const auto in = testing::make_inputs(1, 130, 130, 8, 2, 64, 64, at::kBFloat16, 11);
-  const at::Tensor block_idx = random_block_idx(1, 130, 2, 4, 16, 5);
+  const at::Tensor block_idx = testing::random_block_idx(1, 130, 2, 4, 16, 5);
   BranchSpec spec;
   spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = 16, spec.scale = 0.125;
   const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
@@ -176,7 +155,7 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
         Case{"fp16_paper_like_S130_h16_d192_dv128_l16_n5", 2, 130, 32, 2, 192, 128, 16, 5, at::kHalf}}) {
     const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 5000 + c.S);
     const double scale = 1.0 / std::sqrt(double(c.dk));
-    const at::Tensor block_idx = random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 99 + c.S);
+    const at::Tensor block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 99 + c.S);
     BranchSpec spec;
     spec.branch = Branch::Selected, spec.sel_block = c.sel_block, spec.block_idx = block_idx, spec.scale = scale;
     const at::Tensor ref = ref_selected_attention(in.q.cpu().to(at::kDouble), in.k.cpu().to(at::kDouble),

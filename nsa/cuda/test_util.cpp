@@ -145,4 +145,23 @@ void check_branch_v1_and_v2(const std::string& what, const AttnInputs& in, const
   }
 }
 
+at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t sel_block, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t n_blocks = (S + sel_block - 1) / sel_block;
+  const at::Tensor j = at::arange(n_blocks, at::kLong).view({1, 1, 1, -1});
+  const at::Tensor t = at::arange(S, at::kLong).view({1, -1, 1, 1});
+  const at::Tensor future = j * sel_block > t;
+  at::Tensor r = at::rand({B, S, G, n_blocks}, gen).masked_fill(future, 2.0);  // candidates first
+  at::Tensor order = std::get<1>(at::sort(r, -1));
+  if (n_blocks < n) {
+    auto pad = order.sizes().vec();
+    pad.back() = n - n_blocks;
+    order = at::cat({order, at::full(pad, int64_t(1) << 40, at::kLong)}, -1);
+  }
+  order = order.narrow(-1, 0, n);
+  order = at::where(order * sel_block > t, at::full({}, -1, at::kLong), order);  // past t -> unused
+  const at::Tensor shuffle = std::get<1>(at::sort(at::rand({B, S, G, n}, gen), -1));
+  return order.gather(-1, shuffle).to(at::kInt).to(at::kCUDA).contiguous();
+}
+
 }  // namespace nsa::cuda::testing

@@ -43,6 +43,10 @@ using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, co
 void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
                   const AttnFn& reference);
 
+// Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
+// -1 for the rest, slots shuffled: what a valid selection may look like.
+at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t sel_block, uint64_t seed);
+
 // A detached float64 CPU copy: what the oracles compute on.
 at::Tensor f64(const at::Tensor& t);
 // "[2,37,96] BFloat16": a case's sizes and dtype for a SCOPED_TRACE.
