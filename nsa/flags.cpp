@@ -68,10 +68,10 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
-    {"NSA_CUDA_WGMMA", T::boolean, "1",
-     "On Hopper (compute capability 9.0, a build with sm_90a code) run the selected branch's forward at dk = dv = "
-     "64 on warpgroup MMAs (wgmma) where that measured faster (at most 2n candidate blocks: short sequences); 0 "
-     "keeps the v2 mma.sync kernels everywhere (comparison, bisection).",
+    {"NSA_CUDA_WGMMA", T::boolean, "0",
+     "On Hopper (compute capability 9.0, a build with sm_90a code) run the attention forward at dk = dv = 64 on "
+     "warpgroup MMAs (wgmma; Selected under its SharedRows tiling) instead of the v2 mma.sync kernels; off by "
+     "default, where v2 measured faster (comparison, and the base of the Hopper path).",
      true},
     {"NSA_FAULT", T::string, "",
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},

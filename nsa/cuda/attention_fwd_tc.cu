@@ -304,26 +304,22 @@ __device__ __forceinline__ void wg_fwd_body(const AttnParams& p) {
 }
 NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, (tc::min_ctas_per_sm<DK, DV>()))
 
-std::atomic<int> g_forward_wgmma{int(ForwardWgmma::Auto)};
+std::atomic<int> g_forward_wgmma{0};
 std::atomic<int> g_last_fwd_wgmma{0};
 
-// Does this forward run on wgmma? Never where wgmma_declines() objects, for
-// head dims other than 64 / 64, or for Selected under SplitKeys (its warps hold
-// the same rows; a warpgroup MMA cannot split them). `On`: everywhere else.
-// `Auto`: where it measured faster (H200, BM_{Selected,Window,Compressed}FwdMma,
-// docs/performance.md): Selected with at most 2 n candidate blocks, where most
-// of a CTA's warps want each tile of its union (0.440 against 0.461 ms at the
-// m7c training shape); with more, v2's warps skip the tiles none of their
-// queries chose, which a warpgroup MMA cannot (8k: 0.689 against 0.667 ms).
-// Window and Compressed keep mma.sync (1 % faster and 10 % slower on wgmma).
+// Does this forward run on wgmma? Only when switched on (set_forward_wgmma),
+// where wgmma_declines() has nothing against it, at dk = dv = 64, and not for
+// Selected under SplitKeys (its warps hold the same rows; a warpgroup MMA
+// cannot split them). Off by default: on the H200 it measured slower than v2
+// once v2 copied whole rows per instruction (selected forward at the m7c
+// training shape 0.447 against 0.413 ms; docs/performance.md): the kernels are
+// latency-bound and a warpgroup MMA cannot skip the tiles a warp's queries did
+// not choose.
 bool use_wgmma(Branch br, const AttnParams& p) {
-  const ForwardWgmma mode = forward_wgmma();
-  if (mode == ForwardWgmma::Off || p.dk != 64 || p.dv != 64) return false;
+  if (!forward_wgmma() || p.dk != 64 || p.dv != 64) return false;
   if (br == Branch::Selected && selected_split_keys(p)) return false;
   static const bool ok = wgmma_declines().empty();
-  if (!ok) return false;
-  if (mode == ForwardWgmma::On) return true;
-  return br == Branch::Selected && ceil_div(p.Sk, p.sel_block) <= 2 * p.n_sel;
+  return ok;
 }
 
 struct LaunchFwd {
@@ -362,8 +358,8 @@ void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }
 
 int last_forward_kernel_version() { return g_last_fwd_version.load(); }
 
-void set_forward_wgmma(ForwardWgmma mode) { g_forward_wgmma.store(int(mode)); }
-ForwardWgmma forward_wgmma() { return ForwardWgmma(g_forward_wgmma.load()); }
+void set_forward_wgmma(bool on) { g_forward_wgmma.store(on ? 1 : 0); }
+bool forward_wgmma() { return g_forward_wgmma.load() == 1; }
 bool last_forward_used_wgmma() { return g_last_fwd_version.load() == 2 && g_last_fwd_wgmma.load() == 1; }
 
 std::string wgmma_declines() {

@@ -33,7 +33,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // The scenario's choice of kernel generation (v2 tensor cores where they
   // apply, or v1 everywhere); the backward launched from here follows it too.
   set_force_v1_kernels(rt.flags.get_bool("NSA_CUDA_KERNEL_V1"));
-  set_forward_wgmma(rt.flags.get_bool("NSA_CUDA_WGMMA") ? ForwardWgmma::Auto : ForwardWgmma::Off);
+  set_forward_wgmma(rt.flags.get_bool("NSA_CUDA_WGMMA"));
   const auto& P = c.nsa;
   const double scale = 1.0 / std::sqrt(double(c.d_k));
   // Planted flag_ignored: a switched-off kernel keeps running.

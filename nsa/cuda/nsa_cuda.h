@@ -98,13 +98,12 @@ int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
 // v3 forward (attention_fwd_tc.cu, wgmma.cuh): on Hopper the v2 forward can
 // run its two products as warpgroup MMAs (wgmma) where wgmma_declines() is ""
 // (a build with sm_90a code on a compute capability 9.0 device), at dk = dv =
-// 64, and for Selected under SharedRows. Auto (the default) takes it where it
-// measured faster (Selected with at most 2 n candidate blocks); On wherever it
-// can (tests, benchmarks); Off never. The result is the same function. The
-// layer sets Auto or Off from NSA_CUDA_WGMMA. Next launch on.
-enum class ForwardWgmma : int { Off = 0, On = 1, Auto = 2 };
-void set_forward_wgmma(ForwardWgmma mode);
-ForwardWgmma forward_wgmma();
+// 64, and for Selected under SharedRows. Off by default (it measured slower
+// than v2, docs/performance.md); on for tests, benchmarks and comparison. The
+// result is the same function. The layer sets it from NSA_CUDA_WGMMA. Next
+// launch on.
+void set_forward_wgmma(bool on);
+bool forward_wgmma();
 std::string wgmma_declines();
 // Testing hook: the last forward launched ran v2 on wgmma.
 bool last_forward_used_wgmma();

@@ -480,8 +480,8 @@ void BM_ForwardMma(benchmark::State& state) {
     state.SkipWithError(("wgmma declines: " + why).c_str());
     return;
   }
-  const ForwardWgmma prev = forward_wgmma();
-  set_forward_wgmma(state.range(2) == 1 ? ForwardWgmma::On : ForwardWgmma::Off);
+  const bool prev = forward_wgmma();
+  set_forward_wgmma(state.range(2) == 1);
   const Problem p = make_problem(state);
   const double ms = time_branch<W, false>(state, p);
   set_forward_wgmma(prev);

@@ -22,13 +22,13 @@ namespace {
 // Switches the v3 forward for a scope, restoring the previous setting.
 class WgmmaScope {
  public:
-  explicit WgmmaScope(ForwardWgmma mode) : prev_(forward_wgmma()) { set_forward_wgmma(mode); }
+  explicit WgmmaScope(bool on) : prev_(forward_wgmma()) { set_forward_wgmma(on); }
   ~WgmmaScope() { set_forward_wgmma(prev_); }
   WgmmaScope(const WgmmaScope&) = delete;
   WgmmaScope& operator=(const WgmmaScope&) = delete;
 
  private:
-  ForwardWgmma prev_;
+  bool prev_;
 };
 
 // S = A B^T takes B as K-major core matrices, O = P V as MN-major ones: a wrong
@@ -107,7 +107,7 @@ TEST(Wgmma, ForwardOfEveryBranchMatchesTheReferenceOnAndOff) {
     }
     ForwardResult r[2];
     for (bool on : {false, true}) {
-      WgmmaScope wgmma(on ? ForwardWgmma::On : ForwardWgmma::Off);
+      WgmmaScope wgmma(on);
       testing::PoisonScope poison;
       r[on] = attention_forward(in.q, k, v, spec);
       EXPECT_EQ(last_forward_used_wgmma(), on) << "the forward did not run the MMAs asked for";
@@ -129,7 +129,7 @@ TEST(Wgmma, ForwardOfEveryBranchMatchesTheReferenceOnAndOff) {
 TEST(Wgmma, OtherShapesKeepMmaSync) {
   NSA_REQUIRE_WGMMA();
   testing::ForceV1Scope v2(false);
-  WgmmaScope wgmma(ForwardWgmma::On);
+  WgmmaScope wgmma(true);
   const auto in = testing::make_inputs(1, 100, 100, 4, 2, 128, 128, at::kBFloat16, 3);
   BranchSpec spec;
   spec.branch = Branch::Window, spec.window = 16, spec.scale = 0.1;
@@ -149,27 +149,18 @@ TEST(Wgmma, OtherShapesKeepMmaSync) {
   set_selected_tiling(prev);
 }
 
-// Auto takes wgmma for Selected with at most 2 n candidate blocks only (the
-// rule in attention_fwd_tc.cu, from the benchmark): 100 keys in blocks of 16
-// are 7 candidates for n = 4 (wgmma), for n = 3 more than 2 n (mma.sync); Window
-// and Compressed keep mma.sync.
-TEST(Wgmma, AutoTakesItForSelectedWithFewCandidateBlocks) {
+// Off (the default) keeps every forward on mma.sync.
+TEST(Wgmma, OffByDefault) {
   NSA_REQUIRE_WGMMA();
   testing::ForceV1Scope v2(false);
-  WgmmaScope wgmma(ForwardWgmma::Auto);
+  EXPECT_FALSE(forward_wgmma());
   const auto in = testing::make_inputs(1, 100, 100, 4, 2, 64, 64, at::kBFloat16, 6);
   BranchSpec spec;
   spec.branch = Branch::Selected, spec.sel_block = 16, spec.scale = 0.125;
   spec.block_idx = testing::random_block_idx(1, 100, 2, 4, 16, 7);
   attention_forward(in.q, in.k, in.v, spec);
-  EXPECT_TRUE(last_forward_used_wgmma()) << "7 candidate blocks, n = 4";
-  spec.block_idx = testing::random_block_idx(1, 100, 2, 3, 16, 8);
-  attention_forward(in.q, in.k, in.v, spec);
-  EXPECT_FALSE(last_forward_used_wgmma()) << "7 candidate blocks, n = 3";
-  BranchSpec win;
-  win.branch = Branch::Window, win.window = 32, win.scale = 0.125;
-  attention_forward(in.q, in.k, in.v, win);
-  EXPECT_FALSE(last_forward_used_wgmma()) << "the window keeps mma.sync";
+  EXPECT_EQ(last_forward_kernel_version(), 2);
+  EXPECT_FALSE(last_forward_used_wgmma());
 }
 
 }  // namespace
