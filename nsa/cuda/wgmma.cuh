@@ -9,6 +9,11 @@
 // warpgroup (128 threads = the v2 CTA), reads B straight from shared memory
 // through a descriptor and runs asynchronously (PTX ISA, "Asynchronous
 // Warpgroup Level Matrix Multiply-Accumulate Instructions").
+// Measured (H200, docs/performance.md): used synchronously (issue, wait) it
+// did not beat v2 once v2 copied whole rows per instruction (the kernels are
+// latency-bound, not MMA-bound), so the layer keeps it off (NSA_CUDA_WGMMA);
+// it is the base for an overlapped form (next tile's Q K^T in flight during
+// this tile's softmax).
 //
 // Layouts, with lane = 4 gid + tig inside each warp w of the warpgroup:
 //   A 64 x 16 in registers: warp w holds rows 16 w .. 16 w + 15 exactly as
