@@ -15,15 +15,12 @@ struct LinearBiasFn : torch::autograd::Function<LinearBiasFn> {
     auto out_shape = x.sizes().vec();
     out_shape.back() = w.size(1);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)});
-    // 16-bit: the bias in cuBLAS's epilogue (one GEMM). fp32/fp64 are the
-    // parity runs, where the same rows must come out the same whether one
-    // block or the whole sequence is compressed (the sequential prefill is
-    // compared with the ATen decode step at 1e-5): cuBLASLt's bias-epilogue
-    // GEMM picks its summation order by the row count, which moved fp32
-    // outputs by 3-4e-5 there (H200, 2026-11-26); the plain GEMM then an add
-    // did not.
-    const bool sixteen_bit = x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16;
-    return (sixteen_bit ? at::addmm(b, x2, w) : at::mm(x2, w).add_(b)).view(out_shape);
+    // 16-bit: the bias in cuBLAS's epilogue (one GEMM). The parity runs
+    // (may_reorder_sums) keep the plain GEMM then an add: cuBLASLt's
+    // bias-epilogue GEMM picks its summation order by the row count, which
+    // moved fp32 outputs by 3-4e-5 between one block and the whole sequence
+    // (H200, 2026-11-26); the plain GEMM did not.
+    return (may_reorder_sums(x.scalar_type()) ? at::addmm(b, x2, w) : at::mm(x2, w).add_(b)).view(out_shape);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {

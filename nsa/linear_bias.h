@@ -17,4 +17,12 @@ namespace nsa {
 
 at::Tensor linear_bias(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
 
+// May a computation in dtype t take a faster form that sums in another order?
+// 16-bit (the training step): yes. fp32 and fp64 are the parity runs: the
+// sequential prefill is compared with the ATen decode step at 1e-5, so their
+// rows must come out the same whether one block or the whole sequence is
+// computed at once. The one predicate for every such choice (linear_bias's
+// bias epilogue, compress_sequence's chunked φ).
+inline bool may_reorder_sums(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
+
 }  // namespace nsa

@@ -59,5 +59,14 @@ TEST(LinearBias, RejectsShapesThatDoNotCompose) {
   EXPECT_THROW(linear_bias(rnd({2, 3}, 1), rnd({3, 2}, 2), rnd({3}, 3)), c10::Error);
 }
 
+// The parity runs are fp32 and fp64 (DESIGN.md: the sequential prefill against
+// the decode step); only the 16-bit dtypes may reorder sums.
+TEST(LinearBias, OnlySixteenBitRunsMayReorderSums) {
+  EXPECT_TRUE(may_reorder_sums(at::kHalf));
+  EXPECT_TRUE(may_reorder_sums(at::kBFloat16));
+  EXPECT_FALSE(may_reorder_sums(at::kFloat));
+  EXPECT_FALSE(may_reorder_sums(at::kDouble));
+}
+
 }  // namespace
 }  // namespace nsa

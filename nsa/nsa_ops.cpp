@@ -148,12 +148,11 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
 at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
   if (num_cmp_blocks(seq.size(1), p) == 0) return at::zeros({seq.size(0), 0, seq.size(2), seq.size(3)}, seq.options());
   // The chunked form sums each block's l·dim products in two or more GEMMs
-  // and adds them: the same function in another order. fp32 / fp64 runs are
-  // the parity runs (the sequential prefill is checked against the ATen decode
-  // step at 1e-5, which compresses block by block), so they keep one GEMM per
-  // block; the 16-bit training step takes the chunked form.
-  const bool sixteen_bit = seq.scalar_type() == at::kHalf || seq.scalar_type() == at::kBFloat16;
-  if (p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 && sixteen_bit) return compress_overlapping_chunks(seq, phi, p);
+  // and adds them: the same function in another order, which the parity runs
+  // (may_reorder_sums) do not take: they keep one GEMM per block, as the ATen
+  // decode step compresses block by block.
+  if (p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 && may_reorder_sums(seq.scalar_type()))
+    return compress_overlapping_chunks(seq, phi, p);
   // unfold: [B,n_cmp,G,dim,l] → tokens [B,n_cmp,G,l,dim]
   return compress_blocks(seq.unfold(1, p.cmp_block, p.cmp_stride).transpose(-1, -2), phi, p.phi).contiguous();
 }
