@@ -154,28 +154,25 @@ __device__ __forceinline__ void tile_coverage(const AttnParams& p, int kt, int k
 // whole rows, 4 global lines, each shared bank group of the padded layout 4
 // times. (Two threads per row taking alternate pieces touched 16 lines per
 // instruction: 22 shared wavefronts against 4 ideal, ncu, selected forward.)
+template <int D, typename T, typename Piece, typename KeyOf>
+__device__ __forceinline__ void copy_warp_rows(T* stage, const T* src, const AttnParams& p, const TcThread& cta,
+                                               Piece&& piece, KeyOf&& key_of) {
+  constexpr int P = D / 8;  // 16-byte pieces per row
+#pragma unroll
+  for (int e = cta.lane; e < 16 * P; e += 32) {
+    const int r = 16 * cta.warp + e / P, c = e % P;
+    int key;
+    const bool valid = key_of(r, &key);
+    cp_async_16(stage + piece(r, c), src + row_offset(cta.b, key, cta.g, p.Sk, p.G, D) + c * 8, valid);
+  }
+}
 template <typename T, int DK, int DV, typename Layout, typename KeyOf>
 __device__ __forceinline__ void issue_kv_rows(T* Ks, T* Vs, const AttnParams& p, int stage, const TcThread& cta,
                                               KeyOf&& key_of) {
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
-  T* ks = Ks + stage * Layout::kKStage;
-  T* vs = Vs + stage * Layout::kVStage;
-  constexpr int PK = DK / 8, PV = DV / 8;  // 16-byte pieces per row
-#pragma unroll
-  for (int e = cta.lane; e < 16 * PK; e += 32) {
-    const int r = 16 * cta.warp + e / PK, c = e % PK;
-    int key;
-    const bool valid = key_of(r, &key);
-    cp_async_16(ks + Layout::k_piece(r, c), k + row_offset(cta.b, key, cta.g, p.Sk, p.G, DK) + c * 8, valid);
-  }
-#pragma unroll
-  for (int e = cta.lane; e < 16 * PV; e += 32) {
-    const int r = 16 * cta.warp + e / PV, c = e % PV;
-    int key;
-    const bool valid = key_of(r, &key);
-    cp_async_16(vs + Layout::v_piece(r, c), v + row_offset(cta.b, key, cta.g, p.Sk, p.G, DV) + c * 8, valid);
-  }
+  copy_warp_rows<DK>(Ks + stage * Layout::kKStage, static_cast<const T*>(p.k), p, cta,
+                     [](int r, int c) { return Layout::k_piece(r, c); }, key_of);
+  copy_warp_rows<DV>(Vs + stage * Layout::kVStage, static_cast<const T*>(p.v), p, cta,
+                     [](int r, int c) { return Layout::v_piece(r, c); }, key_of);
   cp_async_commit();
 }
 static_assert(kTcKeys == 16 * kTcWarps, "each warp copies 16 rows of a stage");
