@@ -52,29 +52,30 @@ at::Tensor f64(const at::Tensor& t);
 // "[2,37,96] BFloat16": a case's sizes and dtype for a SCOPED_TRACE.
 std::string describe_case(at::IntArrayRef sizes, at::ScalarType dtype);
 
-// Poisoned outputs for a scope (outputs start as NaN, so an element a kernel
-// forgot shows), restoring the previous setting.
-class PoisonScope {
+// One switch of the kernel library set for a scope and restored after it:
+// SettingScope<bool> s(force_v1_kernels, set_force_v1_kernels, true).
+template <typename V>
+class SettingScope {
  public:
-  PoisonScope() : prev_(poison_outputs()) { set_poison_outputs(true); }
-  ~PoisonScope() { set_poison_outputs(prev_); }
-  PoisonScope(const PoisonScope&) = delete;
-  PoisonScope& operator=(const PoisonScope&) = delete;
+  SettingScope(V (*get)(), void (*set)(V), V value) : set_(set), prev_(get()) { set_(value); }
+  ~SettingScope() { set_(prev_); }
+  SettingScope(const SettingScope&) = delete;
+  SettingScope& operator=(const SettingScope&) = delete;
 
  private:
-  bool prev_;
+  void (*set_)(V);
+  V prev_;
+};
+
+// Poisoned outputs for a scope (outputs start as NaN, so an element a kernel
+// forgot shows), restoring the previous setting.
+struct PoisonScope : SettingScope<bool> {
+  PoisonScope() : SettingScope(poison_outputs, set_poison_outputs, true) {}
 };
 
 // Forces the v1 kernels (or not) for a scope, restoring the previous setting.
-class ForceV1Scope {
- public:
-  explicit ForceV1Scope(bool on) : prev_(force_v1_kernels()) { set_force_v1_kernels(on); }
-  ~ForceV1Scope() { set_force_v1_kernels(prev_); }
-  ForceV1Scope(const ForceV1Scope&) = delete;
-  ForceV1Scope& operator=(const ForceV1Scope&) = delete;
-
- private:
-  bool prev_;
+struct ForceV1Scope : SettingScope<bool> {
+  explicit ForceV1Scope(bool on) : SettingScope(force_v1_kernels, set_force_v1_kernels, on) {}
 };
 
 // The forward of `spec` on the inputs with v1 forced and with v2 (poisoned

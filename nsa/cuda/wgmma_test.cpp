@@ -20,15 +20,8 @@ namespace {
   } while (0)
 
 // Switches the v3 forward for a scope, restoring the previous setting.
-class WgmmaScope {
- public:
-  explicit WgmmaScope(bool on) : prev_(forward_wgmma()) { set_forward_wgmma(on); }
-  ~WgmmaScope() { set_forward_wgmma(prev_); }
-  WgmmaScope(const WgmmaScope&) = delete;
-  WgmmaScope& operator=(const WgmmaScope&) = delete;
-
- private:
-  bool prev_;
+struct WgmmaScope : testing::SettingScope<bool> {
+  explicit WgmmaScope(bool on) : SettingScope(forward_wgmma, set_forward_wgmma, on) {}
 };
 
 // S = A B^T takes B as K-major core matrices, O = P V as MN-major ones: a wrong
@@ -81,8 +74,7 @@ TEST(Wgmma, ForwardOfEveryBranchMatchesTheReferenceOnAndOff) {
   testing::ForceV1Scope v2(false);
   // wgmma serves Selected's SharedRows tiling, which long rows of small blocks
   // would not pick on their own.
-  const SelectedTiling prev_tiling = selected_tiling();
-  set_selected_tiling(SelectedTiling::SharedRows);
+  testing::SettingScope<SelectedTiling> tiling(selected_tiling, set_selected_tiling, SelectedTiling::SharedRows);
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, 64, 64, c.dtype, 7000 + c.S);
@@ -122,7 +114,6 @@ TEST(Wgmma, ForwardOfEveryBranchMatchesTheReferenceOnAndOff) {
     testing::expect_close(std::string(c.name) + " lse wgmma vs mma.sync", at::where(inf1, zero, r[1].lse),
                           at::where(inf0, zero, r[0].lse), testing::tolerance_for(at::kFloat));
   }
-  set_selected_tiling(prev_tiling);
 }
 
 // Head dims other than 64 / 64, and Selected under SplitKeys, keep mma.sync.
