@@ -66,6 +66,11 @@ const std::vector<FlagInfo> kFlags = {
      "Capture the training step as one CUDA graph after two eager steps and replay it on the steps no probe "
      "watches from inside (fp32/bf16, one process); 0 runs every step eagerly. Each step_end records which ran.",
      true},
+    {"NSA_WEIGHT_COPIES", T::boolean, "1",
+     "With fp32 master weights and 16-bit compute (batched prefill), the forward reads 16-bit copies of the "
+     "weights, refreshed by one multi-tensor copy per step, and their gradients reach the fp32 parameters by "
+     "another, instead of a cast of each weight and of each gradient back (~465 small kernels a step at "
+     "m7c_125m); the same values either way. 0 casts per weight (comparison, bisection)."},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
     {"NSA_CUDA_WGMMA", T::boolean, "0",

@@ -1,5 +1,7 @@
 #include "nsa/model.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include "nsa/faults.h"
 
 #include <chrono>
@@ -64,8 +66,8 @@ Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg))
   const int64_t D = cfg_.d_model, V = cfg_.vocab, F = cfg_.ffn_hidden_resolved();
   auto normal = [&](std::vector<int64_t> shape, double std) { return (at::randn(shape, o) * std).requires_grad_(); };
   auto ones = [&](int64_t n) { return at::ones({n}, o).requires_grad_(); };
-  embed_ = normal({V, D}, 0.02);
-  params_.emplace_back("embed", embed_);
+  w_.embed = normal({V, D}, 0.02);
+  params_.emplace_back("embed", w_.embed);
   for (int l = 0; l < cfg_.n_layers; ++l) {
     BlockWeights b;
     b.norm1 = ones(D);
@@ -83,37 +85,98 @@ Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg))
     params_.emplace_back(p + "mlp.w_gate", b.w_gate);
     params_.emplace_back(p + "mlp.w_up", b.w_up);
     params_.emplace_back(p + "mlp.w_down", b.w_down);
-    blocks_.push_back(std::move(b));
+    w_.blocks.push_back(std::move(b));
   }
-  final_norm_ = ones(D);
-  head_ = normal({D, V}, 0.02);
-  params_.emplace_back("final_norm", final_norm_);
-  params_.emplace_back("head", head_);
+  w_.final_norm = ones(D);
+  w_.head = normal({D, V}, 0.02);
+  params_.emplace_back("final_norm", w_.final_norm);
+  params_.emplace_back("head", w_.head);
+}
+
+namespace {
+// fn(t, cast): every weight of w, and whether the forward casts it to the
+// compute dtype (all but the norm weights).
+template <typename Fn>
+void for_each_weight(ModelWeights& w, Fn&& fn) {
+  fn(w.embed, true);
+  for (auto& b : w.blocks) {
+    fn(b.norm1, false);
+    fn(b.norm2, false);
+    if (b.attn.wq.defined()) b.attn.for_each([&](const std::string&, at::Tensor& t) { fn(t, true); });
+    for (at::Tensor* t : {&b.dense.wq, &b.dense.wk, &b.dense.wv, &b.dense.wo})
+      if (t->defined()) fn(*t, true);
+    fn(b.w_gate, true);
+    fn(b.w_up, true);
+    fn(b.w_down, true);
+  }
+  fn(w.final_norm, false);
+  fn(w.head, true);
+}
+}  // namespace
+
+void Model::keep_compute_copies(at::ScalarType dtype) {
+  TORCH_CHECK(dtype == at::kBFloat16 || dtype == at::kHalf, "keep_compute_copies: ", dtype, " is not 16-bit");
+  TORCH_CHECK(w_.head.scalar_type() == at::kFloat, "keep_compute_copies: parameters are ", w_.head.scalar_type(),
+              ", not fp32 master weights");
+  if (keeps_compute_copies()) return;
+  copy_w_ = w_;
+  for_each_weight(copy_w_, [&](at::Tensor& t, bool cast) {
+    if (!cast) return;
+    masters_.push_back(t);
+    t = t.detach().to(dtype).requires_grad_(true);
+    copies_.push_back(t);
+  });
+}
+
+void Model::drop_copy_grads() {
+  for (auto& c : copies_) c.mutable_grad() = at::Tensor();
+}
+
+void Model::gather_copy_grads() {
+  std::vector<at::Tensor> dst, src;
+  for (size_t i = 0; i < copies_.size(); ++i) {
+    const at::Tensor& g = copies_[i].grad();
+    if (!g.defined()) continue;
+    at::Tensor& pg = masters_[i].mutable_grad();
+    if (!pg.defined()) pg = at::empty_like(masters_[i]);
+    dst.push_back(pg);
+    src.push_back(g);
+  }
+  at::NoGradGuard ng;
+  if (!dst.empty()) at::_foreach_copy_(dst, src);
+}
+
+const ModelWeights& Model::weights_for(at::ScalarType compute) {
+  if (copies_.empty() || copies_.front().scalar_type() != compute) return w_;
+  at::NoGradGuard ng;
+  at::_foreach_copy_(copies_, masters_);
+  return copy_w_;
 }
 
 const NsaWeights& Model::attention_weights(int layer) const {
   TORCH_CHECK(!is_dense(), "attention_weights: layer ", layer, " is dense attention, not NSA");
-  return blocks_.at(layer).attn;
+  return w_.blocks.at(layer).attn;
 }
 
 at::Tensor Model::forward(const at::Tensor& tokens, at::ScalarType compute, const Runtime& rt) {
-  auto x = embed_.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
+  const ModelWeights& w = weights_for(compute);
+  auto x = w.embed.to(compute).index_select(0, tokens.flatten()).view({tokens.size(0), tokens.size(1), cfg_.d_model});
   // h is the normed stream the next sublayer reads: each residual add is fused
   // with the norm after it (add_rms_norm), the next block's norm1 or the final norm.
-  at::Tensor h = rms_norm(x, cfg_.n_layers > 0 ? blocks_[0].norm1 : final_norm_, cfg_.norm_eps);
+  at::Tensor h = rms_norm(x, cfg_.n_layers > 0 ? w.blocks[0].norm1 : w.final_norm, cfg_.norm_eps);
   for (int l = 0; l < cfg_.n_layers; ++l) {
     Phase phase(rt, "layer", l);
-    auto& b = blocks_[l];
+    auto& b = w.blocks[l];
     {
       Phase attn(rt, "attention", l);
       auto a = is_dense() ? dense_attention(b.dense, h, cfg_) : nsa_attention(b.attn, h, cfg_, rt, l);
       std::tie(x, h) = add_rms_norm(x, a, b.norm2, cfg_.norm_eps, rt);
     }
-    const at::Tensor& next_norm = l + 1 < cfg_.n_layers ? blocks_[l + 1].norm1 : final_norm_;
+    const at::Tensor& next_norm = l + 1 < cfg_.n_layers ? w.blocks[l + 1].norm1 : w.final_norm;
     std::tie(x, h) = add_rms_norm(x, swiglu_mlp(h, b, compute, rt), next_norm, cfg_.norm_eps, rt);
     if (rt.observer && rt.observer->wants_tensors()) rt.observer->tensor("block_out", l, -1, x.detach());
   }
-  return at::matmul(h, head_.to(compute));
+  return at::matmul(h, w.head.to(compute));
 }
 
 // Planted faults of the training loop (nsa/faults.h), all at the loss: step 3

@@ -19,6 +19,12 @@ struct BlockWeights {
   at::Tensor w_gate, w_up, w_down;  // SwiGLU: [D,F], [D,F], [F,D]
 };
 
+// Every tensor the forward reads.
+struct ModelWeights {
+  at::Tensor embed, final_norm, head;
+  std::vector<BlockWeights> blocks;
+};
+
 class Model {
  public:
   // Parameters created on `opts` (device + param dtype), seeded by the caller's generator state.
@@ -36,10 +42,33 @@ class Model {
   const NsaWeights& attention_weights(int layer) const;
   bool is_dense() const { return cfg_.attention == "dense"; }
 
+  // Compute-dtype copies of the weights. With fp32 master weights the forward
+  // casts every weight but the norms' to the 16-bit compute dtype (~20 casts
+  // per layer) and backward casts each gradient back: ~465 small kernels a
+  // step. With copies kept, a forward in `dtype` reads 16-bit leaves instead:
+  // one multi-tensor copy refreshes them from the parameters as it starts (so
+  // a parameter changed anywhere is seen) and gather_copy_grads() moves their
+  // gradients into the parameters' in one more. The values are the same either
+  // way as long as each weight is read once per forward (the batched prefill):
+  // the cast's backward rounded nothing, and where one cast fed two uses
+  // autograd summed them in 16 bits before it too. Norm weights stay fp32 (the
+  // norm kernels read them so). Only for a 16-bit dtype with fp32 parameters.
+  void keep_compute_copies(at::ScalarType dtype);
+  bool keeps_compute_copies() const { return !copies_.empty(); }
+  // Before backward: the copies' gradients undefined, so that autograd hands
+  // each its gradient tensor instead of adding into a zeroed one.
+  void drop_copy_grads();
+  // After backward: each parameter's gradient = its copy's (allocated where
+  // undefined; parameters whose copy got none keep theirs).
+  void gather_copy_grads();
+
  private:
+  const ModelWeights& weights_for(at::ScalarType compute);
+
   ModelConfig cfg_;
-  at::Tensor embed_, final_norm_, head_;
-  std::vector<BlockWeights> blocks_;
+  ModelWeights w_;       // the parameters
+  ModelWeights copy_w_;  // w_ with the copies in place of the cast weights
+  std::vector<at::Tensor> masters_, copies_;  // the pairs, in one order
   std::vector<std::pair<std::string, at::Tensor>> params_;
 };
 

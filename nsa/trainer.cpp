@@ -78,9 +78,22 @@ at::Tensor Trainer::loss_of(const at::Tensor& batch, Runtime& rt) {
 void Trainer::backward_of(const at::Tensor& loss, Runtime& rt) {
   Phase phase(rt, "backward");
   const bool anomaly = rt.flags.get_bool("NSA_DETECT_ANOMALY");
+  const bool copies = model_.keeps_compute_copies();
+  if (copies) model_.drop_copy_grads();
   torch::autograd::AnomalyMode::set_enabled(anomaly);
   (scaler_.enabled() ? loss * scaler_.scale() : loss).backward();
   torch::autograd::AnomalyMode::set_enabled(false);
+  if (copies) model_.gather_copy_grads();
+}
+
+// Compute-dtype copies of the weights (Model::keep_compute_copies) where each
+// weight is read once per forward, so the gradients are the casts' to the bit:
+// fp32 master weights, 16-bit compute, the batched prefill (the sequential one
+// and the per-query reference read the weights once per token, whose gradients
+// the fp32 parameters now sum in fp32), NSA_WEIGHT_COPIES on.
+bool wants_compute_copies(const TrainConfig& c, const Runtime& rt) {
+  return c.master_weights && compute_dtype(c.precision) != at::kFloat && rt.prefill_batched && !rt.force_reference &&
+         rt.flags.get_bool("NSA_WEIGHT_COPIES");
 }
 
 void Trainer::forward_backward(const at::Tensor& batch, Runtime& rt) { backward_of(loss_of(batch, rt), rt); }
@@ -123,6 +136,10 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt, bool may
   st.lr = lr_at(step, cfg_.warmup_steps, cfg_.steps, cfg_.lr);
   st.loss_scale = scaler_.scale();
   last_exec_ = StepExec::eager;
+  if (!copies_checked_) {
+    copies_checked_ = true;
+    if (wants_compute_copies(cfg_, rt)) model_.keep_compute_copies(compute());
+  }
   if (may_replay)
     if (auto replayed = try_graph(step, batch, rt, st)) return *replayed;
   if (scaler_.enabled()) return scaled_step(step, batch, rt, st);

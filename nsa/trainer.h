@@ -99,6 +99,7 @@ class Trainer {
 
   std::unique_ptr<StepGraph> graph_;
   bool graph_checked_ = false;
+  bool copies_checked_ = false;  // the first step decides on compute copies
   std::string graph_off_;
   StepExec last_exec_ = StepExec::eager;
   int eager_steps_ = 0, captured_at_ = 0, replays_ = 0;
@@ -110,5 +111,9 @@ inline constexpr int kEagerStepsBeforeGraph = 2;
 
 // The parameter dtype a TrainConfig implies (fp32 with master weights).
 at::ScalarType param_dtype_for(const TrainConfig& c);
+
+// Whether a cell's steps read compute-dtype copies of the weights
+// (Model::keep_compute_copies); the first step decides.
+bool wants_compute_copies(const TrainConfig& c, const Runtime& rt);
 
 }  // namespace nsa

@@ -88,6 +88,54 @@ TEST(Training, SixteenBitStepsStayFiniteWithMasterWeightsAndLossScaling) {
   }
 }
 
+// Compute-dtype copies of the weights (NSA_WEIGHT_COPIES) against a cast of each
+// weight per forward: the same seed, the same batches, every parameter and loss
+// equal to the bit after a few steps, in both 16-bit dtypes and with the dense
+// cell's weights; with the sequential prefill no copies are kept.
+TEST(Training, WeightCopiesTrainBitForBitAsPerWeightCasts) {
+  struct Case {
+    Precision prec;
+    const char* attention;
+  };
+  for (const Case& k : {Case{Precision::bf16, "nsa"}, Case{Precision::fp16, "nsa"}, Case{Precision::bf16, "dense"}}) {
+    SCOPED_TRACE(std::string(k.prec == Precision::bf16 ? "bf16 " : "fp16 ") + k.attention);
+    ModelConfig c = tiny();
+    c.attention = k.attention;
+    const uint64_t seed = fresh_seed();
+    std::vector<std::vector<at::Tensor>> params;
+    std::vector<std::vector<double>> losses;
+    for (const char* copies : {"1", "0"}) {
+      at::manual_seed(seed);
+      TrainConfig tc;
+      tc.steps = 3;
+      tc.precision = k.prec;
+      Model m(c, at::TensorOptions().dtype(param_dtype_for(tc)));
+      Trainer trainer(m, tc);
+      DataSource data("synthetic", 5);
+      auto rt = runtime_with("NSA_WEIGHT_COPIES", copies);
+      losses.emplace_back();
+      for (int s = 1; s <= tc.steps; ++s) losses.back().push_back(trainer.step(s, data.next_batch(2, 80), rt).loss);
+      EXPECT_EQ(m.keeps_compute_copies(), std::string(copies) == "1");
+      params.emplace_back();
+      for (auto& [name, p] : m.parameters()) params.back().push_back(p.detach().clone());
+    }
+    EXPECT_EQ(losses[0], losses[1]);
+    for (size_t i = 0; i < params[0].size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(params[0][i].scalar_type(), at::kFloat);
+      EXPECT_TRUE(at::equal(params[0][i], params[1][i]))
+          << "max |diff| " << (params[0][i] - params[1][i]).abs().max().item<double>();
+    }
+  }
+  TrainConfig tc;
+  tc.precision = Precision::bf16;
+  EXPECT_TRUE(wants_compute_copies(tc, runtime_with()));
+  EXPECT_FALSE(wants_compute_copies(tc, runtime_with("NSA_PREFILL_BATCHED", "0")));
+  EXPECT_FALSE(wants_compute_copies(tc, runtime_with("NSA_WEIGHT_COPIES", "0")));
+  tc.master_weights = false;
+  EXPECT_FALSE(wants_compute_copies(tc, runtime_with()));
+}
+
 TEST(Training, PureFp16AdamWEpsilonRoundsToZero) {
   // The precision audit's premise, checked against IEEE fp16: 1e-8 is below half the smallest subnormal.
   auto eps = at::full({1}, 1e-8, at::kHalf);

@@ -54,7 +54,7 @@ struct TrainedRun {
 };
 
 // `steps` steps of a fresh model (same seed every call) on the same batches.
-TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed) {
+TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed, const char* weight_copies = "1") {
   register_with_layer();
   at::manual_seed(seed);
   TrainConfig tc;
@@ -62,7 +62,7 @@ TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed)
   Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
   Trainer trainer(m, tc);
   DataSource data("synthetic", 7);
-  auto rt = runtime_with();
+  auto rt = runtime_with("NSA_WEIGHT_COPIES", weight_copies);
   TrainedRun r;
   for (int s = 1; s <= steps; ++s) {
     auto batch = data.next_batch(2, 256).to(at::kCUDA);
@@ -112,6 +112,25 @@ TEST(StepGraph, ReplayComputesWhatTheEagerStepComputes) {
       EXPECT_EQ(graphed.norm[s], eager.norm[s]) << "gradient norm before clipping at step " << s + 1;
     }
     EXPECT_LT(graphed.loss.back(), graphed.loss.front()) << "the replayed steps train";
+  }
+}
+
+// The 16-bit copies of the weights (NSA_WEIGHT_COPIES, Model::keep_compute_copies)
+// against a cast of each weight per forward, through the CUDA kernels, eager and
+// replayed: the same parameters, losses and gradient norms to the bit.
+TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  DeterministicAlgorithms deterministic;
+  const uint64_t seed = fresh_seed();
+  const int steps = 5;
+  const TrainedRun casts = train(Precision::bf16, steps, false, seed, "0");
+  for (bool replay : {false, true}) {
+    SCOPED_TRACE(replay ? "replayed" : "eager");
+    const TrainedRun copies = train(Precision::bf16, steps, replay, seed, "1");
+    if (replay) EXPECT_EQ(copies.replays, steps - kEagerStepsBeforeGraph);
+    EXPECT_EQ(max_param_diff(casts, copies), 0.0);
+    EXPECT_EQ(copies.loss, casts.loss);
+    EXPECT_EQ(copies.norm, casts.norm);
   }
 }
 
