@@ -11,6 +11,7 @@
 
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/test_util.h"
 #include "nsa/data.h"
 #include "nsa/model.h"
 #include "nsa/test_support.h"
@@ -86,6 +87,7 @@ double max_param_diff(const TrainedRun& a, const TrainedRun& b) {
 
 TEST(StepGraph, ReplayComputesWhatTheEagerStepComputes) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  if (!testing::capture_possible()) GTEST_SKIP() << "capture needs the caching allocator";
   DeterministicAlgorithms deterministic;
   for (auto precision : {Precision::bf16, Precision::fp32}) {
     SCOPED_TRACE(precision == Precision::bf16 ? "bf16" : "fp32");
@@ -125,6 +127,7 @@ TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
   const int steps = 5;
   const TrainedRun casts = train(Precision::bf16, steps, false, seed, "0");
   for (bool replay : {false, true}) {
+    if (replay && !testing::capture_possible()) continue;  // capture needs the caching allocator
     SCOPED_TRACE(replay ? "replayed" : "eager");
     const TrainedRun copies = train(Precision::bf16, steps, replay, seed, "1");
     if (replay) EXPECT_EQ(copies.replays, steps - kEagerStepsBeforeGraph);
@@ -138,6 +141,7 @@ TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
 // batch) runs eagerly, and the next batch of the captured shape replays again.
 TEST(StepGraph, ABatchOfAnotherShapeRunsEagerlyAndReplayResumes) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  if (!testing::capture_possible()) GTEST_SKIP() << "capture needs the caching allocator";
   register_with_layer();
   at::manual_seed(fresh_seed());
   TrainConfig tc;

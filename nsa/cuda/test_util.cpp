@@ -1,5 +1,7 @@
 #include "nsa/cuda/test_util.h"
 
+#include <cstdlib>
+
 #include <cmath>
 #include <sstream>
 
@@ -163,5 +165,7 @@ at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t 
   const at::Tensor shuffle = std::get<1>(at::sort(at::rand({B, S, G, n}, gen), -1));
   return order.gather(-1, shuffle).to(at::kInt).to(at::kCUDA).contiguous();
 }
+
+bool capture_possible() { return std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") == nullptr; }
 
 }  // namespace nsa::cuda::testing

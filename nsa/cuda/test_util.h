@@ -20,6 +20,11 @@
 
 namespace nsa::cuda::testing {
 
+// Can this process capture a CUDA graph? Without the caching allocator (the
+// sanitizer runs set PYTORCH_NO_CUDA_MEMORY_CACHING) every allocation is a
+// cudaMalloc, which a capture forbids: capturing tests skip that part there.
+bool capture_possible();
+
 // Relative RMS error allowed per dtype: bf16/fp16 5e-3 (DESIGN.md §2), fp32 tight.
 double tolerance_for(at::ScalarType dtype);
 

@@ -270,9 +270,7 @@ TEST(CudnnWindow, BackwardIsReproducible) {
 // eager call did.
 TEST(CudnnWindow, CaptureUsesOnlyPlansBuiltBeforeIt) {
   NSA_REQUIRE_CUDA();
-  // Without the caching allocator (the sanitizer runs set this) every
-  // allocation is a cudaMalloc, which a capture forbids.
-  if (std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING")) GTEST_SKIP() << "capture needs the caching allocator";
+  if (!testing::capture_possible()) GTEST_SKIP() << "capture needs the caching allocator";
   const auto in = testing::make_inputs(1, 96, 96, 4, 2, 64, 64, at::kBFloat16, 6200);
   const auto fresh = testing::make_inputs(1, 97, 97, 4, 2, 64, 64, at::kBFloat16, 6201);
   ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 32), "");
