@@ -53,8 +53,12 @@ class Model {
   // the cast's backward rounded nothing, and where one cast fed two uses
   // autograd summed them in 16 bits before it too. Norm weights stay fp32 (the
   // norm kernels read them so). Only for a 16-bit dtype with fp32 parameters.
+  // The refresh is in place (a captured step must replay it): a second forward
+  // before the first one's backward makes that backward fail loudly (autograd:
+  // "modified by an inplace operation"); the Trainer never does that.
   void keep_compute_copies(at::ScalarType dtype);
   bool keeps_compute_copies() const { return !copies_.empty(); }
+  int compute_copy_count() const { return static_cast<int>(copies_.size()); }
   // Before backward: the copies' gradients undefined, so that autograd hands
   // each its gradient tensor instead of adding into a zeroed one.
   void drop_copy_grads();

@@ -86,14 +86,32 @@ void Trainer::backward_of(const at::Tensor& loss, Runtime& rt) {
   if (copies) model_.gather_copy_grads();
 }
 
-// Compute-dtype copies of the weights (Model::keep_compute_copies) where each
-// weight is read once per forward, so the gradients are the casts' to the bit:
-// fp32 master weights, 16-bit compute, the batched prefill (the sequential one
-// and the per-query reference read the weights once per token, whose gradients
-// the fp32 parameters now sum in fp32), NSA_WEIGHT_COPIES on.
-bool wants_compute_copies(const TrainConfig& c, const Runtime& rt) {
-  return c.master_weights && compute_dtype(c.precision) != at::kFloat && rt.prefill_batched && !rt.force_reference &&
-         rt.flags.get_bool("NSA_WEIGHT_COPIES");
+// What keeps a cell casting each weight instead of reading compute-dtype copies
+// (Model::keep_compute_copies), first match wins. Copies give the casts'
+// gradients to the bit only where each weight is read once per forward.
+namespace {
+struct CopiesBlocker {
+  bool (*applies)(const TrainConfig&, const Runtime&);
+  const char* why;
+};
+const CopiesBlocker kCopiesBlockers[] = {
+    {[](const TrainConfig&, const Runtime& rt) { return !rt.flags.get_bool("NSA_WEIGHT_COPIES"); },
+     "switched off (NSA_WEIGHT_COPIES=0)"},
+    {[](const TrainConfig& c, const Runtime&) { return compute_dtype(c.precision) == at::kFloat; },
+     "fp32 compute reads the parameters as they are"},
+    {[](const TrainConfig& c, const Runtime&) { return !c.master_weights; },
+     "16-bit parameters (master_weights: false): nothing to cast"},
+    {[](const TrainConfig&, const Runtime& rt) { return !rt.prefill_batched; },
+     "the sequential prefill reads each weight once per token (the fp32 parameters sum those gradients in fp32)"},
+    {[](const TrainConfig&, const Runtime& rt) { return rt.force_reference; },
+     "the per-query reference path (NSA_FORCE_PARITY=1) reads each weight once per query"},
+};
+}  // namespace
+
+const char* compute_copies_blocker(const TrainConfig& c, const Runtime& rt) {
+  for (const auto& b : kCopiesBlockers)
+    if (b.applies(c, rt)) return b.why;
+  return nullptr;
 }
 
 void Trainer::forward_backward(const at::Tensor& batch, Runtime& rt) { backward_of(loss_of(batch, rt), rt); }
@@ -138,7 +156,8 @@ StepStats Trainer::step(int step, const at::Tensor& batch, Runtime& rt, bool may
   last_exec_ = StepExec::eager;
   if (!copies_checked_) {
     copies_checked_ = true;
-    if (wants_compute_copies(cfg_, rt)) model_.keep_compute_copies(compute());
+    if (const char* why = compute_copies_blocker(cfg_, rt)) copies_off_ = why;
+    else model_.keep_compute_copies(compute());
   }
   if (may_replay)
     if (auto replayed = try_graph(step, batch, rt, st)) return *replayed;

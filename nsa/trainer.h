@@ -74,6 +74,9 @@ class Trainer {
   const std::string& graph_off_reason() const { return graph_off_; }
   int graph_captured_at() const { return captured_at_; }
   int graph_replays() const { return replays_; }
+  // Why the steps cast each weight ("" once they read copies; "not decided"
+  // before the first step).
+  const std::string& weight_copies_off_reason() const { return copies_off_; }
 
   at::ScalarType param_dtype() const;
   at::ScalarType compute() const { return compute_dtype(cfg_.precision); }
@@ -100,6 +103,7 @@ class Trainer {
   std::unique_ptr<StepGraph> graph_;
   bool graph_checked_ = false;
   bool copies_checked_ = false;  // the first step decides on compute copies
+  std::string copies_off_ = "not decided";
   std::string graph_off_;
   StepExec last_exec_ = StepExec::eager;
   int eager_steps_ = 0, captured_at_ = 0, replays_ = 0;
@@ -112,8 +116,9 @@ inline constexpr int kEagerStepsBeforeGraph = 2;
 // The parameter dtype a TrainConfig implies (fp32 with master weights).
 at::ScalarType param_dtype_for(const TrainConfig& c);
 
-// Whether a cell's steps read compute-dtype copies of the weights
-// (Model::keep_compute_copies); the first step decides.
-bool wants_compute_copies(const TrainConfig& c, const Runtime& rt);
+// Why a cell's steps cast each weight rather than read compute-dtype copies of
+// the weights (Model::keep_compute_copies); nullptr: they read copies. The
+// first step decides.
+const char* compute_copies_blocker(const TrainConfig& c, const Runtime& rt);
 
 }  // namespace nsa

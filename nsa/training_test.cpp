@@ -129,11 +129,19 @@ TEST(Training, WeightCopiesTrainBitForBitAsPerWeightCasts) {
   }
   TrainConfig tc;
   tc.precision = Precision::bf16;
-  EXPECT_TRUE(wants_compute_copies(tc, runtime_with()));
-  EXPECT_FALSE(wants_compute_copies(tc, runtime_with("NSA_PREFILL_BATCHED", "0")));
-  EXPECT_FALSE(wants_compute_copies(tc, runtime_with("NSA_WEIGHT_COPIES", "0")));
+  EXPECT_EQ(compute_copies_blocker(tc, runtime_with()), nullptr);
+  const auto why = [&](const char* flag, const char* value) {
+    const char* w = compute_copies_blocker(tc, runtime_with(flag, value));
+    return std::string(w ? w : "");
+  };
+  EXPECT_NE(why("NSA_PREFILL_BATCHED", "0").find("sequential prefill"), std::string::npos);
+  EXPECT_NE(why("NSA_FORCE_PARITY", "1").find("reference"), std::string::npos);
+  EXPECT_NE(why("NSA_WEIGHT_COPIES", "0").find("NSA_WEIGHT_COPIES=0"), std::string::npos);
   tc.master_weights = false;
-  EXPECT_FALSE(wants_compute_copies(tc, runtime_with()));
+  EXPECT_NE(why("", "").find("master_weights: false"), std::string::npos);
+  tc.master_weights = true;
+  tc.precision = Precision::fp32;
+  EXPECT_NE(why("", "").find("fp32"), std::string::npos);
 }
 
 TEST(Training, PureFp16AdamWEpsilonRoundsToZero) {

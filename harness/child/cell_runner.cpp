@@ -332,6 +332,8 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     if (graph.captured_at == 0 && graph.off_reason.empty() && graph.watched_steps > 0)
       graph.off_reason = "every step a graph could have run was watched from inside by a probe";
     if (device.is_cuda()) events.emit(ev::probe, {{"name", "cuda_graph"}, {"step", spec.train.steps}, {"data", graph}});
+    const WeightCopiesRecord copies{model.compute_copy_count(), trainer.weight_copies_off_reason()};
+    events.emit(ev::probe, {{"name", "weight_copies"}, {"step", spec.train.steps}, {"data", copies}});
     observer.set_step(spec.train.steps);
     for (auto& p : probes) p->on_run_end(ctx);
     if (dist) dist->finish();

@@ -196,6 +196,7 @@ void to_json(json& j, const CellResult& c) {
   if (c.gate_stats) j["gate_stats"] = *c.gate_stats;
   if (c.trace) j["trace"] = *c.trace;
   if (c.cuda_graph) j["cuda_graph"] = *c.cuda_graph;
+  if (c.weight_copies) j["weight_copies"] = *c.weight_copies;
   if (!c.sampled_probes.empty()) j["sampled_probes"] = c.sampled_probes;
   if (!c.probe_tables.empty()) j["probe_tables"] = c.probe_tables;
   if (c.step_noise) j["step_noise"] = *c.step_noise;
@@ -246,6 +247,7 @@ void from_json(const json& j, CellResult& c) {
   c.from_environment = j.value("from_environment", std::vector<std::string>{});
   read_opt(j, "step_noise", c.step_noise);
   read_opt(j, "cuda_graph", c.cuda_graph);
+  read_opt(j, "weight_copies", c.weight_copies);
   c.sampled_probes = j.value("sampled_probes", std::map<std::string, int>{});
   read_opt(j, "load", c.load);
   read_opt(j, "confirmation", c.confirmation);

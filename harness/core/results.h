@@ -53,6 +53,14 @@ struct CudaGraphRecord {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaGraphRecord, captured_at, replays, watched_steps, off_reason)
 
+// Whether the cell's steps read 16-bit copies of the weights or cast each one
+// (nsa::Model::keep_compute_copies), as the child reported it.
+struct WeightCopiesRecord {
+  int tensors = 0;         // weights read through copies; 0: each cast per step
+  std::string off_reason;  // why not ("" when copies ran)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WeightCopiesRecord, tensors, off_reason)
+
 struct StepRecord {
   int step = 0;
   double loss = 0.0;          // NaN allowed (written as null in JSON)
@@ -239,6 +247,7 @@ struct CellResult {
   std::optional<GateStats> gate_stats;  // the gates probe's last table, when it ran
   std::optional<TraceSummary> trace;    // the CUPTI probe's summary, when it traced
   std::optional<CudaGraphRecord> cuda_graph;  // unset: the child did not report one (older results)
+  std::optional<WeightCopiesRecord> weight_copies;  // unset: not reported (older results)
   std::optional<StepNoise> step_noise;
   std::optional<MachineLoad> load;
   std::optional<Confirmation> confirmation;

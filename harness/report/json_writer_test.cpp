@@ -68,6 +68,8 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   c.escalation = {EscalationRecord{"launch_blocking", "crash", "cuda_illegal_address", "k<float>", "", "cells/x/e"}};
   c.flight_recorder = FlightRecord{123, {KernelLaunch{"k<float>", 4, "forward/layer 1"}}};
   c.malformed_event_lines = 3;
+  c.cuda_graph = CudaGraphRecord{3, 9, 2, ""};
+  c.weight_copies = WeightCopiesRecord{0, "switched off (NSA_WEIGHT_COPIES=0)"};
   JsonWriter().write(run, dir.str());
   RunResult back = load_results(dir.str());
   EXPECT_EQ(nlohmann::json(back), nlohmann::json(run));
@@ -94,6 +96,10 @@ TEST(JsonWriter, RoundTripsEveryTypedCellField) {
   ASSERT_EQ(b.flight_recorder->last.size(), 1u);
   EXPECT_EQ(b.flight_recorder->last[0].step, 4);
   EXPECT_EQ(b.malformed_event_lines, 3);
+  ASSERT_TRUE(b.cuda_graph && b.weight_copies);
+  EXPECT_EQ(b.cuda_graph->replays, 9);
+  EXPECT_EQ(b.weight_copies->tensors, 0);
+  EXPECT_EQ(b.weight_copies->off_reason, "switched off (NSA_WEIGHT_COPIES=0)");
   // Typed records are not also kept as untyped notes.
   EXPECT_TRUE(b.extra.empty()) << b.extra.dump();
 }

@@ -25,6 +25,14 @@ std::optional<std::string> graph_text(const CellResult& c) {
   return "off: " + (g.off_reason.empty() ? std::string("no step ran") : g.off_reason);
 }
 
+// The weights the steps read: 16-bit copies, or each cast per step and why.
+std::optional<std::string> weight_copies_text(const CellResult& c) {
+  if (!c.weight_copies) return std::nullopt;
+  const WeightCopiesRecord& w = *c.weight_copies;
+  if (w.tensors > 0) return fmt::format("on: 16-bit copies of {} weights, refreshed each step", w.tensors);
+  return "off: " + (w.off_reason.empty() ? std::string("no copies") : w.off_reason);
+}
+
 std::string facts(const RunResult& run, const CellResult& c) {
   const Judgement j = judge(c);
   std::string s = fmt::format("# Cell {}\n\n", code(c.id));
@@ -42,6 +50,7 @@ std::string facts(const RunResult& run, const CellResult& c) {
   if (c.metrics.data_ms_median) s += fmt::format("| Data wait + copy ms (median) | {} |\n", number_text(c.metrics.data_ms_median, 2));
   if (c.metrics.peak_mem_bytes) s += fmt::format("| Peak memory (MB) | {:.1f} |\n", *c.metrics.peak_mem_bytes / 1e6);
   if (auto g = graph_text(c)) s += "| CUDA graph of the step | " + table_cell(*g) + " |\n";
+  if (auto w = weight_copies_text(c)) s += "| Weight copies | " + table_cell(*w) + " |\n";
   s += fmt::format("| Wall time (s) | {:.1f} |\n", c.wall_s);
   if (c.exit_code) s += fmt::format("| Exit status | {} |\n", *c.exit_code);
   if (c.term_signal) s += fmt::format("| Signal | {} |\n", *c.term_signal);

@@ -76,6 +76,21 @@ TEST(ReportPages, TheCellPageShowsTheDataWaitNextToTheStepTimeWhenMeasured) {
   EXPECT_LT(step, data) << "the data time follows the step time";
 }
 
+// The weight-copy record as the child reports it: on with the count, off with
+// the child's reason, and no row for a result that has none.
+TEST(ReportPages, TheCellPageSaysWhetherTheStepsReadWeightCopies) {
+  RunResult run = testing::prefill_hang_run();
+  CellResult c = run.cells.at(1);
+  const auto none = [](const std::string&) { return false; };
+  EXPECT_EQ(render_cell_page(run, c, none).find("| Weight copies |"), std::string::npos);
+  c.weight_copies = WeightCopiesRecord{208, ""};
+  EXPECT_NE(render_cell_page(run, c, none).find("| Weight copies | on: 16-bit copies of 208 weights, refreshed each step |"),
+            std::string::npos);
+  c.weight_copies = WeightCopiesRecord{0, "switched off (NSA_WEIGHT_COPIES=0)"};
+  EXPECT_NE(render_cell_page(run, c, none).find("| Weight copies | off: switched off (NSA_WEIGHT_COPIES=0) |"),
+            std::string::npos);
+}
+
 TEST(ReportPages, ALargeMatrixShowsItsFailingCellsOnTopAndEveryCellInTheAppendix) {
   RunResult run;
   for (int i = 0; i < 20; ++i) run.cells.push_back(testing::make_cell({{"seed", std::to_string(i)}}, Outcome::pass));

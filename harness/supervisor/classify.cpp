@@ -124,6 +124,7 @@ static void read_probe_tables(const std::vector<json>& events, CellResult& r) {
       else if (name == "gates") r.gate_stats = data.get<GateStats>();
       else if (name == "trace") r.trace = data.get<TraceSummary>();
       else if (name == "cuda_graph") r.cuda_graph = data.get<CudaGraphRecord>();
+      else if (name == "weight_copies") r.weight_copies = data.get<WeightCopiesRecord>();
       else r.probe_tables[name] = data;
     } catch (const json::exception& e) {
       r.probe_tables[name] = data;
