@@ -4,8 +4,18 @@
 
 namespace nsa {
 
+void DenseWeights::for_each(const std::function<void(const std::string&, at::Tensor&)>& fn) {
+  fn("wq", wq);
+  fn("wk", wk);
+  fn("wv", wv);
+  fn("wo", wo);
+}
+
 std::vector<std::pair<std::string, at::Tensor>> DenseWeights::named() const {
-  return {{"wq", wq}, {"wk", wk}, {"wv", wv}, {"wo", wo}};
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  DenseWeights view = *this;  // the walk only reads; the copy shares the tensors
+  view.for_each([&](const std::string& name, at::Tensor& t) { out.emplace_back(name, t); });
+  return out;
 }
 
 DenseWeights init_dense_weights(const ModelConfig& c, const at::TensorOptions& o) {

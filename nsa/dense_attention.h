@@ -7,6 +7,7 @@
 // FlashAttention on a GPU), so NSA ÷ dense is measured in one binary.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,8 @@ struct DenseWeights {
   at::Tensor wk;  // [D, G·dk]
   at::Tensor wv;  // [D, G·dv]
   at::Tensor wo;  // [H·dv, D]
+  // Every parameter by name, in one fixed order (as NsaWeights::for_each).
+  void for_each(const std::function<void(const std::string& name, at::Tensor& t)>& fn);
   std::vector<std::pair<std::string, at::Tensor>> named() const;
 };
 

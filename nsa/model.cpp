@@ -102,9 +102,9 @@ void for_each_weight(ModelWeights& w, Fn&& fn) {
   for (auto& b : w.blocks) {
     fn(b.norm1, false);
     fn(b.norm2, false);
-    if (b.attn.wq.defined()) b.attn.for_each([&](const std::string&, at::Tensor& t) { fn(t, true); });
-    for (at::Tensor* t : {&b.dense.wq, &b.dense.wk, &b.dense.wv, &b.dense.wo})
-      if (t->defined()) fn(*t, true);
+    const auto cast = [&](const std::string&, at::Tensor& t) { fn(t, true); };
+    if (b.attn.wq.defined()) b.attn.for_each(cast);
+    if (b.dense.wq.defined()) b.dense.for_each(cast);
     fn(b.w_gate, true);
     fn(b.w_up, true);
     fn(b.w_down, true);
