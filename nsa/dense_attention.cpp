@@ -33,7 +33,8 @@ at::Tensor dense_attention(const DenseWeights& w, const at::Tensor& x, const Mod
   ProjectionSplit s;
   s.n_heads = H, s.n_groups = G, s.d_k = c.d_k, s.d_v = c.d_v, s.n_kv = 1, s.rope_base = c.rope_base;
   const std::vector<at::Tensor> part =
-      split_projection(at::matmul(x, at::cat({w.wq, w.wk, w.wv}, 1).to(dt)), s, /*pos0=*/0);
+      split_projection(at::matmul(x, (w.w_qkv.defined() ? w.w_qkv : at::cat({w.wq, w.wk, w.wv}, 1)).to(dt)), s,
+                       /*pos0=*/0);
   auto q = part[0].transpose(1, 2), k = part[1].transpose(1, 2), v = part[2].transpose(1, 2);
   // Each group's K/V serves its H/G consecutive heads (head h reads group h / (H/G)),
   // as in the NSA layer. Expanded here rather than through SDPA's GQA switch, which

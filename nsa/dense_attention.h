@@ -21,6 +21,7 @@ struct DenseWeights {
   at::Tensor wk;  // [D, G·dk]
   at::Tensor wv;  // [D, G·dv]
   at::Tensor wo;  // [H·dv, D]
+  at::Tensor w_qkv;  // optional, not a parameter: wq | wk | wv as one tensor (as NsaWeights::w_proj)
   // Every parameter by name, in one fixed order (as NsaWeights::for_each).
   void for_each(const std::function<void(const std::string& name, at::Tensor& t)>& fn);
   std::vector<std::pair<std::string, at::Tensor>> named() const;

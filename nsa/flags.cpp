@@ -68,9 +68,15 @@ const std::vector<FlagInfo> kFlags = {
      true},
     {"NSA_WEIGHT_COPIES", T::boolean, "1",
      "With fp32 master weights and 16-bit compute (batched prefill), the forward reads 16-bit copies of the "
-     "weights, refreshed by one multi-tensor copy per step, and their gradients reach the fp32 parameters by "
-     "another, instead of a cast of each weight and of each gradient back (~465 small kernels a step at "
-     "m7c_125m); the same values either way. 0 casts per weight (comparison, bisection)."},
+     "weights (one tensor per group the forward concatenates: projection, MLP gate|up), refreshed by one copy "
+     "kernel per step, and their gradients reach the fp32 parameters by another, instead of a cast of each weight "
+     "and of each gradient back (~465 small kernels a step at m7c_125m); the same values either way. 0 casts per "
+     "weight (comparison, bisection)."},
+    {"NSA_BWD_OVERLAP", T::boolean, "1",
+     "Each attention branch's backward on CUDA runs its dk/dv kernel (and the selected branch's reverse index) on a "
+     "second stream beside its dq kernel, forked and joined by events (captured CUDA graphs too); the same values "
+     "either way. 0 runs the two one after the other on one stream (comparison, bisection).",
+     true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
     {"NSA_CUDA_WGMMA", T::boolean, "0",

@@ -52,8 +52,9 @@ at::Tensor swiglu_mlp(const at::Tensor& h, const BlockWeights& b, at::ScalarType
   if (g_swiglu && h.is_cuda() && rt.fused_mlp) {
     // One [D, 2F] weight per step: two casts and a copy of the small weights (the
     // cat's backward is two views) buy one GEMM each way instead of two, and no sum
-    // of the two GEMMs' input gradients.
-    const at::Tensor w = at::cat({b.w_gate.to(compute), b.w_up.to(compute)}, 1);
+    // of the two GEMMs' input gradients. The 16-bit copies keep it whole.
+    const at::Tensor w = b.w_gate_up.defined() ? b.w_gate_up.to(compute)
+                                               : at::cat({b.w_gate.to(compute), b.w_up.to(compute)}, 1);
     report("cuda.swiglu");
     return at::matmul(g_swiglu(at::matmul(h, w)), b.w_down.to(compute));
   }
@@ -93,63 +94,99 @@ Model::Model(ModelConfig cfg, const at::TensorOptions& o) : cfg_(std::move(cfg))
   params_.emplace_back("head", w_.head);
 }
 
-namespace {
-// fn(t, cast): every weight of w, and whether the forward casts it to the
-// compute dtype (all but the norm weights).
-template <typename Fn>
-void for_each_weight(ModelWeights& w, Fn&& fn) {
-  fn(w.embed, true);
-  for (auto& b : w.blocks) {
-    fn(b.norm1, false);
-    fn(b.norm2, false);
-    const auto cast = [&](const std::string&, at::Tensor& t) { fn(t, true); };
-    if (b.attn.wq.defined()) b.attn.for_each(cast);
-    if (b.dense.wq.defined()) b.dense.for_each(cast);
-    fn(b.w_gate, true);
-    fn(b.w_up, true);
-    fn(b.w_down, true);
-  }
-  fn(w.final_norm, false);
-  fn(w.head, true);
-}
-}  // namespace
-
 void Model::keep_compute_copies(at::ScalarType dtype) {
   TORCH_CHECK(dtype == at::kBFloat16 || dtype == at::kHalf, "keep_compute_copies: ", dtype, " is not 16-bit");
   TORCH_CHECK(w_.head.scalar_type() == at::kFloat, "keep_compute_copies: parameters are ", w_.head.scalar_type(),
               ", not fp32 master weights");
   if (keeps_compute_copies()) return;
   copy_w_ = w_;
-  for_each_weight(copy_w_, [&](at::Tensor& t, bool cast) {
-    if (!cast) return;
-    masters_.push_back(t);
-    t = t.detach().to(dtype).requires_grad_(true);
-    copies_.push_back(t);
-  });
+  // The copies are made here with ATen's cast; every refresh after this writes
+  // the same values (copy_spans rounds as ATen does).
+  const auto lone = [&](at::Tensor& t) {
+    leaves_.push_back(t.detach().to(dtype).requires_grad_(true));
+    pairs_.push_back({t, leaves_.back(), leaves_.size() - 1, -1});
+    t = leaves_.back();
+  };
+  // One leaf for weights the forward concatenates along columns, each weight's
+  // copy a column slice of it (so values and gradients stay right for a path
+  // that reads one weight alone).
+  const auto joined = [&](std::initializer_list<at::Tensor*> parts) {
+    std::vector<at::Tensor> cast;
+    for (at::Tensor* p : parts) cast.push_back(p->detach().to(dtype));
+    leaves_.push_back(at::cat(cast, 1).requires_grad_(true));
+    const at::Tensor& leaf = leaves_.back();
+    int64_t c0 = 0;
+    for (at::Tensor* p : parts) {
+      const int64_t n = p->size(1);
+      pairs_.push_back({*p, leaf.narrow(1, c0, n), leaves_.size() - 1, c0});
+      *p = pairs_.back().copy;
+      c0 += n;
+    }
+    return leaf;
+  };
+  lone(copy_w_.embed);
+  for (BlockWeights& b : copy_w_.blocks) {
+    if (b.attn.wq.defined()) {
+      NsaWeights& a = b.attn;
+      a.w_proj = joined({&a.wq, &a.wk[0], &a.wk[1], &a.wk[2], &a.wv[0], &a.wv[1], &a.wv[2]});
+      a.for_each([&](const std::string& name, at::Tensor& t) {
+        if (name == "wq" || name.rfind("wk.", 0) == 0 || name.rfind("wv.", 0) == 0) return;  // joined above
+        lone(t);
+      });
+    }
+    if (b.dense.wq.defined()) {
+      DenseWeights& d = b.dense;
+      d.w_qkv = joined({&d.wq, &d.wk, &d.wv});
+      lone(d.wo);
+    }
+    b.w_gate_up = joined({&b.w_gate, &b.w_up});
+    lone(b.w_down);
+  }
+  lone(copy_w_.head);
 }
 
+namespace {
+CopySpansFn g_copy_spans = nullptr;
+
+// dst[i] = src[i] (converted), all pairs: one kernel where the hook applies,
+// else a copy_ per pair. Either way each destination's version moves on, so
+// autograd still catches a forward whose saved copies a later refresh changed.
+void copy_pairs(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
+  at::NoGradGuard ng;
+  if (dst.empty()) return;
+  if (g_copy_spans && dst.front().is_cuda()) {
+    g_copy_spans(dst, src);
+    for (const at::Tensor& d : dst) d.unsafeGetTensorImpl()->bump_version();
+    return;
+  }
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+}
+}  // namespace
+
+void register_copy_spans(CopySpansFn fn) { g_copy_spans = fn; }
+
 void Model::drop_copy_grads() {
-  for (auto& c : copies_) c.mutable_grad() = at::Tensor();
+  for (auto& leaf : leaves_) leaf.mutable_grad() = at::Tensor();
 }
 
 void Model::gather_copy_grads() {
   std::vector<at::Tensor> dst, src;
-  for (size_t i = 0; i < copies_.size(); ++i) {
-    const at::Tensor& g = copies_[i].grad();
+  for (const CopyPair& p : pairs_) {
+    const at::Tensor& g = leaves_[p.leaf].grad();
     if (!g.defined()) continue;
-    at::Tensor& pg = masters_[i].mutable_grad();
-    if (!pg.defined()) pg = at::empty_like(masters_[i]);
+    at::Tensor& pg = p.master.mutable_grad();
+    if (!pg.defined()) pg = at::empty_like(p.master);
     dst.push_back(pg);
-    src.push_back(g);
+    src.push_back(p.col0 < 0 ? g : g.narrow(1, p.col0, p.master.size(1)));
   }
-  at::NoGradGuard ng;
-  if (!dst.empty()) at::_foreach_copy_(dst, src);
+  copy_pairs(dst, src);
 }
 
 const ModelWeights& Model::weights_for(at::ScalarType compute) {
-  if (copies_.empty() || copies_.front().scalar_type() != compute) return w_;
-  at::NoGradGuard ng;
-  at::_foreach_copy_(copies_, masters_);
+  if (pairs_.empty() || leaves_.front().scalar_type() != compute) return w_;
+  std::vector<at::Tensor> dst, src;
+  for (const CopyPair& p : pairs_) dst.push_back(p.copy), src.push_back(p.master);
+  copy_pairs(dst, src);
   return copy_w_;
 }
 

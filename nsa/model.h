@@ -17,6 +17,7 @@ struct BlockWeights {
   NsaWeights attn;     // attention "nsa"
   DenseWeights dense;  // attention "dense" (the other one stays undefined)
   at::Tensor w_gate, w_up, w_down;  // SwiGLU: [D,F], [D,F], [F,D]
+  at::Tensor w_gate_up;  // optional, not a parameter: w_gate | w_up as one [D,2F] tensor (as NsaWeights::w_proj)
 };
 
 // Every tensor the forward reads.
@@ -46,9 +47,16 @@ class Model {
   // casts every weight but the norms' to the 16-bit compute dtype (~20 casts
   // per layer) and backward casts each gradient back: ~465 small kernels a
   // step. With copies kept, a forward in `dtype` reads 16-bit leaves instead:
-  // one multi-tensor copy refreshes them from the parameters as it starts (so
-  // a parameter changed anywhere is seen) and gather_copy_grads() moves their
-  // gradients into the parameters' in one more. The values are the same either
+  // one copy refreshes them from the parameters as it starts (so a parameter
+  // changed anywhere is seen) and gather_copy_grads() moves their gradients
+  // into the parameters' in one more (one kernel each where register_copy_spans
+  // gave one, else a copy_ per weight). The weights the forward concatenates
+  // (the projection's seven, the dense cell's three, the MLP's gate | up) share
+  // one leaf per group, which the forward reads whole (w_proj, w_qkv,
+  // w_gate_up): no cat forward, and one gradient backward instead of a column
+  // slice per weight that autograd would copy into each weight's own leaf;
+  // each weight's copy is a column slice of it, for the paths that read the
+  // weight alone. The values are the same either
   // way as long as each weight is read once per forward (the batched prefill):
   // the cast's backward rounded nothing, and where one cast fed two uses
   // autograd summed them in 16 bits before it too. Norm weights stay fp32 (the
@@ -57,8 +65,8 @@ class Model {
   // before the first one's backward makes that backward fail loudly (autograd:
   // "modified by an inplace operation"); the Trainer never does that.
   void keep_compute_copies(at::ScalarType dtype);
-  bool keeps_compute_copies() const { return !copies_.empty(); }
-  int compute_copy_count() const { return static_cast<int>(copies_.size()); }
+  bool keeps_compute_copies() const { return !pairs_.empty(); }
+  int compute_copy_count() const { return static_cast<int>(pairs_.size()); }
   // Before backward: the copies' gradients undefined, so that autograd hands
   // each its gradient tensor instead of adding into a zeroed one.
   void drop_copy_grads();
@@ -72,7 +80,14 @@ class Model {
   ModelConfig cfg_;
   ModelWeights w_;       // the parameters
   ModelWeights copy_w_;  // w_ with the copies in place of the cast weights
-  std::vector<at::Tensor> masters_, copies_;  // the pairs, in one order
+  struct CopyPair {
+    at::Tensor master;  // the fp32 parameter
+    at::Tensor copy;    // its 16-bit copy: a leaf, or a column slice of its group's leaf
+    size_t leaf;        // leaves_[leaf] holds it
+    int64_t col0;       // its first column there; -1: the whole leaf
+  };
+  std::vector<CopyPair> pairs_;
+  std::vector<at::Tensor> leaves_;  // what autograd fills: lone copies and the groups' tensors
   std::vector<std::pair<std::string, at::Tensor>> params_;
 };
 
@@ -101,5 +116,11 @@ at::Tensor swiglu_mlp(const at::Tensor& h, const BlockWeights& b, at::ScalarType
 // autograd included.
 using SwigluFn = at::Tensor (*)(const at::Tensor& gu);
 void register_swiglu(SwigluFn fn);
+
+// Hook for copying pairs of 1-D/2-D tensors (column slices too) with a dtype
+// conversion in one kernel (set by nsa_cuda when compiled in: copy_spans,
+// nsa/cuda/weight_copy.h); the 16-bit weight copies use it on CUDA tensors.
+using CopySpansFn = void (*)(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src);
+void register_copy_spans(CopySpansFn fn);
 
 }  // namespace nsa

@@ -105,7 +105,10 @@ Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c
   // one weight cast and one matmul forward, two matmuls backward, instead of
   // seven of each (the step is launch-bound). Each column is the same dot
   // product as with seven GEMMs.
-  const at::Tensor y = at::matmul(x, at::cat({w.wq, w.wk[0], w.wk[1], w.wk[2], w.wv[0], w.wv[1], w.wv[2]}, 1).to(dt));
+  const at::Tensor weight = w.w_proj.defined()
+                                ? w.w_proj
+                                : at::cat({w.wq, w.wk[0], w.wk[1], w.wk[2], w.wv[0], w.wv[1], w.wv[2]}, 1);
+  const at::Tensor y = at::matmul(x, weight.to(dt));
   ProjectionSplit s;
   s.n_heads = c.n_heads, s.n_groups = c.n_kv_groups, s.d_k = c.d_k, s.d_v = c.d_v, s.rope_base = c.rope_base;
   s.rotate_k[static_cast<int>(Branch::slc)] = !mutation_on(Mutation::rope_skips_slc_keys);

@@ -26,6 +26,10 @@ struct NsaWeights {
   at::Tensor gate_w1, gate_b1;   // [D, Dg], [Dg]
   at::Tensor gate_w2, gate_b2;   // [Dg, 3H], [3H]  (column c·H + h is branch c of head h)
   at::Tensor wo;                 // [H·dv, D]
+  // Optional, not a parameter: wq | wk[0..2] | wv[0..2] as one [D, ·] tensor
+  // (the model's 16-bit copies keep them so; nsa/model.h). The projection
+  // reads it where defined instead of concatenating the seven.
+  at::Tensor w_proj;
 
   // Every parameter with a stable dotted name ("wk.slc", "phi_k.w1", …), in
   // one fixed order; the φ weights only when defined (phi == "mlp").

@@ -3,9 +3,12 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/nsa_cuda.h"
@@ -15,6 +18,7 @@ namespace nsa::cuda {
 namespace {
 
 std::atomic<bool> g_poison{false};
+std::atomic<bool> g_overlap{true};
 
 at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
 
@@ -101,6 +105,8 @@ at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
   return at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts);
 }
 bool poison_outputs() { return g_poison.load(); }
+void set_backward_overlap(bool on) { g_overlap.store(on); }
+bool backward_overlap() { return g_overlap.load(); }
 
 ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 const BranchSpec& spec) {
@@ -136,14 +142,39 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.lse = lse.data_ptr<float>();
   p.delta = delta.data_ptr<float>();
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
-  ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
-  if (spec.branch == Branch::Selected) {
-    rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
-    p.rev_query = rev.query.data_ptr<int>();
-    p.rev_offset = rev.offset.data_ptr<int64_t>();
+  // dk/dv (after the reverse index it reads) first, on the side stream when
+  // overlapping: its CTAs take the GPU first and dq's fill in as they finish.
+  // Every tensor either stream reads was made on the caller's stream before the
+  // fork, and the caller's stream waits for the side stream before anything
+  // queued after this call, so the stream-ordered allocator can hand none of
+  // them on early; the side stream's own temporaries (reverse index, dk/dv
+  // partials) are freed onto it.
+  const at::cuda::CUDAStream caller = at::cuda::getCurrentCUDAStream();
+  const bool overlap = g_overlap.load();
+  at::cuda::CUDAEvent forked, joined;
+  std::optional<c10::cuda::CUDAStreamGuard> on_side;
+  if (overlap) {
+    at::cuda::CUDAStream side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, q.get_device());
+    if (side == caller) side = at::cuda::getStreamFromPool(false, q.get_device());  // the pool is round-robin
+    forked.record(caller);
+    forked.block(side);
+    on_side.emplace(side);
+  }
+  {
+    ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
+    if (spec.branch == Branch::Selected) {
+      rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
+      p.rev_query = rev.query.data_ptr<int>();
+      p.rev_offset = rev.offset.data_ptr<int64_t>();
+    }
+    launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
+  }
+  if (overlap) {
+    joined.record(at::cuda::getCurrentCUDAStream());
+    on_side.reset();  // back on the caller's stream
   }
   launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
-  launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
+  if (overlap) joined.block(caller);
   return g;
 }
 

@@ -56,6 +56,8 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_row_dot_kernel", "backward delta = rowsum(dO * O) in fp32, a warp per row", "backward"},
       {"nsa_row_dot_vec_kernel", "backward delta for 16-bit rows of 64/128/256, 16-byte loads", "backward"},
       {"nsa_dkdv_reduce_kernel", "dk/dv v2: sums the row splits' fp32 partials in split order", "backward"},
+      // The model's 16-bit weight copies (weight_copy.h): parameters into copies and gradients back, once a step.
+      {"nsa_copy_spans_kernel", "weights into their 16-bit copies (some column slices of one group tensor) and gradients back", "weights"},
   };
   return kInfos;
 }

@@ -12,6 +12,7 @@
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
 #include "nsa/cuda/swiglu.h"
+#include "nsa/cuda/weight_copy.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
 #include "nsa/faults.h"
@@ -34,6 +35,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // apply, or v1 everywhere); the backward launched from here follows it too.
   set_force_v1_kernels(rt.flags.get_bool("NSA_CUDA_KERNEL_V1"));
   set_forward_wgmma(rt.flags.get_bool("NSA_CUDA_WGMMA"));
+  set_backward_overlap(rt.flags.get_bool("NSA_BWD_OVERLAP"));
   const auto& P = c.nsa;
   const double scale = 1.0 / std::sqrt(double(c.d_k));
   // Planted flag_ignored: a switched-off kernel keeps running.
@@ -99,6 +101,8 @@ void register_with_layer() {
   register_gate_combine(&gate_combine);
   // The block's MLP activation (nsa::swiglu_mlp), NSA and dense cells alike.
   register_swiglu(&swiglu);
+  // The model's 16-bit weight copies and their gradients, one kernel each way.
+  register_copy_spans(&copy_spans);
   // Each residual add with the RMSNorm after it (nsa::add_rms_norm), likewise.
   register_add_rms_norm(&add_rms_norm);
   // The whole training step as one CUDA graph where a cell allows it.

@@ -359,16 +359,13 @@ void BM_ReverseIndex(benchmark::State& state) {
   state.counters["GB/s"] = ms > 0 ? 3.0 * double(p.block_idx.numel()) * 4 / (ms * 1e-3) / 1e9 : 0;
 }
 
-// The whole layer's attention: select_blocks + compressed + selected + window.
-template <bool BWD>
-void BM_LayerAttention(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const Problem p = make_problem(state);
+// The whole layer's attention: select_blocks + compressed + selected + window,
+// forward (and backward), timed; *flops gets the useful work it stands for.
+double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* flops) {
   const double dk = double(p.sh.dk), dv = double(p.sh.dv);
   double n = 0;
   for (Which w : {Which::Window, Which::Compressed, Which::Selected}) n += rows_keys(p, w);
-  double flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
-  KernelVersion version(state, 10 + int(BWD));
+  *flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
   // The window's forward as the layer runs it by default (NSA_WINDOW_CUDNN=1):
   // cuDNN's where it has an engine, with v2; its backward is ours either way.
   const bool cudnn_window = !force_v1_kernels() && cudnn_window_declines(p.q, p.k, p.v, kW).empty();
@@ -383,18 +380,23 @@ void BM_LayerAttention(benchmark::State& state) {
         cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
                      : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
   };
-  double ms;
-  if (!BWD) {
-    ms = time_it(state, [&] { fwd_all(); });
-  } else {
-    flops += 2 * n * (3 * dk + 2 * dv);
-    ms = time_it(state, [&] {
-      const auto f = fwd_all();
-      attention_backward(p.q, p.kc, p.vc, f[0].o, f[0].lse, p.dout, spec_for(p, Which::Compressed));
-      attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
-      attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
-    });
-  }
+  if (!bwd) return time_it(state, [&] { fwd_all(); });
+  *flops += 2 * n * (3 * dk + 2 * dv);
+  return time_it(state, [&] {
+    const auto f = fwd_all();
+    attention_backward(p.q, p.kc, p.vc, f[0].o, f[0].lse, p.dout, spec_for(p, Which::Compressed));
+    attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
+    attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
+  });
+}
+
+template <bool BWD>
+void BM_LayerAttention(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Problem p = make_problem(state);
+  KernelVersion version(state, 10 + int(BWD));
+  double flops;
+  const double ms = time_layer(state, p, BWD, &flops);
   version.report(ms);
   const double dense = dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0);
   report(state, ms, flops, dense);
@@ -508,6 +510,31 @@ void SizesSplits(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
 }
 
+// Backward with dk/dv on a second stream beside dq (arg overlap 1, the
+// default; nsa_cuda.h, set_backward_overlap) or one after the other (0): each
+// branch's backward and the layer's forward + backward, same inputs, same run.
+template <Which W>
+void BM_BwdOverlap(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const bool prev = backward_overlap();
+  set_backward_overlap(state.range(2) != 0);
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, true>(state, p);
+  set_backward_overlap(prev);
+  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
+}
+void BM_LayerBwdOverlap(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const bool prev = backward_overlap();
+  set_backward_overlap(state.range(2) != 0);
+  const Problem p = make_problem(state);
+  double flops;
+  const double ms = time_layer(state, p, true, &flops);
+  set_backward_overlap(prev);
+  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+}
+void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }
+
 BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
 BENCHMARK(BM_Branch<Which::Window, false>)->Name("BM_WindowFwd")->Apply(SizesV);
@@ -531,6 +558,10 @@ BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(
 BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(SizesV);
+BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
+BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
+BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
+BENCHMARK(BM_LayerBwdOverlap)->Name("BM_LayerFwdBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
 
