@@ -72,10 +72,11 @@ const std::vector<FlagInfo> kFlags = {
      "kernel per step, and their gradients reach the fp32 parameters by another, instead of a cast of each weight "
      "and of each gradient back (~465 small kernels a step at m7c_125m); the same values either way. 0 casts per "
      "weight (comparison, bisection)."},
-    {"NSA_BWD_OVERLAP", T::boolean, "1",
-     "Each attention branch's backward on CUDA runs its dk/dv kernel (and the selected branch's reverse index) on a "
-     "second stream beside its dq kernel, forked and joined by events (captured CUDA graphs too); the same values "
-     "either way. 0 runs the two one after the other on one stream (comparison, bisection).",
+    {"NSA_OVERLAP_STREAMS", T::boolean, "1",
+     "Independent attention kernels on CUDA on two streams, forked and joined by events (captured CUDA graphs "
+     "too): each branch's backward runs its dk/dv kernel (and the selected branch's reverse index) beside its dq "
+     "kernel, and the window branch runs beside the compressed and selected ones, forward and backward. The same "
+     "values either way; 0 runs everything on one stream (comparison, bisection).",
      true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},

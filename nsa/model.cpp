@@ -104,25 +104,31 @@ void Model::keep_compute_copies(at::ScalarType dtype) {
   // the same values (copy_spans rounds as ATen does).
   const auto lone = [&](at::Tensor& t) {
     leaves_.push_back(t.detach().to(dtype).requires_grad_(true));
-    pairs_.push_back({t, leaves_.back(), leaves_.size() - 1, -1});
+    pairs_.push_back({t, leaves_.back().detach(), leaves_.size() - 1, -1});
     t = leaves_.back();
   };
-  // One leaf for weights the forward concatenates along columns, each weight's
-  // copy a column slice of it (so values and gradients stay right for a path
-  // that reads one weight alone).
+  // One leaf for weights the forward concatenates along columns; each weight's
+  // copy is a column slice of it, written through a detached view (sharing the
+  // leaf's version counter). The weight's own field keeps the fp32 parameter:
+  // a path that reads the weight alone (the MLP's ATen route, which multiplies
+  // by the gate and the up weight one at a time) casts it and its gradient
+  // reaches the parameter directly, as without copies (the leaf then gets none,
+  // and gather_copy_grads leaves that parameter's gradient alone). No view of a
+  // leaf that autograd tracks is kept between steps: it would keep the leaf's
+  // gradient accumulator alive, stamped with the stream of the step that made
+  // it, and a CUDA graph captured on another stream would then wait on that one.
   const auto joined = [&](std::initializer_list<at::Tensor*> parts) {
     std::vector<at::Tensor> cast;
     for (at::Tensor* p : parts) cast.push_back(p->detach().to(dtype));
     leaves_.push_back(at::cat(cast, 1).requires_grad_(true));
-    const at::Tensor& leaf = leaves_.back();
+    const at::Tensor slices = leaves_.back().detach();
     int64_t c0 = 0;
     for (at::Tensor* p : parts) {
       const int64_t n = p->size(1);
-      pairs_.push_back({*p, leaf.narrow(1, c0, n), leaves_.size() - 1, c0});
-      *p = pairs_.back().copy;
+      pairs_.push_back({*p, slices.narrow(1, c0, n), leaves_.size() - 1, c0});
       c0 += n;
     }
-    return leaf;
+    return leaves_.back();
   };
   lone(copy_w_.embed);
   for (BlockWeights& b : copy_w_.blocks) {

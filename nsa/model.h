@@ -54,9 +54,9 @@ class Model {
   // (the projection's seven, the dense cell's three, the MLP's gate | up) share
   // one leaf per group, which the forward reads whole (w_proj, w_qkv,
   // w_gate_up): no cat forward, and one gradient backward instead of a column
-  // slice per weight that autograd would copy into each weight's own leaf;
-  // each weight's copy is a column slice of it, for the paths that read the
-  // weight alone. The values are the same either
+  // slice per weight that autograd would copy into each weight's own leaf.
+  // A path that reads one of those weights alone casts its fp32 parameter as
+  // without copies. The values are the same either
   // way as long as each weight is read once per forward (the batched prefill):
   // the cast's backward rounded nothing, and where one cast fed two uses
   // autograd summed them in 16 bits before it too. Norm weights stay fp32 (the
@@ -82,7 +82,7 @@ class Model {
   ModelWeights copy_w_;  // w_ with the copies in place of the cast weights
   struct CopyPair {
     at::Tensor master;  // the fp32 parameter
-    at::Tensor copy;    // its 16-bit copy: a leaf, or a column slice of its group's leaf
+    at::Tensor copy;    // where its 16-bit copy lives: its leaf, or a column slice of its group's (detached)
     size_t leaf;        // leaves_[leaf] holds it
     int64_t col0;       // its first column there; -1: the whole leaf
   };

@@ -6,11 +6,10 @@
 #include <optional>
 
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/reverse_index.h"
 
@@ -105,8 +104,8 @@ at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
   return at::full(sizes, std::numeric_limits<double>::quiet_NaN(), opts);
 }
 bool poison_outputs() { return g_poison.load(); }
-void set_backward_overlap(bool on) { g_overlap.store(on); }
-bool backward_overlap() { return g_overlap.load(); }
+void set_stream_overlap(bool on) { g_overlap.store(on); }
+bool stream_overlap() { return g_overlap.load(); }
 
 ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 const BranchSpec& spec) {
@@ -126,6 +125,9 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
                              const BranchSpec& spec) {
   AttnParams p = make_params(q, k, v, spec);
   c10::cuda::CUDAGuard guard(q.device());
+  // The layer may run a branch on a stream of its own (set_stream_overlap):
+  // its backward then reads tensors made on another stream.
+  for (const at::Tensor* t : {&q, &k, &v, &o, &lse, &dout_in}) record_use(*t, c10::cuda::getCurrentCUDAStream());
   const at::Tensor dout = dout_in.to(q.scalar_type()).contiguous();
   TORCH_CHECK(dout.sizes() == o.sizes(), branch_name(spec.branch), ": grad ", dout.sizes(),
               " does not match the output ", o.sizes());
@@ -142,23 +144,17 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.lse = lse.data_ptr<float>();
   p.delta = delta.data_ptr<float>();
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
-  // dk/dv (after the reverse index it reads) first, on the side stream when
+  // dk/dv (after the reverse index it reads) first, on a forked stream when
   // overlapping: its CTAs take the GPU first and dq's fill in as they finish.
-  // Every tensor either stream reads was made on the caller's stream before the
-  // fork, and the caller's stream waits for the side stream before anything
-  // queued after this call, so the stream-ordered allocator can hand none of
-  // them on early; the side stream's own temporaries (reverse index, dk/dv
-  // partials) are freed onto it.
-  const at::cuda::CUDAStream caller = at::cuda::getCurrentCUDAStream();
-  const bool overlap = g_overlap.load();
-  at::cuda::CUDAEvent forked, joined;
+  // Every tensor the side stream reads was made on the caller's stream before
+  // the fork, and the caller's stream joins before anything queued after this
+  // call, so none of them is reused early; the side stream's own temporaries
+  // (reverse index, dk/dv partials) are freed onto it.
+  std::optional<ForkedStream> fork;
   std::optional<c10::cuda::CUDAStreamGuard> on_side;
-  if (overlap) {
-    at::cuda::CUDAStream side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, q.get_device());
-    if (side == caller) side = at::cuda::getStreamFromPool(false, q.get_device());  // the pool is round-robin
-    forked.record(caller);
-    forked.block(side);
-    on_side.emplace(side);
+  if (g_overlap.load()) {
+    fork.emplace(q.get_device());
+    on_side.emplace(fork->side());
   }
   {
     ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
@@ -169,12 +165,9 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
     }
     launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
   }
-  if (overlap) {
-    joined.record(at::cuda::getCurrentCUDAStream());
-    on_side.reset();  // back on the caller's stream
-  }
+  on_side.reset();  // back on the caller's stream
   launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
-  if (overlap) joined.block(caller);
+  if (fork) fork->join();
   return g;
 }
 

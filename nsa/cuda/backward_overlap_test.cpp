@@ -1,4 +1,4 @@
-// attention_backward with dk/dv on a second stream (set_backward_overlap):
+// attention_backward with dk/dv on a second stream (set_stream_overlap):
 // the gradients must be the bits the one-stream order gives, eagerly and from
 // a captured CUDA graph, for every branch. The oracle is the one-stream run,
 // whose kernels the branch tests check against float64; what is under test
@@ -14,7 +14,7 @@ namespace nsa::cuda {
 namespace {
 
 struct OverlapScope : testing::SettingScope<bool> {
-  explicit OverlapScope(bool on) : SettingScope(backward_overlap, set_backward_overlap, on) {}
+  explicit OverlapScope(bool on) : SettingScope(stream_overlap, set_stream_overlap, on) {}
 };
 
 struct BranchCase {

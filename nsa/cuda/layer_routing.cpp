@@ -5,9 +5,13 @@
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/step_graph_capture.h"
 
+#include <optional>
 #include <tuple>
 
+#include <c10/cuda/CUDAGuard.h>
+
 #include "nsa/cuda/add_rms_norm.h"
+#include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/projection_epilogue.h"
@@ -35,7 +39,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // apply, or v1 everywhere); the backward launched from here follows it too.
   set_force_v1_kernels(rt.flags.get_bool("NSA_CUDA_KERNEL_V1"));
   set_forward_wgmma(rt.flags.get_bool("NSA_CUDA_WGMMA"));
-  set_backward_overlap(rt.flags.get_bool("NSA_BWD_OVERLAP"));
+  set_stream_overlap(rt.flags.get_bool("NSA_OVERLAP_STREAMS"));
   const auto& P = c.nsa;
   const double scale = 1.0 / std::sqrt(double(c.d_k));
   // Planted flag_ignored: a switched-off kernel keeps running.
@@ -45,6 +49,18 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   if (!(use_cmp && use_slc && use_win)) out = nsa_batched(pj, w, c, rt, -1);
 
   auto q = pj.q.contiguous();
+  // The window branch reads only q and its own k, v: with the overlap on it runs
+  // on a forked stream beside the other two (its forward, and so its backward,
+  // which autograd runs on the stream its forward ran on). Forked here, where
+  // its inputs are ready; its launches come last so that backward, which runs
+  // the branches in reverse, starts with it.
+  const at::Tensor k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
+                   v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
+  std::optional<ForkedStream> window_stream;
+  if (use_win && stream_overlap()) {
+    window_stream.emplace(q.get_device());
+    for (const at::Tensor& t : {q, k_win, v_win}) record_use(t, window_stream->side());
+  }
   at::Tensor block_idx32;
   if (use_cmp) {
     const at::Tensor kc = compress_sequence(pj.k[0], w.phi_k, P), vc = compress_sequence(pj.v[0], w.phi_v, P);
@@ -64,7 +80,9 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     report("slc", "cuda.slc");
   }
   if (use_win) {
-    auto k = pj.k[2].contiguous();
+    std::optional<c10::cuda::CUDAStreamGuard> on_side;
+    if (window_stream) on_side.emplace(window_stream->side());
+    auto k = k_win;
     if (fault_on(Fault::uninit_offsets)) {
       // Planted: the window reads its keys through an offset nobody initialised.
       k = at::for_blob(static_cast<char*>(k.data_ptr()) + (int64_t(1) << 40), k.sizes())
@@ -72,7 +90,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
               .target_device(k.device())
               .make_tensor();
     }
-    auto v = pj.v[2].contiguous();
+    auto v = v_win;
     // FlashAttention-2's sliding window when NSA_SDPA_NO_FLASH=0 asks for it and
     // it applies (window_flash.h); else cuDNN's when NSA_WINDOW_CUDNN=1 (the
     // default) and cuDNN has an engine for the shape (window_cudnn.h); our
@@ -84,6 +102,11 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     out.o[2] = flash   ? flash_window_attention(q, k, v, P.window, scale)
                : cudnn ? cudnn_window_attention(q, k, v, P.window, scale)
                        : window_attention(q, k, v, P.window, scale);
+    if (window_stream) {
+      on_side.reset();
+      window_stream->join();
+      record_use(out.o[2], window_stream->caller());  // the gate combine reads it there
+    }
     report("win", "cuda.win");
   }
   return true;

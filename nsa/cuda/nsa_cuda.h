@@ -74,14 +74,17 @@ ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const 
 Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const at::Tensor& o, const at::Tensor& lse, const at::Tensor& dout,
                              const BranchSpec& spec);
-// attention_backward's two kernels, dq and dk/dv (with the selected branch's
-// reverse index), read the same inputs and write different outputs: with the
-// overlap on, dk/dv runs on a second stream forked from the caller's and joined
-// back before return, so each kernel's last partial wave runs beside the other
-// one (also inside a captured CUDA graph: fork and join are events). The same
-// values either way. The layer sets it from NSA_BWD_OVERLAP. Next launch on.
-void set_backward_overlap(bool on);
-bool backward_overlap();
+// Independent attention kernels on two streams (forked_stream.h); the same
+// values either way. attention_backward's dq and dk/dv (with the selected
+// branch's reverse index) read the same inputs and write different outputs:
+// with the overlap on, dk/dv runs on a forked stream beside dq, joined before
+// return, so each kernel's last partial wave runs beside the other. The layer
+// (layer_routing.cpp) also runs its window branch on a forked stream beside the
+// compressed and selected ones, and autograd then runs the window's backward on
+// that stream too. Also inside a captured CUDA graph (fork and join are
+// events). The layer sets it from NSA_OVERLAP_STREAMS. Next launch on.
+void set_stream_overlap(bool on);
+bool stream_overlap();
 
 // Testing hook: when on, every output the launchers allocate starts as NaN
 // (int outputs as -2), so an element a kernel forgot to write fails the test.

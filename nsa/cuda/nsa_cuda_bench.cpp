@@ -511,26 +511,26 @@ void SizesSplits(benchmark::internal::Benchmark* b) {
 }
 
 // Backward with dk/dv on a second stream beside dq (arg overlap 1, the
-// default; nsa_cuda.h, set_backward_overlap) or one after the other (0): each
+// default; nsa_cuda.h, set_stream_overlap) or one after the other (0): each
 // branch's backward and the layer's forward + backward, same inputs, same run.
 template <Which W>
 void BM_BwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
-  const bool prev = backward_overlap();
-  set_backward_overlap(state.range(2) != 0);
+  const bool prev = stream_overlap();
+  set_stream_overlap(state.range(2) != 0);
   const Problem p = make_problem(state);
   const double ms = time_branch<W, true>(state, p);
-  set_backward_overlap(prev);
+  set_stream_overlap(prev);
   report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
 void BM_LayerBwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
-  const bool prev = backward_overlap();
-  set_backward_overlap(state.range(2) != 0);
+  const bool prev = stream_overlap();
+  set_stream_overlap(state.range(2) != 0);
   const Problem p = make_problem(state);
   double flops;
   const double ms = time_layer(state, p, true, &flops);
-  set_backward_overlap(prev);
+  set_stream_overlap(prev);
   report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
 }
 void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }

@@ -55,7 +55,9 @@ struct TrainedRun {
 };
 
 // `steps` steps of a fresh model (same seed every call) on the same batches.
-TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed, const char* weight_copies = "1") {
+// `flag` = `value` for the cell's runtime (a switch the test compares).
+TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed, const char* flag = "NSA_WEIGHT_COPIES",
+                 const char* value = "1") {
   register_with_layer();
   at::manual_seed(seed);
   TrainConfig tc;
@@ -63,7 +65,7 @@ TrainedRun train(Precision precision, int steps, bool may_replay, uint64_t seed,
   Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
   Trainer trainer(m, tc);
   DataSource data("synthetic", 7);
-  auto rt = runtime_with("NSA_WEIGHT_COPIES", weight_copies);
+  auto rt = runtime_with(flag, value);
   TrainedRun r;
   for (int s = 1; s <= steps; ++s) {
     auto batch = data.next_batch(2, 256).to(at::kCUDA);
@@ -125,15 +127,37 @@ TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
   DeterministicAlgorithms deterministic;
   const uint64_t seed = fresh_seed();
   const int steps = 5;
-  const TrainedRun casts = train(Precision::bf16, steps, false, seed, "0");
+  const TrainedRun casts = train(Precision::bf16, steps, false, seed, "NSA_WEIGHT_COPIES", "0");
   for (bool replay : {false, true}) {
     if (replay && !testing::capture_possible()) continue;  // capture needs the caching allocator
     SCOPED_TRACE(replay ? "replayed" : "eager");
-    const TrainedRun copies = train(Precision::bf16, steps, replay, seed, "1");
+    const TrainedRun copies = train(Precision::bf16, steps, replay, seed, "NSA_WEIGHT_COPIES", "1");
     if (replay) EXPECT_EQ(copies.replays, steps - kEagerStepsBeforeGraph);
     EXPECT_EQ(max_param_diff(casts, copies), 0.0);
     EXPECT_EQ(copies.loss, casts.loss);
     EXPECT_EQ(copies.norm, casts.norm);
+  }
+}
+
+// Independent attention kernels on two streams (NSA_OVERLAP_STREAMS: dk/dv
+// beside dq, the window branch beside the other two, forward and backward)
+// against everything on one stream, eager and replayed: the same parameters,
+// losses and gradient norms to the bit. A missing join or an early reuse of a
+// tensor another stream still reads would show as a difference here.
+TEST(StepGraph, OverlappedStreamsTrainAsOneStreamEagerAndReplayed) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  DeterministicAlgorithms deterministic;
+  const uint64_t seed = fresh_seed();
+  const int steps = 5;
+  const TrainedRun one_stream = train(Precision::bf16, steps, false, seed, "NSA_OVERLAP_STREAMS", "0");
+  for (bool replay : {false, true}) {
+    if (replay && !testing::capture_possible()) continue;  // capture needs the caching allocator
+    SCOPED_TRACE(replay ? "replayed" : "eager");
+    const TrainedRun overlapped = train(Precision::bf16, steps, replay, seed, "NSA_OVERLAP_STREAMS", "1");
+    if (replay) EXPECT_EQ(overlapped.replays, steps - kEagerStepsBeforeGraph);
+    EXPECT_EQ(max_param_diff(one_stream, overlapped), 0.0);
+    EXPECT_EQ(overlapped.loss, one_stream.loss);
+    EXPECT_EQ(overlapped.norm, one_stream.norm);
   }
 }
 

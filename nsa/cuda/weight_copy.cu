@@ -1,30 +1,35 @@
 // copy_spans (weight_copy.h): pairs of 2-D row-strided spans, converted element
-// by element. blockIdx.y picks the span, and the blocks along x stride over its
-// rows x cols elements, so one launch covers spans of any mix of sizes without
-// a prefix sum; a block past a small span's end exits at once. Memory-bound:
-// each element is read once and written once (~0.5 GB a step at m7c_125m,
-// ~0.15 ms on an H100-class GPU).
+// by element. blockIdx.y picks the span, the blocks along x stride over its
+// rows and the threads over a row's columns, four elements at a time where the
+// span's row length, row strides and pointers allow (no division per element);
+// a block past a small span's last row exits at once. Memory-bound: each
+// element is read once and written once (~0.5 GB a step at m7c_125m in each
+// direction).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/weight_copy.h"
 
 namespace nsa::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxSpans = 48;        // 48 x 48 bytes of spans: within the 4 KB of kernel parameters
-constexpr int kBlocksPerSpan = 64;   // blocks along x: enough to keep a large span's rows streaming
+constexpr int kMaxSpans = 96;        // 96 x 40 bytes of spans: within the 4 KB of kernel parameters
+constexpr int kBlocksPerSpan = 128;  // blocks along x, striding over a span's rows
+constexpr int kVec = 4;              // elements per access where a span allows it
 
 struct Span {
   const void* src;
   void* dst;
-  int64_t rows, cols, src_ld, dst_ld;  // elements; ld = the row stride
+  int32_t rows, cols, src_ld, dst_ld;  // elements; ld = the row stride
+  int32_t vec;                         // kVec or 1
 };
 struct SpanList {
   Span span[kMaxSpans];
@@ -32,19 +37,28 @@ struct SpanList {
 
 template <typename S, typename D>
 __global__ void __launch_bounds__(kThreads) nsa_copy_spans_kernel(const SpanList list) {
-  const Span s = list.span[blockIdx.y];
-  const S* src = static_cast<const S*>(s.src);
-  D* dst = static_cast<D*>(s.dst);
-  const int64_t n = s.rows * s.cols;
-  for (int64_t e = int64_t(blockIdx.x) * kThreads + threadIdx.x; e < n; e += int64_t(gridDim.x) * kThreads) {
-    const int64_t r = e / s.cols, c = e - r * s.cols;
+  const Span& s = list.span[blockIdx.y];
+  for (int r = blockIdx.x; r < s.rows; r += gridDim.x) {
+    const S* src = static_cast<const S*>(s.src) + int64_t(r) * s.src_ld;
+    D* dst = static_cast<D*>(s.dst) + int64_t(r) * s.dst_ld;
     // Through float: ATen's copy converts S -> D the same way (c10's
     // constructors round to nearest even and keep NaN).
-    dst[r * s.dst_ld + c] = static_cast<D>(static_cast<float>(src[r * s.src_ld + c]));
+    if (s.vec == kVec) {
+      for (int c = threadIdx.x * kVec; c < s.cols; c += kThreads * kVec) {
+        const Pack<S, kVec> in = *reinterpret_cast<const Pack<S, kVec>*>(src + c);
+        Pack<D, kVec> out;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) out.v[i] = static_cast<D>(static_cast<float>(in.v[i]));
+        *reinterpret_cast<Pack<D, kVec>*>(dst + c) = out;
+      }
+    } else {
+      for (int c = threadIdx.x; c < s.cols; c += kThreads) dst[c] = static_cast<D>(static_cast<float>(src[c]));
+    }
   }
 }
 
-// A 1-D tensor as one row; a 2-D one as its rows.
+// A 1-D tensor as one row (one block copies it: the model's 1-D weights are
+// biases of a few thousand elements at most); a 2-D one as its rows.
 void describe(const at::Tensor& t, int64_t* rows, int64_t* cols, int64_t* ld) {
   if (t.dim() == 1) {
     *rows = 1, *cols = t.size(0), *ld = t.size(0);
@@ -52,6 +66,8 @@ void describe(const at::Tensor& t, int64_t* rows, int64_t* cols, int64_t* ld) {
     *rows = t.size(0), *cols = t.size(1), *ld = t.stride(0);
   }
 }
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 }  // namespace
 
@@ -69,6 +85,9 @@ void copy_spans(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor
     TORCH_CHECK((d.dim() == 1 || d.dim() == 2) && (d.numel() == 0 || (d.stride(-1) == 1 && s.stride(-1) == 1)),
                 "copy_spans: pair ", i, " must be 1-D or 2-D with unit stride along the last dimension, got strides ",
                 s.strides(), " -> ", d.strides());
+    const int64_t limit = std::numeric_limits<int32_t>::max();
+    TORCH_CHECK(d.size(0) <= limit && d.size(-1) <= limit && (d.dim() == 1 || (d.stride(0) <= limit && s.stride(0) <= limit)),
+                "copy_spans: pair ", i, " has sizes or strides past 32 bits: ", d.sizes());
   }
   const c10::cuda::CUDAGuard guard(dst[0].device());
   const auto stream = c10::cuda::getCurrentCUDAStream();
@@ -81,10 +100,14 @@ void copy_spans(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor
       for (size_t i = first; i < std::min(dst.size(), first + kMaxSpans); ++i) {
         if (dst[i].numel() == 0) continue;
         Span& sp = list.span[n++];
-        int64_t src_ld;
-        describe(dst[i], &sp.rows, &sp.cols, &sp.dst_ld);
-        describe(src[i], &sp.rows, &sp.cols, &src_ld);
-        sp.src_ld = src_ld, sp.src = src[i].data_ptr(), sp.dst = dst[i].data_ptr();
+        int64_t rows, cols, src_ld, dst_ld;
+        describe(dst[i], &rows, &cols, &dst_ld);
+        describe(src[i], &rows, &cols, &src_ld);
+        sp.rows = int32_t(rows), sp.cols = int32_t(cols), sp.src_ld = int32_t(src_ld), sp.dst_ld = int32_t(dst_ld);
+        sp.src = src[i].data_ptr(), sp.dst = dst[i].data_ptr();
+        const bool vec = cols % kVec == 0 && src_ld % kVec == 0 && dst_ld % kVec == 0 &&
+                         aligned(sp.src, kVec * sizeof(S)) && aligned(sp.dst, kVec * sizeof(D));
+        sp.vec = vec ? kVec : 1;
       }
       if (n == 0) continue;
       nsa_copy_spans_kernel<S, D><<<dim3(kBlocksPerSpan, n), kThreads, 0, stream>>>(list);
