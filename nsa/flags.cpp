@@ -73,10 +73,11 @@ const std::vector<FlagInfo> kFlags = {
      "and of each gradient back (~465 small kernels a step at m7c_125m); the same values either way. 0 casts per "
      "weight (comparison, bisection)."},
     {"NSA_OVERLAP_STREAMS", T::boolean, "1",
-     "Independent attention kernels on CUDA on two streams, forked and joined by events (captured CUDA graphs "
+     "Independent attention kernels on CUDA on several streams, forked and joined by events (captured CUDA graphs "
      "too): each branch's backward runs its dk/dv kernel (and the selected branch's reverse index) beside its dq "
-     "kernel, and the window branch runs beside the compressed and selected ones, forward and backward. The same "
-     "values either way; 0 runs everything on one stream (comparison, bisection).",
+     "kernel, and the window and compressed branches run on streams of their own beside the selected one (the "
+     "window forward and both backwards overlap). The same values either way; 0 runs everything on one stream "
+     "(comparison, bisection).",
      true},
     {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},

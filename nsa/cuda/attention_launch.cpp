@@ -153,7 +153,7 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   std::optional<ForkedStream> fork;
   std::optional<c10::cuda::CUDAStreamGuard> on_side;
   if (g_overlap.load()) {
-    fork.emplace(q.get_device());
+    fork.emplace(q.get_device(), Lane::kernel_pair);
     on_side.emplace(fork->side());
   }
   {

@@ -1,15 +1,52 @@
 #include "nsa/cuda/forked_stream.h"
 
+#include <array>
+#include <map>
+#include <mutex>
+
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "nsa/cuda/cuda_check.h"
 
 namespace nsa::cuda {
+namespace {
 
-ForkedStream::ForkedStream(c10::DeviceIndex device)
-    : caller_(c10::cuda::getCurrentCUDAStream(device)),
-      side_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)) {
-  // The pool hands its streams out round-robin: it may hand back the caller's
-  // own (a capturing test takes one from the pool too). Two is enough to skip it.
-  if (side_ == caller_) side_ = c10::cuda::getStreamFromPool(false, device);
+// window, compressed, and the three kernel-pair lanes (beside any other
+// stream, beside the window lane, beside the compressed lane).
+constexpr int kLanes = 5;
+
+// The lanes' streams of `device`: non-blocking streams of our own, created on
+// first use and never destroyed (they live as long as the process, like ATen's
+// pool).
+const std::array<cudaStream_t, kLanes>& lanes(c10::DeviceIndex device) {
+  static std::mutex mu;
+  static std::map<c10::DeviceIndex, std::array<cudaStream_t, kLanes>> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = streams.find(device);
+  if (it == streams.end()) {
+    const c10::cuda::CUDAGuard guard(device);
+    std::array<cudaStream_t, kLanes> made{};
+    for (cudaStream_t& s : made) NSA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    it = streams.emplace(device, made).first;
+  }
+  return it->second;
+}
+
+c10::cuda::CUDAStream lane_stream(c10::DeviceIndex device, int lane) {
+  return c10::cuda::getStreamFromExternal(lanes(device)[lane], device);
+}
+
+}  // namespace
+
+ForkedStream::ForkedStream(c10::DeviceIndex device, Lane lane)
+    : caller_(c10::cuda::getCurrentCUDAStream(device)), side_(caller_) {
+  int index = static_cast<int>(lane);
+  if (lane == Lane::kernel_pair) {
+    const cudaStream_t from = caller_.stream();
+    index += from == lanes(device)[0] ? 1 : from == lanes(device)[1] ? 2 : 0;
+  }
+  side_ = lane_stream(device, index);
   forked_.record(caller_);
   forked_.block(side_);
 }

@@ -1,15 +1,21 @@
 // Independent kernels on two streams, the pattern every overlap here uses: a
-// pool stream forked from the caller's current stream (an event: it starts
+// side stream forked from the caller's current stream (an event: it starts
 // where the caller's stream stands) and joined back (the caller's stream waits
 // for everything queued on it). Both are events, so a captured CUDA graph
 // records the fork and the join as edges and replays the two branches side by
 // side.
 //
-// Memory: the caching allocator reuses a freed block for the next allocation
-// on the stream that allocated it, without waiting for other streams. A tensor
-// allocated on one stream and read on the other must be recorded on the reader
-// (record_use) so that its block is reused only once the reader's work queued
-// before the free is done.
+// The side streams are a fixed few per device (lanes), made once and kept for
+// the process: the caching allocator keeps a freed block for the stream that
+// allocated it, so side streams handed out round-robin from ATen's pool of 32
+// would each grow a cache of their own (measured: 80 MiB more reserved at
+// every step of an m7c_125m batch-1 cell until the pool came round).
+//
+// Memory across streams: a freed block is reused by the next allocation on
+// its own stream without waiting for other streams. A tensor allocated on one
+// stream and read on another must be recorded on the reader (record_use), so
+// that its block is reused only once the reader's work queued before the free
+// is done.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,10 +24,16 @@
 
 namespace nsa::cuda {
 
+// Who forks: the layer's window and compressed branches each have a lane; a
+// kernel pair (dk/dv beside dq) forks onto the pair lane of its caller's
+// stream (the default stream's, the window lane's or the compressed lane's),
+// so nested forks never wait on each other.
+enum class Lane : int { window = 0, compressed = 1, kernel_pair = 2 };
+
 class ForkedStream {
  public:
-  // Forks from the current stream of `device`.
-  explicit ForkedStream(c10::DeviceIndex device);
+  // Forks from the current stream of `device` onto `lane`'s stream.
+  ForkedStream(c10::DeviceIndex device, Lane lane);
   ForkedStream(const ForkedStream&) = delete;
   ForkedStream& operator=(const ForkedStream&) = delete;
   const c10::cuda::CUDAStream& side() const { return side_; }

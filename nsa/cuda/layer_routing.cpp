@@ -58,14 +58,29 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap()) {
-    window_stream.emplace(q.get_device());
+    window_stream.emplace(q.get_device(), Lane::window);
     for (const at::Tensor& t : {q, k_win, v_win}) record_use(t, window_stream->side());
   }
   at::Tensor block_idx32;
   if (use_cmp) {
+    // The compressed branch (φ and its attention) on a forked stream too: the
+    // forward joins at once (select_blocks needs its scores), but autograd runs
+    // its backward on that stream, beside the selected branch's.
+    std::optional<ForkedStream> cmp_stream;
+    std::optional<c10::cuda::CUDAStreamGuard> on_side;
+    if (stream_overlap()) {
+      cmp_stream.emplace(q.get_device(), Lane::compressed);
+      for (const at::Tensor& t : {q, pj.k[0], pj.v[0]}) record_use(t, cmp_stream->side());
+      on_side.emplace(cmp_stream->side());
+    }
     const at::Tensor kc = compress_sequence(pj.k[0], w.phi_k, P), vc = compress_sequence(pj.v[0], w.phi_v, P);
     at::Tensor lse;
     std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
+    if (cmp_stream) {
+      on_side.reset();
+      cmp_stream->join();
+      for (const at::Tensor& t : {kc, vc, lse, out.o[0]}) record_use(t, cmp_stream->caller());
+    }
     // The kernel's int32 choice feeds the selected kernel as it is; the layer's
     // record (BranchOutputs) is int64. The compressed forward's logsumexp spares
     // select_blocks one pass over the compressed keys.

@@ -79,10 +79,10 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
 // branch's reverse index) read the same inputs and write different outputs:
 // with the overlap on, dk/dv runs on a forked stream beside dq, joined before
 // return, so each kernel's last partial wave runs beside the other. The layer
-// (layer_routing.cpp) also runs its window branch on a forked stream beside the
-// compressed and selected ones, and autograd then runs the window's backward on
-// that stream too. Also inside a captured CUDA graph (fork and join are
-// events). The layer sets it from NSA_OVERLAP_STREAMS. Next launch on.
+// (layer_routing.cpp) also runs its window and compressed branches on streams
+// of their own beside the selected one, and autograd then runs their backward
+// there too. Also inside a captured CUDA graph (fork and join are events). The
+// layer sets it from NSA_OVERLAP_STREAMS. Next launch on.
 void set_stream_overlap(bool on);
 bool stream_overlap();
 

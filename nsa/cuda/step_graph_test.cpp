@@ -119,46 +119,39 @@ TEST(StepGraph, ReplayComputesWhatTheEagerStepComputes) {
   }
 }
 
-// The 16-bit copies of the weights (NSA_WEIGHT_COPIES, Model::keep_compute_copies)
-// against a cast of each weight per forward, through the CUDA kernels, eager and
-// replayed: the same parameters, losses and gradient norms to the bit.
-TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
-  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+// Five bf16 steps with `flag` = "1" (eager, then replayed) against "0" (eager):
+// the same parameters, losses and gradient norms to the bit, for a switch that
+// must not change what a step computes.
+void expect_switch_trains_the_same(const char* flag) {
   DeterministicAlgorithms deterministic;
   const uint64_t seed = fresh_seed();
   const int steps = 5;
-  const TrainedRun casts = train(Precision::bf16, steps, false, seed, "NSA_WEIGHT_COPIES", "0");
+  const TrainedRun off = train(Precision::bf16, steps, false, seed, flag, "0");
   for (bool replay : {false, true}) {
     if (replay && !testing::capture_possible()) continue;  // capture needs the caching allocator
     SCOPED_TRACE(replay ? "replayed" : "eager");
-    const TrainedRun copies = train(Precision::bf16, steps, replay, seed, "NSA_WEIGHT_COPIES", "1");
-    if (replay) EXPECT_EQ(copies.replays, steps - kEagerStepsBeforeGraph);
-    EXPECT_EQ(max_param_diff(casts, copies), 0.0);
-    EXPECT_EQ(copies.loss, casts.loss);
-    EXPECT_EQ(copies.norm, casts.norm);
+    const TrainedRun on = train(Precision::bf16, steps, replay, seed, flag, "1");
+    if (replay) EXPECT_EQ(on.replays, steps - kEagerStepsBeforeGraph);
+    EXPECT_EQ(max_param_diff(off, on), 0.0);
+    EXPECT_EQ(on.loss, off.loss);
+    EXPECT_EQ(on.norm, off.norm);
   }
 }
 
+// The 16-bit copies of the weights (NSA_WEIGHT_COPIES, Model::keep_compute_copies)
+// against a cast of each weight per forward, through the CUDA kernels.
+TEST(StepGraph, WeightCopiesTrainAsPerWeightCastsEagerAndReplayed) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  expect_switch_trains_the_same("NSA_WEIGHT_COPIES");
+}
+
 // Independent attention kernels on two streams (NSA_OVERLAP_STREAMS: dk/dv
-// beside dq, the window branch beside the other two, forward and backward)
-// against everything on one stream, eager and replayed: the same parameters,
-// losses and gradient norms to the bit. A missing join or an early reuse of a
+// beside dq, the window and compressed branches beside the selected one)
+// against everything on one stream. A missing join or an early reuse of a
 // tensor another stream still reads would show as a difference here.
 TEST(StepGraph, OverlappedStreamsTrainAsOneStreamEagerAndReplayed) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
-  DeterministicAlgorithms deterministic;
-  const uint64_t seed = fresh_seed();
-  const int steps = 5;
-  const TrainedRun one_stream = train(Precision::bf16, steps, false, seed, "NSA_OVERLAP_STREAMS", "0");
-  for (bool replay : {false, true}) {
-    if (replay && !testing::capture_possible()) continue;  // capture needs the caching allocator
-    SCOPED_TRACE(replay ? "replayed" : "eager");
-    const TrainedRun overlapped = train(Precision::bf16, steps, replay, seed, "NSA_OVERLAP_STREAMS", "1");
-    if (replay) EXPECT_EQ(overlapped.replays, steps - kEagerStepsBeforeGraph);
-    EXPECT_EQ(max_param_diff(one_stream, overlapped), 0.0);
-    EXPECT_EQ(overlapped.loss, one_stream.loss);
-    EXPECT_EQ(overlapped.norm, one_stream.norm);
-  }
+  expect_switch_trains_the_same("NSA_OVERLAP_STREAMS");
 }
 
 // The graph holds one batch shape: a batch of another shape (a short last
