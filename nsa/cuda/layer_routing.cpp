@@ -50,10 +50,11 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
 
   auto q = pj.q.contiguous();
   // The window branch reads only q and its own k, v: with the overlap on it runs
-  // on a forked stream beside the other two (its forward, and so its backward,
-  // which autograd runs on the stream its forward ran on). Forked here, where
-  // its inputs are ready; its launches come last so that backward, which runs
-  // the branches in reverse, starts with it.
+  // on a lane of its own beside the compressed -> select_blocks -> selected
+  // chain (its forward, and so its backward, which autograd runs on the stream
+  // its forward ran on). Forked here, where its inputs are ready; its launches
+  // come last so that backward, which runs the branches in reverse, starts
+  // with it.
   const at::Tensor k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
   std::optional<ForkedStream> window_stream;
