@@ -61,6 +61,7 @@ void from_json(const json& j, StepSyncs& s) {
 void to_json(json& j, const TraceSummary& s) {
   j = {{"kernels", s.kernels},
        {"kernel_ns", s.kernel_ns},
+       {"kernel_busy_ns", s.kernel_busy_ns},
        {"kernel_count", s.kernel_count},
        {"phases", s.phases},
        {"steps", s.steps},
@@ -77,6 +78,7 @@ void to_json(json& j, const TraceSummary& s) {
 void from_json(const json& j, TraceSummary& s) {
   s.kernels = j.value("kernels", std::vector<KernelRow>{});
   s.kernel_ns = j.value("kernel_ns", std::uint64_t{0});
+  s.kernel_busy_ns = j.value("kernel_busy_ns", std::uint64_t{0});
   s.kernel_count = j.value("kernel_count", std::uint64_t{0});
   s.phases = j.value("phases", std::vector<PhaseRow>{});
   s.steps = j.value("steps", std::vector<StepSyncs>{});

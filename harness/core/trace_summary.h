@@ -108,6 +108,10 @@ struct TraceFile {
 struct TraceSummary {
   std::vector<KernelRow> kernels;  // by total_ns descending, then name
   std::uint64_t kernel_ns = 0;
+  // Time at least one kernel ran (the union of the kernels' intervals, per
+  // device, summed over devices). Kernels on several streams overlap, so this
+  // is at most kernel_ns; GPU-busy is this over the traced steps' wall time.
+  std::uint64_t kernel_busy_ns = 0;
   std::uint64_t kernel_count = 0;
   std::vector<PhaseRow> phases;    // by gpu_ns descending, then path
   std::vector<StepSyncs> steps;    // by step ascending

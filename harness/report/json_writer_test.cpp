@@ -124,6 +124,7 @@ TEST(JsonWriter, ReadsRecordsAnOlderFileKeptUnderExtra) {
   EXPECT_EQ(back.gate_stats->layers.at(0).layer, 2);
   ASSERT_TRUE(back.trace);
   EXPECT_EQ(back.trace->kernel_count, 16u);
+  EXPECT_EQ(back.trace->kernel_busy_ns, 2000000u);
   ASSERT_TRUE(back.gates && back.gates->min_branch_share);
   EXPECT_DOUBLE_EQ(*back.gates->min_branch_share, 0.05);
   EXPECT_EQ(back.probe_tables.at("precision"), (nlohmann::json{{"audit", nlohmann::json::array()}}));

@@ -69,6 +69,16 @@ TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
   EXPECT_FALSE(has(render_trace_section(c), "cover steps"));
 }
 
+TEST(MarkdownTrace, SaysHowLongTheGpuWasBusyWhereKernelsOverlapped) {
+  CellResult c = traced_cell();
+  c.trace->kernel_busy_ns = 1500000;  // of 2.0 ms of kernels
+  EXPECT_TRUE(has(render_trace_section(c), "(CUPTI activity records). Kernels ran side by side on several streams: the "
+                                           "GPU ran at least one for 1.5 ms of it."))
+      << render_trace_section(c);
+  c.trace->kernel_busy_ns = c.trace->kernel_ns;  // one stream at a time: nothing to say
+  EXPECT_FALSE(has(render_trace_section(c), "side by side"));
+}
+
 TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
   CellResult c = traced_cell();
   const std::string functor(200, 'x');

@@ -83,6 +83,7 @@ inline TraceSummary trace_summary_fixture() {
   return json{
       {"kernel_count", 16},
       {"kernel_ns", 2000000},
+      {"kernel_busy_ns", 2000000},  // one stream at a time
       {"kernels",
        {{{"name", "_ZN3nsa4cuda21nsa_window_fwd_kernelIfEEvNS0_10AttnParamsE"},
          {"display_name", "void nsa::cuda::nsa_window_fwd_kernel<float>(nsa::cuda::AttnParams)"},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <vector>
 
 namespace harness::trace {
 namespace {
@@ -46,6 +47,7 @@ class Pass2 {
     row.total_ns += d;
     ++s.kernel_count;
     s.kernel_ns += d;
+    if (d > 0) intervals_.push_back({e.device, e.start_ns, e.end_ns});
     PhaseRow& phase = phases_[phase_of(e, s.correlation)];
     ++phase.kernels;
     phase.gpu_ns += d;
@@ -78,6 +80,7 @@ class Pass2 {
       row.mean_ns = static_cast<double>(row.total_ns) / static_cast<double>(row.count);
     }
     s.kernels = ranked(kernels_, &KernelRow::name, &KernelRow::total_ns, s.kernel_ns);
+    s.kernel_busy_ns = busy_ns();
     s.phases = ranked(phases_, &PhaseRow::path, &PhaseRow::gpu_ns, s.kernel_ns);
     for (auto& [step, syncs] : steps_) {
       syncs.step = step;
@@ -97,6 +100,28 @@ class Pass2 {
   }
 
  private:
+  struct Interval {
+    std::uint32_t device;
+    std::uint64_t start, end;
+  };
+
+  // The union of the kernels' intervals per device (sorted, then merged where
+  // one starts before the running one ends), summed over devices.
+  std::uint64_t busy_ns() {
+    std::sort(intervals_.begin(), intervals_.end(), [](const Interval& a, const Interval& b) {
+      return a.device != b.device ? a.device < b.device : a.start < b.start;
+    });
+    std::uint64_t busy = 0;
+    for (size_t i = 0; i < intervals_.size();) {
+      const std::uint32_t device = intervals_[i].device;
+      std::uint64_t start = intervals_[i].start, end = intervals_[i].end;
+      for (++i; i < intervals_.size() && intervals_[i].device == device && intervals_[i].start < end; ++i)
+        end = std::max(end, intervals_[i].end);
+      busy += end - start;
+    }
+    return busy;
+  }
+
   const TraceEvent* launch_of(const TraceEvent& e) const {
     auto it = idx_.api_by_correlation.find(e.correlation_id);
     return it == idx_.api_by_correlation.end() ? nullptr : it->second;
@@ -131,6 +156,7 @@ class Pass2 {
   const CorrelationIndex& idx_;
   const ProcessorOptions& opt_;
   std::map<std::string, KernelRow> kernels_;
+  std::vector<Interval> intervals_;  // every kernel's [start, end), for the busy time
   std::map<std::string, PhaseRow> phases_;
   std::map<int, StepSyncs> steps_;
 };

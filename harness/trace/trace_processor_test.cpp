@@ -74,6 +74,27 @@ TEST(TraceProcessor, PerKernelTableCountsTotalsMeansAndShares) {
   EXPECT_NEAR(shares, 1.0, 1e-12);
 }
 
+// Kernels on several streams overlap: the busy time is the union of their
+// intervals per device, summed over devices; touching intervals do not overlap.
+TEST(TraceProcessor, BusyTimeIsTheUnionOfKernelIntervalsPerDevice) {
+  using E = TraceEvent;
+  const std::vector<TraceEvent> events = {
+      // Device 0: [100, 300) on stream 1; [200, 350) and [350, 400) on stream 2 (the
+      // second touches the first's end); [500, 600) alone; [520, 540) inside it
+      // on stream 3. Union: [100, 400) + [500, 600) = 300 + 100 = 400.
+      E::make_kernel("a", 0, 1, 1, 100, 300), E::make_kernel("b", 0, 2, 2, 200, 350),
+      E::make_kernel("c", 0, 2, 3, 350, 400), E::make_kernel("d", 0, 1, 4, 500, 600),
+      E::make_kernel("e", 0, 3, 5, 520, 540),
+      // Device 1 at the same times as device 0's first kernel: its own 200.
+      E::make_kernel("a", 1, 1, 6, 100, 300),
+  };
+  const TraceSummary s = process_trace(events);
+  EXPECT_EQ(s.kernel_ns, 200u + 150 + 50 + 100 + 20 + 200);
+  EXPECT_EQ(s.kernel_busy_ns, 400u + 200);
+  // One stream, no overlap: busy equals the sum (the training trace: 810 ns).
+  EXPECT_EQ(process_trace(training_trace()).kernel_busy_ns, 810u);
+}
+
 TEST(TraceProcessor, CorrelatesLaunchesToKernels) {
   const TraceSummary s = process_trace(training_trace());
   EXPECT_EQ(s.correlation.kernels_correlated, 6u);
