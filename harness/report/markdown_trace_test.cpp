@@ -72,11 +72,14 @@ TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
 TEST(MarkdownTrace, SaysHowLongTheGpuWasBusyWhereKernelsOverlapped) {
   CellResult c = traced_cell();
   c.trace->kernel_busy_ns = 1500000;  // of 2.0 ms of kernels
-  EXPECT_TRUE(has(render_trace_section(c), "(CUPTI activity records). Kernels ran side by side on several streams: the "
-                                           "GPU ran at least one for 1.5 ms of it."))
+  EXPECT_TRUE(has(render_trace_section(c), "(CUPTI activity records). Kernels overlapped (on several streams, or a "
+                                           "launch starting before the one before it ended): the GPU ran at least "
+                                           "one for 1.5 ms of the 2.0."))
       << render_trace_section(c);
-  c.trace->kernel_busy_ns = c.trace->kernel_ns;  // one stream at a time: nothing to say
-  EXPECT_FALSE(has(render_trace_section(c), "side by side"));
+  c.trace->kernel_busy_ns = 1990000;  // 0.5 % overlap: launches running into each other, not worth a sentence
+  EXPECT_FALSE(has(render_trace_section(c), "overlapped"));
+  c.trace->kernel_busy_ns = c.trace->kernel_ns;  // one stream at a time
+  EXPECT_FALSE(has(render_trace_section(c), "overlapped"));
 }
 
 TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
