@@ -6,10 +6,14 @@
 // side.
 //
 // The side streams are a fixed few per device (lanes), made once and kept for
-// the process: the caching allocator keeps a freed block for the stream that
-// allocated it, so side streams handed out round-robin from ATen's pool of 32
-// would each grow a cache of their own (measured: 80 MiB more reserved at
-// every step of an m7c_125m batch-1 cell until the pool came round).
+// the process. Per-stream state outlives the work: ATen keeps a cuBLAS
+// workspace for every (handle, stream) pair a GEMM ran on, allocated from the
+// caching allocator and never freed, and the allocator keeps a freed block for
+// the stream that allocated it. Forks onto ATen's pool of 32 streams, handed
+// out round-robin, ran the compressed branch's GEMMs on a new stream in most
+// steps: the allocated bytes of an m7c_125m batch-1 cell rose by 80 MiB at
+// every step (the memory probe's memory_growth) until every pool stream had
+// its workspace.
 //
 // Memory across streams: a freed block is reused by the next allocation on
 // its own stream without waiting for other streams. A tensor allocated on one
