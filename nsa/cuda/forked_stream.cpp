@@ -39,7 +39,7 @@ c10::cuda::CUDAStream lane_stream(c10::DeviceIndex device, int lane) {
 
 }  // namespace
 
-ForkedStream::ForkedStream(c10::DeviceIndex device, Lane lane)
+ForkedStream::ForkedStream(c10::DeviceIndex device, Lane lane, Tensors reads)
     : caller_(c10::cuda::getCurrentCUDAStream(device)), side_(caller_) {
   int index = static_cast<int>(lane);
   if (lane == Lane::kernel_pair) {
@@ -49,11 +49,13 @@ ForkedStream::ForkedStream(c10::DeviceIndex device, Lane lane)
   side_ = lane_stream(device, index);
   forked_.record(caller_);
   forked_.block(side_);
+  for (const at::Tensor& t : reads) record_use(t, side_);
 }
 
-void ForkedStream::join() {
+void ForkedStream::join(Tensors made) {
   joined_.record(side_);
   joined_.block(caller_);
+  for (const at::Tensor& t : made) record_use(t, caller_);
 }
 
 void record_use(const at::Tensor& t, const c10::cuda::CUDAStream& stream) {

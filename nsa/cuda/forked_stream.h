@@ -19,8 +19,11 @@
 // its own stream without waiting for other streams. A tensor allocated on one
 // stream and read on another must be recorded on the reader (record_use), so
 // that its block is reused only once the reader's work queued before the free
-// is done.
+// is done: the fork records what the side stream will read, the join what the
+// caller's stream will read of the side's.
 #pragma once
+
+#include <initializer_list>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -36,14 +39,18 @@ enum class Lane : int { window = 0, compressed = 1, kernel_pair = 2 };
 
 class ForkedStream {
  public:
-  // Forks from the current stream of `device` onto `lane`'s stream.
-  ForkedStream(c10::DeviceIndex device, Lane lane);
+  using Tensors = std::initializer_list<at::Tensor>;  // spelled out where optional::emplace forwards it
+  // Forks from the current stream of `device` onto `lane`'s stream. `reads`:
+  // tensors of the caller's that the side stream will read and that may be
+  // freed before a join (each recorded on the side stream).
+  ForkedStream(c10::DeviceIndex device, Lane lane, Tensors reads = {});
   ForkedStream(const ForkedStream&) = delete;
   ForkedStream& operator=(const ForkedStream&) = delete;
   const c10::cuda::CUDAStream& side() const { return side_; }
-  const c10::cuda::CUDAStream& caller() const { return caller_; }
   // The caller's stream waits for the side stream's work queued so far.
-  void join();
+  // `made`: tensors the side stream made that the caller's stream reads after
+  // (each recorded on the caller's stream).
+  void join(Tensors made = {});
 
  private:
   c10::cuda::CUDAStream caller_, side_;

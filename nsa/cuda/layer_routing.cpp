@@ -58,10 +58,8 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   const at::Tensor k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
   std::optional<ForkedStream> window_stream;
-  if (use_win && stream_overlap()) {
-    window_stream.emplace(q.get_device(), Lane::window);
-    for (const at::Tensor& t : {q, k_win, v_win}) record_use(t, window_stream->side());
-  }
+  if (use_win && stream_overlap())
+    window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q, k_win, v_win});
   at::Tensor block_idx32;
   if (use_cmp) {
     // The compressed branch (φ and its attention) on a forked stream too: the
@@ -70,8 +68,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     std::optional<ForkedStream> cmp_stream;
     std::optional<c10::cuda::CUDAStreamGuard> on_side;
     if (stream_overlap()) {
-      cmp_stream.emplace(q.get_device(), Lane::compressed);
-      for (const at::Tensor& t : {q, pj.k[0], pj.v[0]}) record_use(t, cmp_stream->side());
+      cmp_stream.emplace(q.get_device(), Lane::compressed, ForkedStream::Tensors{q, pj.k[0], pj.v[0]});
       on_side.emplace(cmp_stream->side());
     }
     const at::Tensor kc = compress_sequence(pj.k[0], w.phi_k, P), vc = compress_sequence(pj.v[0], w.phi_v, P);
@@ -79,8 +76,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
     if (cmp_stream) {
       on_side.reset();
-      cmp_stream->join();
-      for (const at::Tensor& t : {kc, vc, lse, out.o[0]}) record_use(t, cmp_stream->caller());
+      cmp_stream->join({kc, vc, lse, out.o[0]});
     }
     // The kernel's int32 choice feeds the selected kernel as it is; the layer's
     // record (BranchOutputs) is int64. The compressed forward's logsumexp spares
@@ -120,8 +116,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
                        : window_attention(q, k, v, P.window, scale);
     if (window_stream) {
       on_side.reset();
-      window_stream->join();
-      record_use(out.o[2], window_stream->caller());  // the gate combine reads it there
+      window_stream->join({out.o[2]});  // the gate combine reads it on the caller's stream
     }
     report("win", "cuda.win");
   }

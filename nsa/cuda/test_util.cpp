@@ -1,8 +1,7 @@
 #include "nsa/cuda/test_util.h"
 
-#include <cstdlib>
-
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace nsa::cuda::testing {

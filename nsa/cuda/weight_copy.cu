@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <limits>
 
-#include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
