@@ -1,6 +1,7 @@
 #include "nsa/nsa_ops.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <map>
 #include <mutex>
@@ -136,6 +137,53 @@ at::Tensor phi_second_layer(const at::Tensor& pre, const PhiWeights& phi) {
   return linear_bias(at::silu(pre), phi.w2.to(dt), phi.b2.to(dt));
 }
 
+// part [B, n_ch, G, r·h] (contiguous) seen as [B, n_cmp, G, r, h]: slot u is
+// part[:, u : u + n_cmp, :, u·h : (u+1)·h], the chunk-position-u share of
+// every block's first layer. One strided view (stepping one row and h columns
+// per u) so that the backward below writes all r slices with one copy.
+at::Tensor shifted_slices(const at::Tensor& part, int64_t n_cmp, int64_t r) {
+  const int64_t h = part.size(3) / r;
+  return part.as_strided({part.size(0), n_cmp, part.size(2), r, h},
+                         {part.stride(0), part.stride(1), part.stride(2), part.stride(1) + h, 1}, part.storage_offset());
+}
+
+// pre = Σ_u shifted_slices(part)[..., u, :], summed u = 0, 1, ... as the plain
+// narrows and adds did (16-bit results unchanged). Own backward because
+// autograd's costs 2r SliceBackwards (each a zero fill of part's whole shape
+// and a copy) and r - 1 full-size adds of their results; here d(part) is one
+// zero fill and one broadcast copy of d(pre) into the r slices.
+struct ShiftedSliceSumFn : torch::autograd::Function<ShiftedSliceSumFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& part, int64_t n_cmp, int64_t r) {
+    ctx->saved_data["sizes"] = part.sizes();
+    ctx->saved_data["n_cmp"] = n_cmp;
+    ctx->saved_data["r"] = r;
+    const at::Tensor s = shifted_slices(part, n_cmp, r);
+    at::Tensor pre = s.select(3, 0);
+    for (int64_t u = 1; u < r; ++u) pre = pre + s.select(3, u);
+    return pre;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor& dpre = grads[0];
+    if (!dpre.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const int64_t n_cmp = ctx->saved_data["n_cmp"].toInt(), r = ctx->saved_data["r"].toInt();
+    // Zeros: rows a slice does not cover (r - 1 per slice) get no gradient.
+    at::Tensor dpart = at::zeros(ctx->saved_data["sizes"].toIntVector(), dpre.options());
+    const at::Tensor s = shifted_slices(dpart, n_cmp, r);
+    s.copy_(dpre.unsqueeze(3).expand(s.sizes()));
+    return {dpart, at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor shifted_slice_sum(const at::Tensor& part, int64_t n_cmp, int64_t r) {
+  TORCH_CHECK(part.dim() == 4 && part.is_contiguous() && part.size(1) == n_cmp + r - 1 && part.size(3) % r == 0,
+              "shifted_slice_sum: part ", part.sizes(), " is not a contiguous [B, n_cmp + r - 1, G, r·h] for n_cmp = ",
+              n_cmp, ", r = ", r);
+  if (r == 1) return part;  // one slice, the whole of part: no copy, no node
+  return ShiftedSliceSumFn::apply(part, n_cmp, r);
+}
+
 }  // namespace
 
 at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, const std::string& kind) {
@@ -173,17 +221,18 @@ at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& 
   const int64_t B = seq.size(0), G = seq.size(2), dim = seq.size(3), r = l / d, n_ch = n_cmp + r - 1;
   const auto [w1, bias1] = phi_first_layer(phi, l, dim, seq.scalar_type());
   const int64_t hidden = w1.size(1);
+  // Narrow only when tokens past the last block exist: a narrow that keeps
+  // all of seq still costs a full-size zero fill and copy in backward.
+  const at::Tensor used = n_ch * d == seq.size(1) ? seq : seq.narrow(1, 0, n_ch * d);
   const at::Tensor chunks =  // [B, n_ch, G, d·dim]
-      seq.narrow(1, 0, n_ch * d).view({B, n_ch, d, G, dim}).permute({0, 1, 3, 2, 4}).reshape({B, n_ch, G, d * dim});
+      used.view({B, n_ch, d, G, dim}).permute({0, 1, 3, 2, 4}).reshape({B, n_ch, G, d * dim});
   const at::Tensor w_chunks = w1.view({r, d * dim, hidden}).permute({1, 0, 2}).reshape({d * dim, r * hidden});
   // The bias joins slice 0 through linear_bias (a broadcast add would bring back
   // the one-CTA reduction of its gradient); slice 0's rows past n_cmp carry it
   // too but are never read, so their gradient, and their share of db, is zero.
   const at::Tensor bias_cat = at::cat({bias1, at::zeros({(r - 1) * hidden}, bias1.options())});
   const at::Tensor part = linear_bias(chunks, w_chunks, bias_cat);  // [B, n_ch, G, r·hidden]
-  at::Tensor pre = part.narrow(1, 0, n_cmp).narrow(-1, 0, hidden);
-  for (int64_t u = 1; u < r; ++u) pre = pre + part.narrow(1, u, n_cmp).narrow(-1, u * hidden, hidden);
-  return phi_second_layer(pre, phi).contiguous();
+  return phi_second_layer(shifted_slice_sum(part, n_cmp, r), phi).contiguous();
 }
 
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c) {

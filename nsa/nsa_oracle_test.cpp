@@ -116,11 +116,13 @@ TEST(Oracle, CompressionPhiAddsThePositionEmbeddingRowByRowThenTheMlp) {
 // form (overlapping blocks as shifted sums of per-chunk products when d
 // divides l), both in float64, against φ applied to each block cut out of the
 // sequence, as the definition and the reference path take it: values and every
-// gradient; strides that divide the block (r = 1, 2, 3), one that does not, S
-// not a multiple of d, and mean pooling.
+// gradient; strides that divide the block (r = 1, 2, 3, 4), one that does
+// not, S not a multiple of d, S ending exactly at the last block (the chunked
+// form then keeps every token: m7c's S = 2048, l = 32, d = 16), and mean pooling.
 TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
-  for (const auto& [l, d, S, kind] : {std::tuple{32, 16, 101, "mlp"}, std::tuple{4, 4, 9, "mlp"},
-                                      std::tuple{12, 4, 30, "mlp"}, std::tuple{6, 4, 23, "mlp"},
+  for (const auto& [l, d, S, kind] : {std::tuple{32, 16, 101, "mlp"}, std::tuple{32, 16, 96, "mlp"},
+                                      std::tuple{4, 4, 9, "mlp"}, std::tuple{12, 4, 30, "mlp"},
+                                      std::tuple{16, 4, 36, "mlp"}, std::tuple{6, 4, 23, "mlp"},
                                       std::tuple{8, 4, 19, "mean"}}) {
     SCOPED_TRACE(std::string("l=") + std::to_string(l) + " d=" + std::to_string(d) + " S=" + std::to_string(S) + " " + kind);
     const int64_t B = 2, G = 2, dim = 3;
