@@ -12,6 +12,7 @@
 #include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/reverse_index.h"
+#include "nsa/cuda/row_delta.h"
 
 namespace nsa::cuda {
 namespace {
@@ -134,8 +135,17 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.is_contiguous() &&
                   lse.sizes() == at::IntArrayRef({q.size(0), q.size(1), q.size(2)}),
               branch_name(spec.branch), ": lse must be contiguous float32 [B,S,H]");
-  // delta = rowsum(dO * O) in fp32: the softmax-backward term of every row.
-  const at::Tensor delta = row_dot_fp32(dout, o.contiguous());
+  // delta = rowsum(dO * O) in fp32: the softmax-backward term of every row,
+  // from the kernel that made dO when it offered it (row_delta.h), else here.
+  at::Tensor delta = take_row_delta(dout_in, o);
+  if (delta.defined()) {
+    TORCH_CHECK(delta.scalar_type() == at::kFloat && delta.is_contiguous() && delta.sizes() == lse.sizes(),
+                branch_name(spec.branch), ": the offered delta is ", delta.sizes(), " ", delta.scalar_type(),
+                ", not contiguous float32 ", lse.sizes());
+    record_use(delta, c10::cuda::getCurrentCUDAStream());
+  } else {
+    delta = row_dot_fp32(dout, o.contiguous());
+  }
   Gradients g;
   g.dq = new_output_like(q);
   g.dk = new_output_like(k);

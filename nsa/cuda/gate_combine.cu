@@ -4,13 +4,19 @@
 //   forward   out[r,:]         = Σ_c g[r, col_c] · o_c[r,:]   (fp32 sum, written in o's dtype)
 //   backward  d o_c[r,:]       = g[r, col_c] · dO[r,:]        (o's dtype)
 //             dg[r, col_c]     = Σ_d dO[r,d] · o_c[r,d]       (fp32, the gates' dtype)
+//             delta_c[r]       = Σ_d d o_c[r,d] · o_c[r,d]    (fp32, where asked; d o_c as written)
 //
 // col is the host's choice of which gate column weights which branch
 // (combine_branches; the mutation gate_slc_win_swapped swaps two), passed in.
 //
 // Why: in ATen the forward is a cast of g, three muls and two adds, each a pass
 // over [B,S,H,dv], and the backward per branch dO·g_c, dO·o_c and a sum over dv.
-// Here every tensor is read once and every output written once.
+// Here every tensor is read once and every output written once. delta_c is
+// the softmax-backward term each attention branch's backward needs
+// (rowsum(dO ⊙ O) of its own output and gradient, FlashAttention's
+// preprocess): computed here, where both are in registers, it saves each
+// branch a pass over [B,S,H,dv] (attention_backward takes it through
+// offer_row_delta, nsa_cuda.h).
 //
 // Layout (both kernels): a row belongs to a group of P lanes of one warp (P a
 // power of two, the fewest covering the row's packs, at most 32); lane j of the
@@ -51,6 +57,7 @@ struct CombineParams {
   void* out;         // forward: [rows, dv]
   void* d_o[3];      // backward: [rows, dv] each, nullptr where not wanted
   void* dg;          // backward: [rows, 3] contiguous, nullptr where not wanted
+  float* delta[3];   // backward: [rows] each, nullptr where not wanted (fp16/bf16/fp32 only)
   int64_t gs[4];
   int64_t rows;
   int S, H, dv, col[3];
@@ -112,7 +119,8 @@ __global__ void __launch_bounds__(kThreads) nsa_gate_combine_bwd_kernel(CombineP
   row_and_lane(p, &row, &lane);
   // A lane past the last row stays: the shuffles below need the whole warp.
   const bool valid = row < p.rows;
-  A g[3], dot[3] = {};
+  A g[3], dot[3] = {}, ddot[3] = {};
+  const bool any_delta = p.delta[0] || p.delta[1] || p.delta[2];
   if (valid) {
     load_gates(p, row, g);
     const int packs = p.dv / N;
@@ -121,28 +129,41 @@ __global__ void __launch_bounds__(kThreads) nsa_gate_combine_bwd_kernel(CombineP
       const P d = static_cast<const P*>(p.dout)[base + i];
 #pragma unroll
       for (int c = 0; c < 3; ++c) {
+        const bool read_o = p.dg || p.delta[c];
+        P x{};
+        if (read_o) x = static_cast<const P*>(p.o[c])[base + i];
         if (p.d_o[c]) {
           P y;
 #pragma unroll
           for (int j = 0; j < N; ++j) y.v[j] = T(g[c] * A(d.v[j]));
           static_cast<P*>(p.d_o[c])[base + i] = y;
+          if (p.delta[c]) {
+#pragma unroll
+            for (int j = 0; j < N; ++j) ddot[c] += A(y.v[j]) * A(x.v[j]);  // the gradient as the branch reads it
+          }
         }
         if (p.dg) {
-          const P x = static_cast<const P*>(p.o[c])[base + i];
 #pragma unroll
           for (int j = 0; j < N; ++j) dot[c] += A(d.v[j]) * A(x.v[j]);
         }
       }
     }
   }
-  if (!p.dg) return;  // the same for every thread
+  if (!p.dg && !any_delta) return;  // the same for every thread
   // Butterfly over the group's lanes (an xor by less than the group size stays inside it).
   for (int off = p.group / 2; off > 0; off /= 2)
 #pragma unroll
-    for (int c = 0; c < 3; ++c) dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], off);
-  if (valid && lane == 0)
+    for (int c = 0; c < 3; ++c) {
+      dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], off);
+      ddot[c] += __shfl_xor_sync(0xffffffffu, ddot[c], off);
+    }
+  if (valid && lane == 0) {
 #pragma unroll
-    for (int c = 0; c < 3; ++c) static_cast<A*>(p.dg)[row * 3 + p.col[c]] = dot[c];
+    for (int c = 0; c < 3; ++c) {
+      if (p.dg) static_cast<A*>(p.dg)[row * 3 + p.col[c]] = dot[c];
+      if (p.delta[c]) p.delta[c][row] = float(ddot[c]);
+    }
+  }
 }
 
 // ---- host -------------------------------------------------------------------
@@ -218,7 +239,8 @@ at::Tensor gate_combine_forward(const at::Tensor (&o)[3], const at::Tensor& gate
 }
 
 GateCombineGrads gate_combine_backward(const at::Tensor& dout, const at::Tensor (&o)[3], const at::Tensor& gates,
-                                       const GateColumns& cols, const std::array<bool, 3>& want_d_o, bool want_dg) {
+                                       const GateColumns& cols, const std::array<bool, 3>& want_d_o, bool want_dg,
+                                       bool want_delta) {
   CombineParams p = common_params(o, gates, cols);
   TORCH_CHECK(dout.sizes() == o[0].sizes() && dout.scalar_type() == o[0].scalar_type() && dout.is_contiguous() &&
                   dout.device() == o[0].device(),
@@ -230,6 +252,11 @@ GateCombineGrads gate_combine_backward(const at::Tensor& dout, const at::Tensor 
     if (!want_d_o[c]) continue;
     r.d_o[c] = new_output(o[0].sizes(), o[0].options());
     p.d_o[c] = r.d_o[c].data_ptr();
+    // fp32 rows sums, as the attention kernels (fp16/bf16/fp32 inputs) read them.
+    if (want_delta && o[0].scalar_type() != at::kDouble) {
+      r.delta[c] = new_output({o[0].size(0), o[0].size(1), o[0].size(2)}, o[0].options().dtype(at::kFloat));
+      p.delta[c] = r.delta[c].data_ptr<float>();
+    }
   }
   if (want_dg) {
     r.dg = new_output(gates.sizes(), gates.options());

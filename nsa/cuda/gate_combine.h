@@ -31,11 +31,14 @@ at::Tensor gate_combine(const at::Tensor (&o)[3], const at::Tensor& gates, const
 at::Tensor gate_combine_forward(const at::Tensor (&o)[3], const at::Tensor& gates, const GateColumns& cols);
 
 struct GateCombineGrads {
-  at::Tensor d_o[3];  // [B,S,H,dv], o's dtype; undefined where not wanted
-  at::Tensor dg;      // [B,S,H,3] contiguous, the gates' dtype; undefined where not wanted
+  at::Tensor d_o[3];    // [B,S,H,dv], o's dtype; undefined where not wanted
+  at::Tensor dg;        // [B,S,H,3] contiguous, the gates' dtype; undefined where not wanted
+  at::Tensor delta[3];  // [B,S,H] float32: rowsum(d_o[c] ⊙ o[c]) (want_delta, d_o[c] wanted, o not float64)
 };
-// dout [B,S,H,dv] contiguous in o's dtype.
+// dout [B,S,H,dv] contiguous in o's dtype. want_delta: also each wanted d_o[c]'s
+// rowsum(d_o[c] ⊙ o[c]) in fp32, the term its attention backward needs.
 GateCombineGrads gate_combine_backward(const at::Tensor& dout, const at::Tensor (&o)[3], const at::Tensor& gates,
-                                       const GateColumns& cols, const std::array<bool, 3>& want_d_o, bool want_dg);
+                                       const GateColumns& cols, const std::array<bool, 3>& want_d_o, bool want_dg,
+                                       bool want_delta = false);
 
 }  // namespace nsa::cuda

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/gate_combine.h"
+#include "nsa/cuda/row_delta.h"
 
 namespace nsa::cuda {
 namespace {
@@ -29,8 +30,12 @@ struct GateCombineFn : torch::autograd::Function<GateCombineFn> {
     const at::Tensor o[3] = {saved[0], saved[1], saved[2]};
     const std::array<bool, 3> want_d_o = {ctx->needs_input_grad(0), ctx->needs_input_grad(1),
                                           ctx->needs_input_grad(2)};
+    // Each branch's attention backward needs rowsum(d o_c ⊙ o_c): made here
+    // beside d o_c and offered to it (row_delta.h).
     GateCombineGrads g = gate_combine_backward(grads[0].contiguous(), o, saved[3], {c[0], c[1], c[2]}, want_d_o,
-                                               ctx->needs_input_grad(3));
+                                               ctx->needs_input_grad(3), /*want_delta=*/true);
+    for (int i = 0; i < 3; ++i)
+      if (g.delta[i].defined()) offer_row_delta(g.d_o[i], o[i], g.delta[i]);
     return {g.d_o[0], g.d_o[1], g.d_o[2], g.dg, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

@@ -123,6 +123,31 @@ TEST(GateCombine, BackwardMatchesAutogradOfTheFormula) {
         }
 }
 
+// The backward's delta_c = rowsum(d o_c ⊙ o_c): the float64 sum of the
+// products of the gradient it wrote (rounded to o's dtype, as the attention
+// backward reads it) and o_c, for the branches whose gradient is wanted.
+TEST(GateCombine, BackwardSumsEachBranchsGradientTimesItsOutput) {
+  NSA_REQUIRE_CUDA();
+  PoisonScope poison;
+  for (at::ScalarType dt : {at::kBFloat16, at::kHalf, at::kFloat})
+    for (const Shape& s : kShapes) {
+      SCOPED_TRACE(describe(s, dt, kColumns[1]));
+      const Inputs in = make_inputs(s, dt, 31);
+      const at::Tensor gates = in.gates().contiguous();
+      const GateCombineGrads g =
+          gate_combine_backward(in.dout, in.o, gates, kColumns[1], {true, false, true}, true, /*want_delta=*/true);
+      EXPECT_FALSE(g.delta[1].defined()) << "delta for a branch whose gradient was not wanted";
+      for (int c : {0, 2}) {
+        ASSERT_TRUE(g.delta[c].defined());
+        EXPECT_EQ(g.delta[c].scalar_type(), at::kFloat);
+        EXPECT_EQ(g.delta[c].sizes(), at::IntArrayRef({s.B, s.S, s.H}));
+        const at::Tensor want = (f64(g.d_o[c]) * f64(in.o[c])).sum(-1);
+        // fp32 sums of dv products: fp32's tolerance whatever o's dtype.
+        expect_close("delta_" + std::to_string(c), g.delta[c], want, tolerance_for(at::kFloat));
+      }
+    }
+}
+
 TEST(GateCombine, ReadsGatesThroughTheirStrides) {
   NSA_REQUIRE_CUDA();
   PoisonScope poison;

@@ -4,6 +4,7 @@
 
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/row_delta.h"
 #include "nsa/model.h"
 #include "nsa/test_support.h"
 
@@ -27,7 +28,12 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
     double mismatch = (got.block_idx.cpu() != ref.block_idx).to(at::kFloat).mean().item<double>();
     EXPECT_LE(mismatch, 0.01) << "selected blocks differ beyond fp32 near-ties";
     EXPECT_LE(rel_max_err(y.cpu(), y_ref), 1e-4);
+    const int64_t taken = row_deltas_taken();
     y.pow(2).sum().backward();
+    // Each branch's backward took the delta the gate combine's backward made
+    // beside its gradient (row_delta.h; with S < l the compressed branch has
+    // no key and its backward launches nothing).
+    if (S >= lc.cfg.nsa.cmp_block) EXPECT_EQ(row_deltas_taken() - taken, 3);
     for (auto& [name, t] : w.named()) {
       // With S < l no compressed block exists: the compression weights rightly get nothing.
       bool cmp_side = name.find("cmp") != std::string::npos || name.rfind("phi", 0) == 0;

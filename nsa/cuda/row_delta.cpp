@@ -1,0 +1,72 @@
+// offer_row_delta / take_row_delta (row_delta.h): a ring of the last offers.
+#include "nsa/cuda/row_delta.h"
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <array>
+#include <mutex>
+
+namespace nsa::cuda {
+namespace {
+
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+// One tensor as it was when offered: a weak reference (so an offer never keeps
+// a gradient alive) and its version (a later in-place write makes it another).
+struct Seen {
+  WeakImpl impl{c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
+  uint32_t version = 0;
+  const void* data = nullptr;
+  static Seen of(const at::Tensor& t) {
+    return {WeakImpl(t.getIntrusivePtr()), t._version(), t.data_ptr()};
+  }
+  // The same tensor object (alive), same storage, not written since.
+  bool is(const at::Tensor& t) const {
+    return !impl.expired() && impl._unsafe_get_target() == t.unsafeGetTensorImpl() && t._version() == version &&
+           t.data_ptr() == data;
+  }
+  // o may reach the backward as another tensor object over the same storage
+  // (autograd saves and unpacks it): same data, same version counter value.
+  bool holds_same_data(const at::Tensor& t) const { return t.data_ptr() == data && t._version() == version; }
+};
+
+struct Offer {
+  Seen dout, o;
+  at::Tensor delta;
+};
+
+// Six: the three branches of one layer, and of the next should one layer's
+// backward be interleaved with another's. Older offers are dropped.
+constexpr size_t kRing = 6;
+std::mutex g_mu;
+std::array<Offer, kRing> g_ring;
+size_t g_next = 0;
+int64_t g_taken = 0;
+
+}  // namespace
+
+void offer_row_delta(const at::Tensor& dout, const at::Tensor& o, const at::Tensor& delta) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_ring[g_next] = Offer{Seen::of(dout), Seen::of(o), delta};
+  g_next = (g_next + 1) % kRing;
+}
+
+at::Tensor take_row_delta(const at::Tensor& dout, const at::Tensor& o) {
+  if (!dout.defined() || !o.defined()) return {};
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (Offer& f : g_ring) {
+    if (!f.delta.defined() || !f.dout.is(dout) || !f.o.holds_same_data(o)) continue;
+    at::Tensor d = std::move(f.delta);
+    f = Offer{};
+    ++g_taken;
+    return d;
+  }
+  return {};
+}
+
+int64_t row_deltas_taken() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_taken;
+}
+
+}  // namespace nsa::cuda
