@@ -59,7 +59,9 @@ struct Frame {
 };
 thread_local std::vector<Frame> t_stack;
 
-// Leaves that only make metadata (views, empty allocations): no kernel, not counted.
+// Leaves that only make metadata (views, empty allocations; a `to` or
+// `contiguous` that had nothing to convert reaches here as a leaf, one that
+// copied has a copy_ under it): no kernel, not counted.
 bool launches_nothing(const std::string& op) {
   static const char* const kNames[] = {
       "aten::as_strided", "aten::view", "aten::_reshape_alias", "aten::empty", "aten::empty_strided",
@@ -67,7 +69,8 @@ bool launches_nothing(const std::string& op) {
       "aten::t", "aten::transpose", "aten::permute", "aten::expand", "aten::slice", "aten::select", "aten::narrow",
       "aten::split", "aten::split_with_sizes", "aten::detach", "aten::_unsafe_view", "aten::lift_fresh",
       "aten::unfold", "aten::diagonal", "aten::chunk", "aten::unbind", "aten::_local_scalar_dense", "aten::is_nonzero",
-      "aten::result_type", "aten::set_", "aten::record_stream"};
+      "aten::result_type", "aten::set_", "aten::record_stream", "aten::to", "aten::contiguous", "aten::reshape",
+      "aten::flatten", "aten::view_as", "aten::expand_as", "aten::type_as", "aten::detach_", "detach"};
   for (const char* n : kNames)
     if (op == n) return true;
   return false;
