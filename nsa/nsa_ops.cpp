@@ -97,6 +97,7 @@ std::vector<at::Tensor> split_projection(const at::Tensor& y, const ProjectionSp
     part[1 + b] = s.rotate_k[b] ? apply_rope(k, pos0, s.rope_base) : k;
     part[1 + s.n_kv + b] = part[1 + s.n_kv + b].view({B, S, s.n_groups, s.d_v});
   }
+  for (int i = 1; i < s.q_copies; ++i) part.push_back(part[0]);  // the same tensor: autograd sums its uses
   return part;
 }
 
@@ -113,10 +114,12 @@ Projected project(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c
   ProjectionSplit s;
   s.n_heads = c.n_heads, s.n_groups = c.n_kv_groups, s.d_k = c.d_k, s.d_v = c.d_v, s.rope_base = c.rope_base;
   s.rotate_k[static_cast<int>(Branch::slc)] = !mutation_on(Mutation::rope_skips_slc_keys);
+  s.q_copies = 3;
   const std::vector<at::Tensor> part = split_projection(y, s, pos0);
   Projected p;
-  p.q = part[0];
+  p.q = p.q_branch[0] = part[0];
   for (int b = 0; b < 3; ++b) p.k[b] = part[1 + b], p.v[b] = part[4 + b];
+  p.q_branch[1] = part[7], p.q_branch[2] = part[8];
   return p;
 }
 

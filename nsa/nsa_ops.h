@@ -11,6 +11,7 @@
 #include "nsa/config.h"
 #include "nsa/mutations.h"
 #include "nsa/nsa_weights.h"
+#include "nsa/observer.h"  // Branch
 
 namespace nsa {
 
@@ -19,6 +20,16 @@ namespace nsa {
 struct Projected {
   at::Tensor q;           // [B,S,H,dk]
   at::Tensor k[3], v[3];  // [B,S,G,dk], [B,S,G,dv]; index by Branch
+  // q as each branch's attention reads it (index by Branch): the same values,
+  // on CUDA three autograd outputs of the projection's epilogue, so the three
+  // gradients reach its backward apart and are summed there in one pass
+  // (autograd adds them pairwise, a pass over [B,S,H,dk] each); q_branch[cmp]
+  // is q. Elsewhere all three are q itself.
+  at::Tensor q_branch[3];
+  const at::Tensor& q_for(Branch b) const {
+    const at::Tensor& t = q_branch[static_cast<int>(b)];
+    return t.defined() ? t : q;
+  }
 };
 
 // The three branch outputs and the selection each query made.
@@ -39,12 +50,16 @@ struct ProjectionSplit {
   int64_t n_heads = 0, n_groups = 0, d_k = 0, d_v = 0;
   int n_kv = 3;                                  // 3: NSA (cmp, slc, win); 1: dense
   std::array<bool, 3> rotate_k{true, true, true};  // q is always rotated, v never
+  // Handles of q returned, 1 to 3: the first in front, q_copies - 1 more after
+  // the v parts, the same values (Projected::q_branch says why).
+  int q_copies = 1;
   double rope_base = 10000.0;
   int64_t width() const { return n_heads * d_k + n_kv * n_groups * (d_k + d_v); }
 };
 
-// y [B,S,width] → {q, k_0 … k_{n-1}, v_0 … v_{n-1}}, each [B,S,heads,dim], q and
-// the flagged keys rotated for positions pos0 … pos0+S-1. On a GPU with the
+// y [B,S,width] → {q, k_0 … k_{n-1}, v_0 … v_{n-1}, then q_copies - 1 more
+// handles of q}, each [B,S,heads,dim], q and the flagged keys rotated for
+// positions pos0 … pos0+S-1. On a GPU with the
 // CUDA build's epilogue registered: one fused kernel, every part contiguous;
 // else ATen ops (the reference), the parts views of y or rotated copies.
 std::vector<at::Tensor> split_projection(const at::Tensor& y, const ProjectionSplit& s, int64_t pos0);

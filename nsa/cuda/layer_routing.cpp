@@ -48,18 +48,20 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   const bool use_win = rt.use_cuda_win || fault_on(Fault::flag_ignored);
   if (!(use_cmp && use_slc && use_win)) out = nsa_batched(pj, w, c, rt, -1);
 
-  auto q = pj.q.contiguous();
+  // q as each branch reads it: one autograd handle per branch (Projected::q_branch).
+  const at::Tensor q = pj.q_for(nsa::Branch::cmp).contiguous();
   // The window branch reads only q and its own k, v: with the overlap on it runs
   // on a lane of its own beside the compressed -> select_blocks -> selected
   // chain (its forward, and so its backward, which autograd runs on the stream
   // its forward ran on). Forked here, where its inputs are ready; its launches
   // come last so that backward, which runs the branches in reverse, starts
   // with it.
-  const at::Tensor k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
+  const at::Tensor q_win = use_win ? pj.q_for(nsa::Branch::win).contiguous() : at::Tensor(),
+                   k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap())
-    window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q, k_win, v_win});
+    window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q_win, k_win, v_win});
   at::Tensor block_idx32;
   if (use_cmp) {
     // The compressed branch (φ and its attention) on a forked stream too: the
@@ -88,7 +90,8 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   }
   if (use_slc) {
     if (!block_idx32.defined()) block_idx32 = out.block_idx.to(at::kInt);  // chosen by the batched path
-    out.o[1] = selected_attention(q, pj.k[1].contiguous(), pj.v[1].contiguous(), block_idx32, P.sel_block, scale);
+    out.o[1] = selected_attention(pj.q_for(nsa::Branch::slc).contiguous(), pj.k[1].contiguous(), pj.v[1].contiguous(),
+                                  block_idx32, P.sel_block, scale);
     report("slc", "cuda.slc");
   }
   if (use_win) {
@@ -108,12 +111,13 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     // default) and cuDNN has an engine for the shape (window_cudnn.h); our
     // kernel otherwise. All are the fused CUDA route; which kernels ran is in
     // the CUPTI records.
-    const bool flash = !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q, k, v, P.window).empty();
+    const bool flash =
+        !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q_win, k, v, P.window).empty();
     const bool cudnn =
-        !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") && cudnn_window_declines(q, k, v, P.window).empty();
-    out.o[2] = flash   ? flash_window_attention(q, k, v, P.window, scale)
-               : cudnn ? cudnn_window_attention(q, k, v, P.window, scale)
-                       : window_attention(q, k, v, P.window, scale);
+        !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") && cudnn_window_declines(q_win, k, v, P.window).empty();
+    out.o[2] = flash   ? flash_window_attention(q_win, k, v, P.window, scale)
+               : cudnn ? cudnn_window_attention(q_win, k, v, P.window, scale)
+                       : window_attention(q_win, k, v, P.window, scale);
     if (window_stream) {
       on_side.reset();
       window_stream->join({out.o[2]});  // the gate combine reads it on the caller's stream

@@ -20,6 +20,7 @@ void save_split(AutogradContext* ctx, const ProjectionSplit& s, int64_t rope_pos
   ctx->saved_data["n_kv"] = int64_t(s.n_kv);
   ctx->saved_data["rotate_k"] = int64_t(s.rotate_k[0]) | int64_t(s.rotate_k[1]) << 1 | int64_t(s.rotate_k[2]) << 2;
   ctx->saved_data["rope_base"] = s.rope_base;
+  ctx->saved_data["q_copies"] = int64_t(s.q_copies);
   ctx->saved_data["rope_pos0"] = rope_pos0;
   ctx->saved_data["B"] = y.size(0);
   ctx->saved_data["S"] = y.size(1);
@@ -36,6 +37,7 @@ ProjectionSplit load_split(AutogradContext* ctx) {
   const int64_t mask = ctx->saved_data["rotate_k"].toInt();
   for (int b = 0; b < 3; ++b) s.rotate_k[b] = (mask >> b) & 1;
   s.rope_base = ctx->saved_data["rope_base"].toDouble();
+  s.q_copies = int(ctx->saved_data["q_copies"].toInt());
   return s;
 }
 
@@ -45,7 +47,12 @@ struct ProjectionEpilogueFn : torch::autograd::Function<ProjectionEpilogueFn> {
     // An output nobody uses gets an undefined gradient, which the kernel reads
     // as zero, rather than a zero-filled tensor of its size.
     ctx->set_materialize_grads(false);
-    return projection_epilogue_forward(y, s, rope_pos0);
+    variable_list out = projection_epilogue_forward(y, s, rope_pos0);
+    // The extra handles of q: the same storage as its own tensor, not a view,
+    // so autograd keeps them apart as outputs (each its own gradient, which
+    // the backward kernel sums) and nothing ties their metadata to q's.
+    for (int i = 1; i < s.q_copies; ++i) out.push_back(at::empty({0}, out[0].options()).set_(out[0]));
+    return out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const ProjectionSplit s = load_split(ctx);

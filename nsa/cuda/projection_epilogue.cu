@@ -49,6 +49,9 @@ constexpr int kEpiThreads = 256;
 
 struct EpiloguePart {
   void* data = nullptr;  // [rows, width] contiguous; backward: null = zero gradient
+  // Backward, q only: more gradients of the same shape summed with data's (the
+  // branches' own handles of q), null where absent.
+  const void* extra[2] = {nullptr, nullptr};
   int col0 = 0;          // first column in y's row
   int width = 0;         // heads · dim
   int dim = 0;
@@ -63,12 +66,17 @@ struct EpilogueParams {
   double log2_base = 0.0;
 };
 
+// V elements of a part as fp32: data's, plus (backward, q) its extra
+// gradients', summed in that order; zeros where data is null and no extra is.
 template <typename T, int V>
-__device__ __forceinline__ Pack<T, V> load_or_zero(const T* p, int64_t off) {
-  if (p) return *reinterpret_cast<const Pack<T, V>*>(p + off);
-  Pack<T, V> z;
-  for (int v = 0; v < V; ++v) z.v[v] = T(0.f);
-  return z;
+__device__ __forceinline__ void load_f(const EpiloguePart& P, const T* p, int64_t off, float (&x)[V]) {
+  for (int v = 0; v < V; ++v) x[v] = 0.f;
+  const T* src[3] = {p, static_cast<const T*>(P.extra[0]), static_cast<const T*>(P.extra[1])};
+  for (int i = 0; i < 3; ++i) {
+    if (!src[i]) continue;
+    const Pack<T, V> a = *reinterpret_cast<const Pack<T, V>*>(src[i] + off);
+    for (int v = 0; v < V; ++v) x[v] += to_f(a.v[v]);
+  }
 }
 template <typename T, int V>
 __device__ __forceinline__ void store(T* p, int64_t off, const Pack<T, V>& x) {
@@ -101,19 +109,29 @@ __global__ void __launch_bounds__(kEpiThreads) nsa_projection_epilogue_kernel(co
     T* x = P.data ? static_cast<T*>(P.data) + row * P.width : nullptr;
     const T* src = kBackward ? x : y;
     T* dst = kBackward ? y : x;
+    // The part's extra gradients at this row (backward only; the forward's parts have none).
+    EpiloguePart at_row = P;
+    for (int i = 0; i < 2; ++i)
+      at_row.extra[i] = kBackward && P.extra[i] ? static_cast<const T*>(P.extra[i]) + row * P.width : nullptr;
     const int t = task - P.task0;
     if (!P.rotate) {
-      store<T, V>(dst, int64_t(t) * V, load_or_zero<T, V>(src, int64_t(t) * V));
+      float a[V];
+      load_f<T, V>(at_row, src, int64_t(t) * V, a);
+      Pack<T, V> o;
+      for (int v = 0; v < V; ++v) o.v[v] = T(a[v]);
+      store<T, V>(dst, int64_t(t) * V, o);
       continue;
     }
     const int per_head = p.half / V;
     const int i0 = (t % per_head) * V;
     const int64_t off = int64_t(t / per_head) * P.dim + i0;  // head start + i0
-    const Pack<T, V> a = load_or_zero<T, V>(src, off), b = load_or_zero<T, V>(src, off + p.half);
+    float a[V], b[V];
+    load_f<T, V>(at_row, src, off, a);
+    load_f<T, V>(at_row, src, off + p.half, b);
     Pack<T, V> o1, o2;
     for (int v = 0; v < V; ++v) {
       const float c = cos_t[r * p.half + i0 + v], s = sign * sin_t[r * p.half + i0 + v];
-      const float x1 = to_f(a.v[v]), x2 = to_f(b.v[v]);
+      const float x1 = a[v], x2 = b[v];
       o1.v[v] = T(x1 * c - x2 * s);
       o2.v[v] = T(x2 * c + x1 * s);
     }
@@ -127,7 +145,7 @@ std::atomic<int64_t> g_launches{0};
 
 // Fills the parts (pointers from `parts`, in the forward's order) and launches.
 void launch(const at::Tensor& y, const std::vector<at::Tensor>& parts, const ProjectionSplit& s,
-            int64_t rope_pos0, bool backward) {
+            int64_t rope_pos0, bool backward, const std::vector<at::Tensor>& q_extra = {}) {
   EpilogueParams p;
   p.y = y.data_ptr();
   p.rows = y.size(0) * y.size(1);
@@ -152,6 +170,14 @@ void launch(const at::Tensor& y, const std::vector<at::Tensor>& parts, const Pro
     P.col0 = col;
     col += P.width;
     vec = vec && (P.data == nullptr || aligned16(P.data));
+  }
+  TORCH_CHECK(q_extra.size() <= 2, "projection_epilogue: ", q_extra.size(), " extra gradients of q (at most 2)");
+  for (size_t i = 0; i < q_extra.size(); ++i) {
+    if (!q_extra[i].defined()) continue;
+    TORCH_CHECK(q_extra[i].numel() == p.rows * p.part[0].width, "projection_epilogue: q's gradient ", i + 1, " ",
+                q_extra[i].sizes(), " does not hold ", p.rows, " rows of ", p.part[0].width);
+    p.part[0].extra[i] = q_extra[i].data_ptr();
+    vec = vec && aligned16(q_extra[i].data_ptr());
   }
   const int per_elem = vec ? V : 1;
   int tasks = 0;
@@ -184,6 +210,7 @@ at::Tensor output(at::IntArrayRef sizes, const at::TensorOptions& o) {
 
 void check_split(const ProjectionSplit& s) {
   TORCH_CHECK(s.n_kv == 1 || s.n_kv == 3, "projection_epilogue: n_kv ", s.n_kv, " (1 or 3)");
+  TORCH_CHECK(s.q_copies >= 1 && s.q_copies <= 3, "projection_epilogue: q_copies ", s.q_copies, " (1 to 3)");
   TORCH_CHECK(s.d_k > 0 && s.d_k % 2 == 0 && s.d_v > 0, "projection_epilogue: d_k ", s.d_k, " must be even, d_v ",
               s.d_v, " positive");
 }
@@ -209,17 +236,19 @@ std::vector<at::Tensor> projection_epilogue_forward(const at::Tensor& y_in, cons
 at::Tensor projection_epilogue_backward(const std::vector<at::Tensor>& grads, const ProjectionSplit& s,
                                         int64_t rope_pos0, int64_t B, int64_t S, at::ScalarType dtype) {
   check_split(s);
-  TORCH_CHECK(int(grads.size()) == 1 + 2 * s.n_kv, "projection_epilogue_backward: ", grads.size(),
-              " gradients for ", 1 + 2 * s.n_kv, " outputs");
+  const int n_parts = 1 + 2 * s.n_kv;
+  TORCH_CHECK(int(grads.size()) == n_parts + s.q_copies - 1, "projection_epilogue_backward: ", grads.size(),
+              " gradients for ", n_parts + s.q_copies - 1, " outputs");
   std::optional<at::Device> device;
   for (const auto& g : grads)
     if (g.defined()) device = g.device();
   TORCH_CHECK(device && device->is_cuda(), "projection_epilogue_backward: no defined CUDA gradient");
   const c10::cuda::CUDAGuard guard(*device);
-  std::vector<at::Tensor> parts;
-  for (const auto& g : grads) parts.push_back(g.defined() ? g.to(dtype).contiguous() : at::Tensor());
+  std::vector<at::Tensor> parts, q_extra;
+  for (int i = 0; i < int(grads.size()); ++i)
+    (i < n_parts ? parts : q_extra).push_back(grads[i].defined() ? grads[i].to(dtype).contiguous() : at::Tensor());
   at::Tensor dy = output({B, S, s.width()}, at::TensorOptions().device(*device).dtype(dtype));
-  launch(dy, parts, s, rope_pos0, /*backward=*/true);
+  launch(dy, parts, s, rope_pos0, /*backward=*/true, q_extra);
   return dy;
 }
 

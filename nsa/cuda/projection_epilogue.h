@@ -14,9 +14,10 @@
 
 namespace nsa::cuda {
 
-// The autograd function: outputs {q, k_0 … k_{n-1}, v_0 … v_{n-1}}; backward
-// takes their gradients (an undefined one counts as zero) and writes dy in one
-// kernel. `rope_pos0` is the position of y's first token as RoPE sees it.
+// The autograd function: outputs {q, k_0 … k_{n-1}, v_0 … v_{n-1}} and
+// s.q_copies - 1 more handles of q (the same storage); backward takes their
+// gradients (an undefined one counts as zero; those of q's handles summed) and
+// writes dy in one kernel. `rope_pos0` is the position of y's first token as RoPE sees it.
 // y: CUDA, float32 / float16 / bfloat16, d_k even.
 std::vector<at::Tensor> projection_epilogue(const at::Tensor& y, const ProjectionSplit& s, int64_t rope_pos0);
 
@@ -27,7 +28,8 @@ std::vector<at::Tensor> projection_epilogue_hook(const at::Tensor& y, const Proj
 // ---- without autograd: the launchers the function, tests and benchmarks share --
 std::vector<at::Tensor> projection_epilogue_forward(const at::Tensor& y, const ProjectionSplit& s,
                                                     int64_t rope_pos0);
-// grads: one per output, in the forward's order; undefined = zero. B, S: y's.
+// grads: one per output of the autograd function, in its order (q's extra
+// handles last, summed into q's gradient); undefined = zero. B, S: y's.
 at::Tensor projection_epilogue_backward(const std::vector<at::Tensor>& grads, const ProjectionSplit& s,
                                         int64_t rope_pos0, int64_t B, int64_t S, at::ScalarType dtype);
 

@@ -159,6 +159,43 @@ TEST(ProjectionEpilogue, BackwardMatchesFloat64AutogradWithUndefinedGradients) {
       }
 }
 
+// With q_copies = 3 the function returns two more handles of q (outputs 7 and
+// 8: q's values, their own autograd outputs); backward sums the gradients of
+// all three into q's columns of dy. The oracle is float64 autograd of the
+// definition with q used three times.
+TEST(ProjectionEpilogue, BackwardSumsTheGradientsOfQsHandles) {
+  NSA_REQUIRE_CUDA();
+  PoisonScope poison;
+  const std::vector<std::vector<int>> subsets = {{0, 7, 8}, {7}, {8, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8}};
+  for (const Case& c : {kCases[0], kCases[4], kCases[5]})
+    for (at::ScalarType dt : {at::kFloat, at::kBFloat16})
+      for (const auto& used : subsets) {
+        ProjectionSplit s = split_of(c);
+        s.q_copies = 3;
+        std::string trace = c.name + " " + c10::toString(dt) + " used:";
+        for (int j : used) trace += " " + std::to_string(j);
+        SCOPED_TRACE(trace);
+        const at::Tensor y = make_y(c, s, dt, 29).detach().requires_grad_(true);
+        const at::Tensor y64 = y.detach().cpu().to(at::kDouble).requires_grad_(true);
+        const std::vector<at::Tensor> got = projection_epilogue(y, s, c.pos0);
+        ASSERT_EQ(got.size(), 9u);
+        for (int j : {7, 8}) {
+          EXPECT_TRUE(at::equal(got[j], got[0])) << "handle " << j << " holds other values than q";
+          EXPECT_FALSE(got[j].is_same(got[0]));
+        }
+        const std::vector<at::Tensor> want = oracle(y64, s, c.pos0);
+        at::Tensor loss = at::zeros({}, y.options().dtype(at::kFloat)), loss64 = at::zeros({}, y64.options());
+        for (int j : used) {
+          const at::Tensor g = at::randn(got[j].sizes(), at::make_generator<at::CPUGeneratorImpl>(200 + j));
+          loss = loss + (got[j].to(at::kFloat) * g.to(y.device())).sum();
+          loss64 = loss64 + (want[j < 7 ? j : 0] * g.to(at::kDouble).to(dt).to(at::kDouble)).sum();
+        }
+        loss.backward();
+        loss64.backward();
+        expect_close("dy", y.grad(), y64.grad(), tolerance_for(dt));
+      }
+}
+
 // project() on a GPU goes through the kernel (the hook is registered) and
 // honours both RoPE mutations, each decided on the host.
 TEST(ProjectionEpilogue, ProjectHonoursRopeMutationsThroughTheKernel) {
