@@ -39,7 +39,10 @@ struct Offer {
 // backward be interleaved with another's. Older offers are dropped.
 constexpr size_t kRing = 6;
 std::mutex g_mu;
-std::array<Offer, kRing> g_ring;
+// Never destroyed: an offer nobody took may hold a CUDA tensor, and freeing it
+// from a static destructor, after the CUDA runtime began shutting down, throws
+// (without the caching allocator every free is a cudaFree).
+std::array<Offer, kRing>& g_ring = *new std::array<Offer, kRing>();
 size_t g_next = 0;
 int64_t g_taken = 0;
 
