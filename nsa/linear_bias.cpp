@@ -37,7 +37,37 @@ struct LinearBiasFn : torch::autograd::Function<LinearBiasFn> {
   }
 };
 
+struct LinearBiasEachFn : torch::autograd::Function<LinearBiasEachFn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+    ctx->save_for_backward({x, w});
+    const at::Tensor bias = b.unsqueeze(1);  // [E, 1, N]
+    return may_reorder_sums(x.scalar_type()) ? at::baddbmm(bias, x, w) : at::bmm(x, w).add_(bias);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& w = saved[1];
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const at::Tensor& dy = grads[0];
+    at::Tensor dx, dw, db;
+    if (ctx->needs_input_grad(0)) dx = at::bmm(dy, w.transpose(1, 2));
+    if (ctx->needs_input_grad(1)) dw = at::bmm(x.transpose(1, 2), dy);
+    if (ctx->needs_input_grad(2))
+      db = at::bmm(at::ones({dy.size(0), 1, dy.size(1)}, dy.options()), dy).view({dy.size(0), dy.size(2)});
+    return {dx, dw, db};
+  }
+};
+
 }  // namespace
+
+at::Tensor linear_bias_each(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  TORCH_CHECK(x.dim() == 3 && w.dim() == 3 && b.dim() == 2 && x.size(0) == w.size(0) && b.size(0) == w.size(0) &&
+                  x.size(2) == w.size(1) && b.size(1) == w.size(2),
+              "linear_bias_each: x ", x.sizes(), ", w ", w.sizes(), ", b ", b.sizes(),
+              " do not make E maps x[e]·w[e] + b[e]");
+  return LinearBiasEachFn::apply(x, w, b);
+}
 
 at::Tensor linear_bias(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   TORCH_CHECK(w.dim() == 2 && b.dim() == 1 && x.size(-1) == w.size(0) && b.size(0) == w.size(1),

@@ -17,6 +17,13 @@ namespace nsa {
 
 at::Tensor linear_bias(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
 
+// E independent maps at once: y[e] = x[e]·w[e] + b[e] (x [E, M, K], w [E, K, N],
+// b [E, N] → [E, M, N]), one batched GEMM each way where E calls of
+// linear_bias take E (φ of keys and of values, compress_sequence_pair). The
+// same forms as linear_bias: 16-bit adds the bias inside the GEMM, fp32/fp64
+// after it; db[e] = 1ᵀ·dy[e].
+at::Tensor linear_bias_each(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+
 // May a computation in dtype t take a faster form that sums in another order?
 // 16-bit (the training step): yes. fp32 and fp64 are the parity runs: the
 // sequential prefill is compared with the ATen decode step at 1e-5, so their

@@ -54,6 +54,27 @@ TEST(LinearBias, OnlyInputsThatRequireGradGetOne) {
   EXPECT_FALSE(b.grad().defined());
 }
 
+// E maps at once against each map written as matmul + add (float64 autograd):
+// values and every gradient.
+TEST(LinearBias, EachOfSeveralMapsIsItsOwnMatmulPlusBias) {
+  const at::Tensor x0 = rnd({2, 7, 6}, 11), w0 = rnd({2, 6, 5}, 12), b0 = rnd({2, 5}, 13), dy = rnd({2, 7, 5}, 14);
+  const at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true),
+                   b = b0.clone().requires_grad_(true);
+  const at::Tensor y = linear_bias_each(x, w, b);
+  const auto got = torch::autograd::grad({y}, {x, w, b}, {dy});
+  for (int e = 0; e < 2; ++e) {
+    SCOPED_TRACE("map " + std::to_string(e));
+    const at::Tensor xe = x0[e].clone().requires_grad_(true), we = w0[e].clone().requires_grad_(true),
+                     be = b0[e].clone().requires_grad_(true);
+    const at::Tensor ye = at::matmul(xe, we) + be;
+    const auto want = torch::autograd::grad({ye}, {xe, we, be}, {dy[e]});
+    EXPECT_TRUE(at::allclose(y[e], ye, 1e-12, 1e-12)) << "values";
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(at::allclose(got[i][e], want[i], 1e-12, 1e-12)) << "gradient of input " << i;
+  }
+  EXPECT_THROW(linear_bias_each(x0, w0, rnd({2, 4}, 15)), c10::Error);
+}
+
 TEST(LinearBias, RejectsShapesThatDoNotCompose) {
   EXPECT_THROW(linear_bias(rnd({2, 3}, 1), rnd({4, 2}, 2), rnd({2}, 3)), c10::Error);
   EXPECT_THROW(linear_bias(rnd({2, 3}, 1), rnd({3, 2}, 2), rnd({3}, 3)), c10::Error);

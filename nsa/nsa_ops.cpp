@@ -211,10 +211,21 @@ at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const
   return compress_blocks(seq.unfold(1, p.cmp_block, p.cmp_stride).transpose(-1, -2), phi, p.phi).contiguous();
 }
 
-at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
+namespace {
+
+// compress_overlapping_chunks of E sequences of one shape, each with its own
+// φ, batched over E: every GEMM is one batched GEMM and every elementwise step
+// one launch for all E (the layer compresses its keys and its values, E = 2).
+std::vector<at::Tensor> overlapping_chunks_each(const std::vector<at::Tensor>& seqs,
+                                                const std::vector<const PhiWeights*>& phis, const NsaParams& p) {
+  const at::Tensor& seq = seqs[0];
+  const int64_t E = int64_t(seqs.size());
   const int64_t l = p.cmp_block, d = p.cmp_stride, n_cmp = num_cmp_blocks(seq.size(1), p);
   TORCH_CHECK(l % d == 0 && n_cmp > 0 && p.phi == "mlp", "compress_overlapping_chunks: l = ", l, ", d = ", d,
               ", S = ", seq.size(1), ", phi ", p.phi, " (needs an MLP φ, d dividing l and one block)");
+  for (const at::Tensor& t : seqs)
+    TORCH_CHECK(t.sizes() == seq.sizes() && t.scalar_type() == seq.scalar_type(), "compress_overlapping_chunks: ",
+                t.sizes(), " ", t.scalar_type(), " beside ", seq.sizes(), " ", seq.scalar_type());
   // Blocks overlap (l = r·d): block i is the r chunks of d tokens i .. i + r - 1,
   // so its first layer is Σ_u chunk[i + u]·W1[u] (W1[u] = the rows of chunk
   // position u). One GEMM of the S/d chunks against [W1[0] | ... | W1[r-1]],
@@ -222,20 +233,55 @@ at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& 
   // overlapping blocks (and scattering their gradient back: ATen's
   // unfold_backward, 0.65 ms of an m7c training step on an H100).
   const int64_t B = seq.size(0), G = seq.size(2), dim = seq.size(3), r = l / d, n_ch = n_cmp + r - 1;
-  const auto [w1, bias1] = phi_first_layer(phi, l, dim, seq.scalar_type());
-  const int64_t hidden = w1.size(1);
+  const auto dt = seq.scalar_type();
+  std::vector<at::Tensor> w1, bias1, w2, b2;
+  for (const PhiWeights* phi : phis) {
+    auto [w, b] = phi_first_layer(*phi, l, dim, dt);
+    w1.push_back(w), bias1.push_back(b), w2.push_back(phi->w2.to(dt)), b2.push_back(phi->b2.to(dt));
+  }
+  const int64_t hidden = w1[0].size(1);
+  const auto stacked = [&](const std::vector<at::Tensor>& ts) { return E == 1 ? ts[0].unsqueeze(0) : at::stack(ts); };
   // Narrow only when tokens past the last block exist: a narrow that keeps
   // all of seq still costs a full-size zero fill and copy in backward.
-  const at::Tensor used = n_ch * d == seq.size(1) ? seq : seq.narrow(1, 0, n_ch * d);
-  const at::Tensor chunks =  // [B, n_ch, G, d·dim]
-      used.view({B, n_ch, d, G, dim}).permute({0, 1, 3, 2, 4}).reshape({B, n_ch, G, d * dim});
-  const at::Tensor w_chunks = w1.view({r, d * dim, hidden}).permute({1, 0, 2}).reshape({d * dim, r * hidden});
-  // The bias joins slice 0 through linear_bias (a broadcast add would bring back
+  at::Tensor all = stacked(seqs);  // [E, B, S, G, dim]
+  if (n_ch * d != seq.size(1)) all = all.narrow(2, 0, n_ch * d);
+  const at::Tensor chunks =  // [E, B·n_ch·G, d·dim]
+      all.view({E, B, n_ch, d, G, dim}).permute({0, 1, 2, 4, 3, 5}).reshape({E, B * n_ch * G, d * dim});
+  const at::Tensor w_chunks =  // [E, d·dim, r·hidden]
+      stacked(w1).view({E, r, d * dim, hidden}).permute({0, 2, 1, 3}).reshape({E, d * dim, r * hidden});
+  // The bias joins slice 0 through the GEMM (a broadcast add would bring back
   // the one-CTA reduction of its gradient); slice 0's rows past n_cmp carry it
   // too but are never read, so their gradient, and their share of db, is zero.
-  const at::Tensor bias_cat = at::cat({bias1, at::zeros({(r - 1) * hidden}, bias1.options())});
-  const at::Tensor part = linear_bias(chunks, w_chunks, bias_cat);  // [B, n_ch, G, r·hidden]
-  return phi_second_layer(shifted_slice_sum(part, n_cmp, r), phi).contiguous();
+  const at::Tensor bias_cat = at::constant_pad_nd(stacked(bias1), {0, (r - 1) * hidden});
+  const at::Tensor part =  // [E·B, n_ch, G, r·hidden]
+      linear_bias_each(chunks, w_chunks, bias_cat).view({E * B, n_ch, G, r * hidden});
+  const at::Tensor h = at::silu(shifted_slice_sum(part, n_cmp, r)).view({E, B * n_cmp * G, hidden});
+  const at::Tensor y = linear_bias_each(h, stacked(w2), stacked(b2)).view({E, B, n_cmp, G, dim});
+  // unbind, not y[e]: its backward stacks the E gradients in one copy, where
+  // each select's would zero-fill all of y's gradient.
+  return E == 1 ? std::vector<at::Tensor>{y.squeeze(0)} : y.unbind(0);
+}
+
+}  // namespace
+
+at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
+  return overlapping_chunks_each({seq}, {&phi}, p)[0];
+}
+
+std::array<at::Tensor, 2> compress_overlapping_chunks_pair(const at::Tensor& k, const at::Tensor& v,
+                                                            const PhiWeights& phi_k, const PhiWeights& phi_v,
+                                                            const NsaParams& p) {
+  const std::vector<at::Tensor> kv = overlapping_chunks_each({k, v}, {&phi_k, &phi_v}, p);
+  return {kv[0], kv[1]};
+}
+
+std::array<at::Tensor, 2> compress_sequence_pair(const at::Tensor& k, const at::Tensor& v, const PhiWeights& phi_k,
+                                                 const PhiWeights& phi_v, const NsaParams& p) {
+  const bool together = num_cmp_blocks(k.size(1), p) > 0 && p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 &&
+                        may_reorder_sums(k.scalar_type()) && k.sizes() == v.sizes() &&
+                        k.scalar_type() == v.scalar_type();
+  if (!together) return {compress_sequence(k, phi_k, p), compress_sequence(v, phi_v, p)};
+  return compress_overlapping_chunks_pair(k, v, phi_k, phi_v, p);
 }
 
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c) {

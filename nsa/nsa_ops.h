@@ -82,6 +82,15 @@ at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const
 // first layer as shifted sums of one GEMM over chunks of d tokens (no copy of
 // the overlapping blocks). The same function; public for its float64 test.
 at::Tensor compress_overlapping_chunks(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p);
+// compress_sequence of the keys and of the values, each with its φ: in the
+// chunked form (16-bit, d dividing l) both at once, each GEMM and elementwise
+// step one launch for the two; otherwise two calls. [B,n_cmp,G,dim] each.
+std::array<at::Tensor, 2> compress_sequence_pair(const at::Tensor& k, const at::Tensor& v, const PhiWeights& phi_k,
+                                                 const PhiWeights& phi_v, const NsaParams& p);
+// Its chunked form (k and v of one shape); public for its float64 test.
+std::array<at::Tensor, 2> compress_overlapping_chunks_pair(const at::Tensor& k, const at::Tensor& v,
+                                                            const PhiWeights& phi_k, const PhiWeights& phi_v,
+                                                            const NsaParams& p);
 
 // Gate values sigmoid(MLP(x)) as [B,S,H,3] (last dim: cmp, slc, win).
 at::Tensor gate_values(const NsaWeights& w, const at::Tensor& x, const ModelConfig& c);

@@ -177,6 +177,59 @@ TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
   }
 }
 
+// Keys and values compressed at once (the layer's 16-bit path), each with its
+// own φ, in float64: values and every gradient of both equal φ applied to each
+// block cut out of each sequence. S = 96 ends at the last block (no narrow),
+// S = 101 does not; r = 2 and 3.
+TEST(Oracle, CompressingKeysAndValuesAtOnceIsPhiOfEachBlockOfEach) {
+  for (const auto& [l, d, S] : {std::tuple{32, 16, 96}, std::tuple{32, 16, 101}, std::tuple{12, 4, 30}}) {
+    SCOPED_TRACE("l=" + std::to_string(l) + " d=" + std::to_string(d) + " S=" + std::to_string(S));
+    const int64_t B = 2, G = 2, dim = 3;
+    at::manual_seed(fresh_seed());
+    NsaParams P;
+    P.cmp_block = l, P.cmp_stride = d, P.phi = "mlp";
+    const auto make_phi = [&] {
+      return PhiWeights{at::randn({l, dim}, kF64), at::randn({int64_t(l) * dim, 5}, kF64), at::randn({5}, kF64),
+                        at::randn({5, dim}, kF64), at::randn({dim}, kF64)};
+    };
+    const PhiWeights phi0[2] = {make_phi(), make_phi()};
+    const at::Tensor seq0[2] = {at::randn({B, S, G, dim}, kF64), at::randn({B, S, G, dim}, kF64)};
+    const int64_t n_cmp = (S - l) / d + 1;
+    const at::Tensor dy[2] = {at::randn({B, n_cmp, G, dim}, kF64), at::randn({B, n_cmp, G, dim}, kF64)};
+    const auto run = [&](bool together) {
+      std::vector<at::Tensor> inputs, y(2);
+      at::Tensor seq[2];
+      PhiWeights phi[2];
+      for (int e = 0; e < 2; ++e) {
+        seq[e] = seq0[e].clone().requires_grad_(true);
+        phi[e] = {phi0[e].pe.clone().requires_grad_(true), phi0[e].w1.clone().requires_grad_(true),
+                  phi0[e].b1.clone().requires_grad_(true), phi0[e].w2.clone().requires_grad_(true),
+                  phi0[e].b2.clone().requires_grad_(true)};
+        for (const at::Tensor& t : {seq[e], phi[e].pe, phi[e].w1, phi[e].b1, phi[e].w2, phi[e].b2}) inputs.push_back(t);
+      }
+      if (together) {
+        const auto kv = compress_overlapping_chunks_pair(seq[0], seq[1], phi[0], phi[1], P);
+        y = {kv[0], kv[1]};
+      } else {
+        for (int e = 0; e < 2; ++e) {
+          std::vector<at::Tensor> blocks;
+          for (int64_t i = 0; i * d + l <= S; ++i)
+            blocks.push_back(compress_blocks(seq[e].narrow(1, i * d, l).transpose(1, 2), phi[e], "mlp"));
+          y[e] = at::stack(blocks, 1);
+        }
+      }
+      auto grads = torch::autograd::grad(y, inputs, {dy[0], dy[1]});
+      grads.insert(grads.begin(), {y[0].detach(), y[1].detach()});
+      return grads;
+    };
+    const auto want = run(false), got = run(true);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(at::allclose(got[i], want[i], 1e-12, 1e-12))
+          << "output " << i << " (0, 1: values of k, v; then per sequence: d seq, d pe, d w1, d b1, d w2, d b2)";
+  }
+}
+
 TEST(Oracle, OverlapOfTinyCompressedAndSelectionBlocks) {
   // l=8, d=4, l'=16: compressed block i = tokens [4i, 4i+8); selection block j = [16j, 16j+16).
   // They share a token iff 4i < 16j+16 and 16j < 4i+8, i.e. i ∈ {4j−1, …, 4j+3}.

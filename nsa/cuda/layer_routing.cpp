@@ -73,7 +73,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
       cmp_stream.emplace(q.get_device(), Lane::compressed, ForkedStream::Tensors{q, pj.k[0], pj.v[0]});
       on_side.emplace(cmp_stream->side());
     }
-    const at::Tensor kc = compress_sequence(pj.k[0], w.phi_k, P), vc = compress_sequence(pj.v[0], w.phi_v, P);
+    const auto [kc, vc] = compress_sequence_pair(pj.k[0], pj.v[0], w.phi_k, w.phi_v, P);
     at::Tensor lse;
     std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
     if (cmp_stream) {
