@@ -16,7 +16,7 @@
 // (rowsum(dO ⊙ O) of its own output and gradient, FlashAttention's
 // preprocess): computed here, where both are in registers, it saves each
 // branch a pass over [B,S,H,dv] (attention_backward takes it through
-// offer_row_delta, nsa_cuda.h).
+// offer_row_delta, row_delta.h).
 //
 // Layout (both kernels): a row belongs to a group of P lanes of one warp (P a
 // power of two, the fewest covering the row's packs, at most 32); lane j of the
