@@ -199,14 +199,23 @@ at::Tensor compress_blocks(const at::Tensor& tokens, const PhiWeights& phi, cons
   return phi_second_layer(linear_bias(tokens.reshape(shape), w1, bias1), phi);
 }
 
+namespace {
+
+// Does compress_sequence take the chunked form for seq (one block at least)?
+// It sums each block's l·dim products in two or more GEMMs and adds them: the
+// same function in another order, which the parity runs (may_reorder_sums) do
+// not take: they keep one GEMM per block, as the ATen decode step compresses
+// block by block.
+bool takes_chunked_form(const at::Tensor& seq, const NsaParams& p) {
+  return num_cmp_blocks(seq.size(1), p) > 0 && p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 &&
+         may_reorder_sums(seq.scalar_type());
+}
+
+}  // namespace
+
 at::Tensor compress_sequence(const at::Tensor& seq, const PhiWeights& phi, const NsaParams& p) {
   if (num_cmp_blocks(seq.size(1), p) == 0) return at::zeros({seq.size(0), 0, seq.size(2), seq.size(3)}, seq.options());
-  // The chunked form sums each block's l·dim products in two or more GEMMs
-  // and adds them: the same function in another order, which the parity runs
-  // (may_reorder_sums) do not take: they keep one GEMM per block, as the ATen
-  // decode step compresses block by block.
-  if (p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 && may_reorder_sums(seq.scalar_type()))
-    return compress_overlapping_chunks(seq, phi, p);
+  if (takes_chunked_form(seq, p)) return compress_overlapping_chunks(seq, phi, p);
   // unfold: [B,n_cmp,G,dim,l] → tokens [B,n_cmp,G,l,dim]
   return compress_blocks(seq.unfold(1, p.cmp_block, p.cmp_stride).transpose(-1, -2), phi, p.phi).contiguous();
 }
@@ -277,9 +286,7 @@ std::array<at::Tensor, 2> compress_overlapping_chunks_pair(const at::Tensor& k, 
 
 std::array<at::Tensor, 2> compress_sequence_pair(const at::Tensor& k, const at::Tensor& v, const PhiWeights& phi_k,
                                                  const PhiWeights& phi_v, const NsaParams& p) {
-  const bool together = num_cmp_blocks(k.size(1), p) > 0 && p.phi == "mlp" && p.cmp_block % p.cmp_stride == 0 &&
-                        may_reorder_sums(k.scalar_type()) && k.sizes() == v.sizes() &&
-                        k.scalar_type() == v.scalar_type();
+  const bool together = takes_chunked_form(k, p) && k.sizes() == v.sizes() && k.scalar_type() == v.scalar_type();
   if (!together) return {compress_sequence(k, phi_k, p), compress_sequence(v, phi_v, p)};
   return compress_overlapping_chunks_pair(k, v, phi_k, phi_v, p);
 }

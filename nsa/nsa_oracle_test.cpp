@@ -112,6 +112,27 @@ TEST(Oracle, CompressionPhiAddsThePositionEmbeddingRowByRowThenTheMlp) {
                   {(T[1][0][0] + T[1][1][0] + T[1][2][0]) / 3, (T[1][0][1] + T[1][1][1] + T[1][2][1]) / 3}, 1e-14);
 }
 
+// A random φ (hidden width 5) in float64, and a copy whose tensors are leaves
+// that require grad (one per run of a gradient comparison).
+PhiWeights random_phi(int64_t l, int64_t dim) {
+  return PhiWeights{at::randn({l, dim}, kF64), at::randn({l * dim, 5}, kF64), at::randn({5}, kF64),
+                    at::randn({5, dim}, kF64), at::randn({dim}, kF64)};
+}
+PhiWeights leaf_copy(const PhiWeights& phi) {
+  const auto leaf = [](const at::Tensor& t) { return t.clone().requires_grad_(true); };
+  return PhiWeights{leaf(phi.pe), leaf(phi.w1), leaf(phi.b1), leaf(phi.w2), leaf(phi.b2)};
+}
+
+// The definition: φ of each block cut out of seq [B,S,G,dim], block i = tokens
+// [i·d, i·d + l) → [B, n_cmp, G, dim].
+at::Tensor phi_of_each_block(const at::Tensor& seq, const PhiWeights& phi, int64_t l, int64_t d,
+                             const std::string& kind) {
+  std::vector<at::Tensor> blocks;
+  for (int64_t i = 0; i * d + l <= seq.size(1); ++i)  // [B, G, l, dim] each
+    blocks.push_back(compress_blocks(seq.narrow(1, i * d, l).transpose(1, 2), phi, kind));
+  return at::stack(blocks, 1);
+}
+
 // compress_sequence (the CUDA paths' φ over a whole sequence) and its 16-bit
 // form (overlapping blocks as shifted sums of per-chunk products when d
 // divides l), both in float64, against φ applied to each block cut out of the
@@ -129,29 +150,15 @@ TEST(Oracle, CompressingTheSequenceIsPhiOfEachBlock) {
     at::manual_seed(fresh_seed());
     NsaParams P;
     P.cmp_block = l, P.cmp_stride = d, P.phi = kind;
-    const auto make = [&] {
-      PhiWeights phi{at::randn({l, dim}, kF64), at::randn({int64_t(l) * dim, 5}, kF64), at::randn({5}, kF64),
-                     at::randn({5, dim}, kF64), at::randn({dim}, kF64)};
-      return std::pair{at::randn({B, S, G, dim}, kF64), phi};
-    };
-    const auto [seq0, phi0] = make();
+    const PhiWeights phi0 = random_phi(l, dim);
+    const at::Tensor seq0 = at::randn({B, S, G, dim}, kF64);
     const at::Tensor dy = at::randn({B, (S - l) / d + 1, G, dim}, kF64);
     const auto run = [&](int whole) {  // 0: block by block, 1: compress_sequence, 2: its chunked form
       const at::Tensor seq = seq0.clone().requires_grad_(true);
-      PhiWeights phi{phi0.pe.clone().requires_grad_(true), phi0.w1.clone().requires_grad_(true),
-                     phi0.b1.clone().requires_grad_(true), phi0.w2.clone().requires_grad_(true),
-                     phi0.b2.clone().requires_grad_(true)};
-      at::Tensor y;
-      if (whole == 1) {
-        y = compress_sequence(seq, phi, P);
-      } else if (whole == 2) {  // the 16-bit form, in float64
-        y = compress_overlapping_chunks(seq, phi, P);
-      } else {
-        std::vector<at::Tensor> blocks;
-        for (int64_t i = 0; i * d + l <= S; ++i)  // block i: tokens [i·d, i·d + l), [B, G, l, dim]
-          blocks.push_back(compress_blocks(seq.narrow(1, i * d, l).transpose(1, 2), phi, kind));
-        y = at::stack(blocks, 1);  // [B, n_cmp, G, dim]
-      }
+      const PhiWeights phi = leaf_copy(phi0);
+      const at::Tensor y = whole == 1   ? compress_sequence(seq, phi, P)
+                           : whole == 2 ? compress_overlapping_chunks(seq, phi, P)  // the 16-bit form, in float64
+                                        : phi_of_each_block(seq, phi, l, d, kind);
       std::vector<at::Tensor> inputs{seq, phi.w1, phi.b1, phi.w2, phi.b2};
       if (std::string(kind) == "mlp") inputs.push_back(phi.pe);
       auto grads = torch::autograd::grad({y}, inputs, {dy}, /*retain_graph=*/false, /*create_graph=*/false,
@@ -188,11 +195,7 @@ TEST(Oracle, CompressingKeysAndValuesAtOnceIsPhiOfEachBlockOfEach) {
     at::manual_seed(fresh_seed());
     NsaParams P;
     P.cmp_block = l, P.cmp_stride = d, P.phi = "mlp";
-    const auto make_phi = [&] {
-      return PhiWeights{at::randn({l, dim}, kF64), at::randn({int64_t(l) * dim, 5}, kF64), at::randn({5}, kF64),
-                        at::randn({5, dim}, kF64), at::randn({dim}, kF64)};
-    };
-    const PhiWeights phi0[2] = {make_phi(), make_phi()};
+    const PhiWeights phi0[2] = {random_phi(l, dim), random_phi(l, dim)};
     const at::Tensor seq0[2] = {at::randn({B, S, G, dim}, kF64), at::randn({B, S, G, dim}, kF64)};
     const int64_t n_cmp = (S - l) / d + 1;
     const at::Tensor dy[2] = {at::randn({B, n_cmp, G, dim}, kF64), at::randn({B, n_cmp, G, dim}, kF64)};
@@ -202,21 +205,14 @@ TEST(Oracle, CompressingKeysAndValuesAtOnceIsPhiOfEachBlockOfEach) {
       PhiWeights phi[2];
       for (int e = 0; e < 2; ++e) {
         seq[e] = seq0[e].clone().requires_grad_(true);
-        phi[e] = {phi0[e].pe.clone().requires_grad_(true), phi0[e].w1.clone().requires_grad_(true),
-                  phi0[e].b1.clone().requires_grad_(true), phi0[e].w2.clone().requires_grad_(true),
-                  phi0[e].b2.clone().requires_grad_(true)};
+        phi[e] = leaf_copy(phi0[e]);
         for (const at::Tensor& t : {seq[e], phi[e].pe, phi[e].w1, phi[e].b1, phi[e].w2, phi[e].b2}) inputs.push_back(t);
       }
       if (together) {
         const auto kv = compress_overlapping_chunks_pair(seq[0], seq[1], phi[0], phi[1], P);
         y = {kv[0], kv[1]};
       } else {
-        for (int e = 0; e < 2; ++e) {
-          std::vector<at::Tensor> blocks;
-          for (int64_t i = 0; i * d + l <= S; ++i)
-            blocks.push_back(compress_blocks(seq[e].narrow(1, i * d, l).transpose(1, 2), phi[e], "mlp"));
-          y[e] = at::stack(blocks, 1);
-        }
+        for (int e = 0; e < 2; ++e) y[e] = phi_of_each_block(seq[e], phi[e], l, d, "mlp");
       }
       auto grads = torch::autograd::grad(y, inputs, {dy[0], dy[1]});
       grads.insert(grads.begin(), {y[0].detach(), y[1].detach()});
