@@ -33,11 +33,13 @@
 // (112 KB). The final reduction area (4 warps x 16 keys x (dk + dv) floats)
 // aliases it once the row loop is done.
 // Registers per thread: dK dk/2 + dV dv/2 fp32 accumulators + S, dP (NR/2 each;
-// NR = 32 rows per step, 16 when dk + dv >= 320); K and V are re-read from
-// shared memory (ldmatrix) rather than held. ptxas -v (CUDA 13.0): 64/64 is
-// capped at 128 registers for 4 CTAs per SM (tc::min_ctas_per_sm; 159-164
-// uncapped, now 0-40 bytes of spill), <= 242 and no spill up to 128/128; the
-// pairs with dk or dv = 192 sit at the 255 cap with 0-124 bytes of spill.
+// NR = 32 rows per step, 16 when dk + dv >= 320). Selected at 64/64 also holds
+// the warp's K and V fragments (dk/4 + dv/4) for the whole kernel in its 168
+// registers (3 CTAs per SM: min_ctas_per_sm, launch.cuh); the others re-read
+// them from shared memory (ldmatrix) at every row step (Window / Compressed at
+// 64/64: 128 registers, 4 CTAs). ptxas -v (CUDA 13.0): <= 242 and no spill up
+// to 128/128; the pairs with dk or dv = 192 sit at the 255 cap with 0-124
+// bytes of spill.
 #include <ATen/cuda/CUDAContextLight.h>  // getCurrentDeviceProperties
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAStream.h>
@@ -181,6 +183,11 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     issue_rows(tile0);
   }
   const float scale_log2 = p.scale * kLog2e;
+  // With room for them (3 CTAs per SM at 64/64, launch.cuh), the warp's 16 keys
+  // of K and V stay in registers as A fragments from the first row tile on,
+  // where every row step re-read them by ldmatrix (8 of its 40 shared loads).
+  constexpr bool kHoldKv = DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
+  uint32_t kf[kHoldKv ? DK / 16 : 1][4], vf[kHoldKv ? DV / 16 : 1][4];
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
   for (int i = tile0; i < tile1; ++i) {
@@ -191,6 +198,12 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       tc::cp_async_wait<0>();
     }
     __syncthreads();
+    if constexpr (kHoldKv) {
+      if (i == tile0 && slice_active) {  // the key tile arrived with the first row tile
+        tc::ldmatrix_a_frags<T, DK, L::kLdK>(kf, Ks, kr0, lane);
+        tc::ldmatrix_a_frags<T, DV, L::kLdV>(vf, Vs, kr0, lane);
+      }
+    }
     const int stage = i & 1, n_here = imin(RT, n_rows - i * RT);
     const T* qs = Qs + stage * RT * L::kLdK;
     const T* os = dOs + stage * RT * L::kLdV;
@@ -221,7 +234,10 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         all = all && kw1 - 1 <= tf;  // the reverse index lists only queries that chose the block
 
       float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)
-      warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
+      if constexpr (kHoldKv)
+        tc::warp_a_bt<T, DK, NR, L::kLdK>(sp, kf, qs, row0, lane);
+      else
+        warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
       if (all) {
 #pragma unroll
@@ -241,7 +257,10 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         }
       }
       tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
-      warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
+      if constexpr (kHoldKv)
+        tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
+      else
+        warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
 #pragma unroll
       for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
@@ -289,7 +308,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body, (tc::min_ctas_per_sm<DK, DV>()))
+NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body, TcFamily::Dkdv)
 
 // dk | dv = Σ_z partial[z] in split order (fp32), one column pair per thread;
 // dK's scale is already in the partials.

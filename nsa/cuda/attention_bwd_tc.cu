@@ -24,8 +24,9 @@
 // keys come in a fixed order: deterministic, no atomics.
 // Registers: Q (dk/4) + dO (dv/4) + dq (dk/2) per thread; at dk = 192 the
 // Window / Compressed kernels sit at the 255 cap with 8-32 bytes of spill
-// (ptxas -v, CUDA 13.0); at 64/64 the 128-register cap of 4 CTAs per SM
-// (tc::min_ctas_per_sm; 162-173 uncapped) costs 0-28 bytes; the rest have none.
+// (ptxas -v, CUDA 13.0); at 64/64 Window / Compressed ask for 4 CTAs per SM
+// (128 registers; min_ctas_per_sm, launch.cuh), Selected for 3 (168: its union
+// walk spilled 148 bytes at 128); the rest have none.
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
@@ -182,7 +183,7 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
   }
 }
 
-NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body, (tc::min_ctas_per_sm<DK, DV>()))
+NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body, TcFamily::Dq)
 
 struct LaunchDq {
   template <typename T, int DK, int DV>

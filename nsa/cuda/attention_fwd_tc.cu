@@ -60,7 +60,7 @@
 // under kSmemBudget = 112 KB, so sm_80 runs them and sm_90 fits 2 CTAs per SM.
 // Selected adds its block union (SelectedUnionSmem: 14 KB, passes of 1024 blocks; 7 KB and 512 at 192/192). Registers per thread at
 // 192/192: Q 48 + O 96 + S 32 (Window/Compressed); launch bounds 128 threads,
-// and at 64/64 at least 4 CTAs per SM (tc::min_ctas_per_sm: 128 registers where
+// and at 64/64 at least 4 CTAs per SM (min_ctas_per_sm, launch.cuh: 128 registers where
 // the compiler chose 131-136, 0-32 bytes of spill; the selected forward at the
 // m7c training shape went from 0.83 to 0.64 ms with the tile skip below).
 //
@@ -294,7 +294,7 @@ template <typename T, int DK, int DV, Branch BR>
 __device__ __forceinline__ void tc_fwd_body(const AttnParams& p) {
   tc_fwd_rows_body<T, DK, DV, BR, TcLayout<DK, DV>>(p);
 }
-NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_body, (tc::min_ctas_per_sm<DK, DV>()))
+NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_body, TcFamily::Forward)
 
 // v3 bodies exist for dk = dv = 64 only (m64n64 MMAs, 32 accumulators each).
 template <typename T, int DK, int DV, Branch BR>
@@ -302,7 +302,7 @@ __device__ __forceinline__ void wg_fwd_body(const AttnParams& p) {
   static_assert(DK == 64 && DV == 64, "the wgmma forward tiles dk = dv = 64");
   tc_fwd_rows_body<T, DK, DV, BR, WgLayout>(p);
 }
-NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, (tc::min_ctas_per_sm<DK, DV>()))
+NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, TcFamily::Forward)
 
 std::atomic<int> g_forward_wgmma{0};
 std::atomic<int> g_last_fwd_wgmma{0};

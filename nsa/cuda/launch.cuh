@@ -119,25 +119,50 @@ void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int,
     return {nsa_window_##STEM##_kernel<T>, nsa_compressed_##STEM##_kernel<T>, nsa_selected_##STEM##_kernel<T>}; \
   }
 
+// The v2 kernel families; each asks the compiler for its own number of resident
+// CTAs per SM (min_ctas_per_sm).
+enum class TcFamily { Forward, Dq, Dkdv };
+
+// Resident CTAs per SM a v2 kernel asks of the compiler (__launch_bounds__),
+// which caps its registers per thread at 64K / (128 CTAs): 128 at 4, 168 at 3.
+// Wider heads than 64/64 keep the compiler's choice (1): their O and Q
+// fragments alone need more. At 64/64 uncapped the kernels came out at 131-173
+// registers, 3 CTAs (12 warps) per SM, and the selected forward issued on 31 %
+// of cycles; 4 CTAs made every kernel faster then. Since, the selected dq's
+// union walk grew to 148 bytes of spill at 128 registers (8.6 M local requests
+// a launch, ncu), and at 3 CTAs (H200, m7c, BM_*Bwd, docs/performance.md) the
+// selected backward ran 5 % faster at S = 2048 and 13 % at 64k while the
+// selected forward lost 5 % and 16 % (it still spills at 168) and the window
+// and compressed kernels moved within 3 %. The selected dk/dv also spends the
+// 40 registers more on holding the warp's K and V fragments for the whole
+// kernel (attention_bwd_dkdv_tc.cu) instead of re-reading them at every row
+// step; the window's dk/dv did the same 12 % slower at S = 2048. So: the
+// selected backward (dq, dk/dv) at 3, everything else at 4.
+template <TcFamily F, Branch BR, int DK, int DV>
+constexpr int min_ctas_per_sm() {
+  if (DK + DV > 128) return 1;
+  return F != TcFamily::Forward && BR == Branch::Selected ? 3 : 4;
+}
+
 // v2: one body templated on (T, DK, DV, branch), e.g.
-// NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, (tc::min_ctas_per_sm<DK, DV>())).
-// MIN_CTAS (an expression in DK, DV) is __launch_bounds__' minimum of resident
-// CTAs per SM, which caps the registers per thread at 64K / (128 MIN_CTAS).
-#define NSA_TC_BRANCH_KERNELS(STEM, BODY, MIN_CTAS) NSA_TC_BRANCH_KERNELS_AS(STEM, tc, BODY, MIN_CTAS)
+// NSA_TC_BRANCH_KERNELS(fwd, tc_fwd_rows_body, TcFamily::Forward): each kernel's
+// __launch_bounds__ asks for min_ctas_per_sm<FAMILY, its branch, DK, DV>().
+#define NSA_TC_BRANCH_KERNELS(STEM, BODY, FAMILY) NSA_TC_BRANCH_KERNELS_AS(STEM, tc, BODY, FAMILY)
 // The same with another version tag in the names: nsa_window_STEM_TAG_kernel, ...
 // and STEM_TAG_kernels() (v3's wgmma forward: NSA_TC_BRANCH_KERNELS_AS(fwd, wg, ...)).
-#define NSA_TC_BRANCH_KERNELS_AS(STEM, TAG, BODY, MIN_CTAS)                                                     \
+#define NSA_TC_BRANCH_KERNELS_AS(STEM, TAG, BODY, FAMILY)                                                       \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS) nsa_window_##STEM##_##TAG##_kernel(AttnParams p) { \
+  __global__ void __launch_bounds__(tc::kTcThreads, (min_ctas_per_sm<FAMILY, Branch::Window, DK, DV>()))        \
+      nsa_window_##STEM##_##TAG##_kernel(AttnParams p) {                                                        \
     BODY<T, DK, DV, Branch::Window>(p);                                                                         \
   }                                                                                                             \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS)                                                   \
+  __global__ void __launch_bounds__(tc::kTcThreads, (min_ctas_per_sm<FAMILY, Branch::Compressed, DK, DV>()))    \
       nsa_compressed_##STEM##_##TAG##_kernel(AttnParams p) {                                                    \
     BODY<T, DK, DV, Branch::Compressed>(p);                                                                     \
   }                                                                                                             \
   template <typename T, int DK, int DV>                                                                         \
-  __global__ void __launch_bounds__(tc::kTcThreads, MIN_CTAS)                                                   \
+  __global__ void __launch_bounds__(tc::kTcThreads, (min_ctas_per_sm<FAMILY, Branch::Selected, DK, DV>()))      \
       nsa_selected_##STEM##_##TAG##_kernel(AttnParams p) {                                                      \
     BODY<T, DK, DV, Branch::Selected>(p);                                                                       \
   }                                                                                                             \

@@ -49,16 +49,6 @@ constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kTcThreads == 2 * kTcKeys, "the loaders give each key row of a tile two threads");
 static_assert(kTcRowsWin <= 64, "Selected marks a CTA's queries in one 64-bit mask");
 
-// Resident CTAs per SM each v2 kernel asks of the compiler (__launch_bounds__).
-// At dk = dv = 64 (m7c) the kernels came out at 131-173 registers, which left 3
-// CTAs (12 warps) per SM: too few to hide shared-memory and MMA latency (the
-// selected forward issued on 31 % of cycles). 4 CTAs cap them at 128 registers.
-// Wider heads keep the compiler's choice: their O and Q fragments alone need more.
-template <int DK, int DV>
-constexpr int min_ctas_per_sm() {
-  return DK + DV <= 128 ? 4 : 1;
-}
-
 // Two K/V stages of kTcKeys rows, 16-bit elements, rows padded by 16 bytes so
 // the 8 rows an ldmatrix reads fall in 8 different bank groups.
 template <int DK, int DV>
@@ -172,6 +162,17 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[D / 16][4], const T* 
     a[kk][2] = valid0 ? ldg_pair(row0 + c + 8) : 0u;
     a[kk][3] = valid1 ? ldg_pair(row1 + c + 8) : 0u;
   }
+}
+
+// A fragments of the 16 shared rows r0 .. r0 + 15 (D elements each, row
+// stride LD) by ldmatrix x4, in the layout warp_a_bt takes: lanes 0-7 rows
+// +0..7 cols +0..7 (a[0]), 8-15 rows +8..15 cols +0..7 (a[1]), 16-23 rows
+// +0..7 cols +8..15 (a[2]), 24-31 rows +8..15 cols +8..15 (a[3]).
+template <typename T, int D, int LD>
+__device__ __forceinline__ void ldmatrix_a_frags(uint32_t (&a)[D / 16][4], const T* smem, int r0, int lane) {
+  const T* base = smem + (r0 + lane % 8 + ((lane / 8) % 2) * 8) * LD + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(a[kk], base + kk * 16);
 }
 
 // acc[16 x NK] = A[16 x KD] * B^T, B = the NK shared rows kr0 .. kr0 + NK of
