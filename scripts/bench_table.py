@@ -3,15 +3,16 @@
 
 usage: scripts/bench_table.py BENCH.json
 
-One table per shape for the attention benchmarks (ms, TFLOP/s of useful work and
-the speedup over dense SDPA, as the benchmark itself computed them), then the
-decode step against SDPA decode with the KV tokens it read.
+One table per shape for the attention benchmarks (ms, TFLOP/s of useful work, its
+share of the GPU's dense bf16 peak and the speedup over dense SDPA, as the
+benchmark itself computed them), then the decode step against SDPA decode with the
+KV tokens it read. With --benchmark_repetitions each row is the median's.
 """
 import json
 import re
 import sys
 
-SHAPES = {0: "paper_kernel", 1: "m7c_125m"}
+SHAPES = {0: "paper_kernel", 1: "m7c_125m", 2: "m7c_125m, training batch (B 8)"}
 ORDER = ["DenseSdpaFwd", "DenseSdpaBwd", "WindowFwd", "WindowBwd", "CompressedFwd", "CompressedBwd",
          "SelectBlocks", "SelectedFwd", "SelectedBwd", "LayerAttentionFwd", "LayerAttentionFwdBwd"]
 
@@ -26,9 +27,11 @@ def parse(name):
 def main(path):
     rows = {}
     decode = {}
-    for b in json.load(open(path))["benchmarks"]:
+    data = json.load(open(path))
+    for b in data["benchmarks"]:
         p = parse(b["name"])
-        if p is None:
+        # Repetitions: the median row stands for the benchmark (mean, stddev, cv do not).
+        if p is None or b.get("aggregate_name", "median") != "median":
             continue
         kind, shape, S, version = p
         if kind in ("DecodeStepGraph", "DenseSdpaDecode", "DecodeKvTokens"):
@@ -36,10 +39,14 @@ def main(path):
         elif kind in ORDER:
             rows[(shape, kind, S)] = b
     sizes = sorted({k[2] for k in rows})
+    context = data.get("context", {})
+    if "dense_bf16_peak_tflops" in context:
+        print(f"GPU dense bf16 peak: {context['dense_bf16_peak_tflops']} TFLOP/s "
+              f"({context.get('dense_bf16_peak_source', '')})")
     for shape, shape_name in SHAPES.items():
         if not any(k[0] == shape for k in rows):
             continue
-        print(f"\n**{shape_name}** — ms (median), TFLOP/s, speedup over dense SDPA (forward vs forward, "
+        print(f"\n**{shape_name}** — ms (median), TFLOP/s (% of the dense bf16 peak), speedup over dense SDPA (forward vs forward, "
               "backward vs SDPA backward, forward+backward vs SDPA forward+backward)\n")
         print("| benchmark | " + " | ".join(f"{s // 1024}k" for s in sizes) + " |")
         print("|---|" + "---|" * len(sizes))
@@ -51,6 +58,8 @@ def main(path):
                     cells.append("—")
                     continue
                 text = f"{b['ms']:.3g} ms, {b['TFLOP/s']:.0f} TF"
+                if "peak_share" in b:
+                    text += f" ({100 * b['peak_share']:.0f} %)"
                 if "speedup_vs_sdpa" in b:
                     text += f", **{b['speedup_vs_sdpa']:.2f}×**"
                 cells.append(text)

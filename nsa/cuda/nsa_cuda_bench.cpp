@@ -43,6 +43,7 @@
 #include "nsa/cuda/reverse_index.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
+#include "nsa/device_peak.h"
 #include "nsa/model.h"
 #include "nsa/nsa_ops.h"
 
@@ -212,9 +213,27 @@ double dense_ms(const Problem& p, bool backward) {
   return dense_cache()[dense_key(p, backward)] = ms[ms.size() / 2];
 }
 
+// The device's dense bf16 tensor-core peak (nsa/device_peak.h), asked once.
+const nsa::TensorPeak& device_bf16_peak() {
+  static const nsa::TensorPeak peak = [] {
+    int dev = 0, khz = 0;
+    NSA_CUDA_CHECK(cudaGetDevice(&dev));
+    cudaDeviceProp prop{};
+    NSA_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    NSA_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+    return nsa::dense_bf16_peak(prop.name, prop.major, prop.minor, prop.multiProcessorCount, khz);
+  }();
+  return peak;
+}
+
+// Counters of a timed run: ms, TFLOP/s of useful work, peak_share = that as a
+// share of the GPU's dense bf16 peak (where the peak is known; the benchmark
+// context names it and its source), speedup_vs_sdpa.
 void report(benchmark::State& state, double ms, double flops, double dense) {
   state.counters["ms"] = ms;
-  state.counters["TFLOP/s"] = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+  const double tflops = ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0;
+  state.counters["TFLOP/s"] = tflops;
+  if (const nsa::TensorPeak& peak = device_bf16_peak(); peak.tflops > 0) state.counters["peak_share"] = tflops / peak.tflops;
   if (dense > 0) state.counters["speedup_vs_sdpa"] = dense / ms;
 }
 
@@ -701,14 +720,13 @@ double back_to_back_us(const std::function<void()>& fn, int n = 32) {
   return 1e3 * ms / n;
 }
 
-// The device's peak HBM bandwidth in GB/s from its memory clock and bus width
-// (double data rate): H100 SXM 2619 MHz × 5120 bits → 3352 GB/s.
+// The device's peak HBM bandwidth in GB/s (nsa/device_peak.h).
 double peak_hbm_gbs() {
   int dev = 0, khz = 0, bits = 0;
   NSA_CUDA_CHECK(cudaGetDevice(&dev));
   NSA_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev));
   NSA_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev));
-  return 2.0 * khz * 1e3 * bits / 8 / 1e9;
+  return nsa::hbm_peak_gbs(khz, bits);
 }
 
 // Dense decode: q [B,1,H,dk] viewed as [B,G,h,dk] (the h heads of a group are h
@@ -927,4 +945,17 @@ BENCHMARK(BM_ProjectionEpilogue<true>)->Name("BM_ProjectionEpilogueBwd")->Arg(0)
 }  // namespace
 }  // namespace nsa::cuda
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, with the device's peak in the run's context (the JSON's
+// "context" object) so a share can be read back as TFLOP/s.
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (nsa::cuda::kernels_available()) {
+    const nsa::TensorPeak& peak = nsa::cuda::device_bf16_peak();
+    benchmark::AddCustomContext("dense_bf16_peak_tflops", peak.tflops > 0 ? std::to_string(peak.tflops) : "unknown");
+    benchmark::AddCustomContext("dense_bf16_peak_source", peak.source);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
