@@ -136,8 +136,9 @@ enum class TcFamily { Forward, Dq, Dkdv };
 // and compressed kernels moved within 3 %. The selected dk/dv also spends the
 // 40 registers more on holding the warp's K and V fragments for the whole
 // kernel (attention_bwd_dkdv_tc.cu) instead of re-reading them at every row
-// step; the window's dk/dv did the same 12 % slower at S = 2048. So: the
-// selected backward (dq, dk/dv) at 3, everything else at 4.
+// step; the window's dk/dv did the same 12 % slower at S = 2048 (against its
+// 4-CTA time on another H200). So: the selected backward (dq, dk/dv) at 3,
+// everything else at 4.
 template <TcFamily F, Branch BR, int DK, int DV>
 constexpr int min_ctas_per_sm() {
   if (DK + DV > 128) return 1;
