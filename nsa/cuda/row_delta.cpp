@@ -11,28 +11,27 @@ namespace {
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
-// One tensor as it was when offered: a weak reference (so an offer never keeps
-// a gradient alive) and its version (a later in-place write makes it another).
-struct Seen {
-  WeakImpl impl{c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
-  uint32_t version = 0;
+// A tensor's data as it was when offered: its address and its version (a
+// later in-place write makes it other data).
+struct DataAt {
   const void* data = nullptr;
-  static Seen of(const at::Tensor& t) {
-    return {WeakImpl(t.getIntrusivePtr()), t._version(), t.data_ptr()};
-  }
-  // The same tensor object (alive), same storage, not written since.
-  bool is(const at::Tensor& t) const {
-    return !impl.expired() && impl._unsafe_get_target() == t.unsafeGetTensorImpl() && t._version() == version &&
-           t.data_ptr() == data;
-  }
-  // o may reach the backward as another tensor object over the same storage
-  // (autograd saves and unpacks it): same data, same version counter value.
-  bool holds_same_data(const at::Tensor& t) const { return t.data_ptr() == data && t._version() == version; }
+  uint32_t version = 0;
+  static DataAt of(const at::Tensor& t) { return {t.data_ptr(), t._version()}; }
+  bool holds(const at::Tensor& t) const { return t.data_ptr() == data && t._version() == version; }
 };
 
+// dout must be the very tensor object (alive: a weak reference, so an offer
+// never keeps a gradient alive) with the same data; o may reach the backward
+// as another tensor object over the same storage (autograd saves and unpacks
+// it), so only its data counts.
 struct Offer {
-  Seen dout, o;
+  WeakImpl dout{c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
+  DataAt dout_data, o_data;
   at::Tensor delta;
+  bool is_for(const at::Tensor& g, const at::Tensor& o) const {
+    return delta.defined() && !dout.expired() && dout._unsafe_get_target() == g.unsafeGetTensorImpl() &&
+           dout_data.holds(g) && o_data.holds(o);
+  }
 };
 
 // Six: the three branches of one layer, and of the next should one layer's
@@ -50,7 +49,7 @@ int64_t g_taken = 0;
 
 void offer_row_delta(const at::Tensor& dout, const at::Tensor& o, const at::Tensor& delta) {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_ring[g_next] = Offer{Seen::of(dout), Seen::of(o), delta};
+  g_ring[g_next] = Offer{WeakImpl(dout.getIntrusivePtr()), DataAt::of(dout), DataAt::of(o), delta};
   g_next = (g_next + 1) % kRing;
 }
 
@@ -58,7 +57,7 @@ at::Tensor take_row_delta(const at::Tensor& dout, const at::Tensor& o) {
   if (!dout.defined() || !o.defined()) return {};
   std::lock_guard<std::mutex> lock(g_mu);
   for (Offer& f : g_ring) {
-    if (!f.delta.defined() || !f.dout.is(dout) || !f.o.holds_same_data(o)) continue;
+    if (!f.is_for(dout, o)) continue;
     at::Tensor d = std::move(f.delta);
     f = Offer{};
     ++g_taken;
