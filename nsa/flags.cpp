@@ -40,6 +40,15 @@ const std::vector<FlagInfo> kFlags = {
      "kernels; deterministic backward) where cuDNN has an engine for the shape (fp16/bf16, head dims it supports; "
      "nsa/cuda/window_cudnn.h); 0, or a shape cuDNN declines, runs our window kernel. NSA_SDPA_NO_FLASH=0 asks "
      "for FlashAttention-2 explicitly and wins over this."},
+    {"NSA_WINDOW_BWD", T::string, "ours",
+     "The window branch's backward where its forward runs through cuDNN (NSA_WINDOW_CUDNN=1 and cuDNN takes the "
+     "shape; our kernel's forward always has our backward): ours (our kernels from cuDNN's logsumexp, bitwise "
+     "reproducible), cudnn (cuDNN's backward, deterministic dq) or cudnn_atomic (cuDNN's backward with float "
+     "atomics in dq: not reproducible bit for bit, like libtorch's SDPA backward in the dense cell). Each call "
+     "keeps the choice made at its forward; a shape whose backward cuDNN declines runs our window kernel, "
+     "forward and backward (nsa/cuda/window_cudnn.h).",
+     false,
+     {"ours", "cudnn", "cudnn_atomic"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0",
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},
@@ -150,7 +159,16 @@ std::optional<std::string> check_flag_value(const FlagInfo& f, std::string_view 
                std::string(value.substr(0, 40)) + (value.size() > 40 ? "...'" : "'");
       return std::nullopt;
     }
-    case FlagType::string: return std::nullopt;
+    case FlagType::string: {
+      if (f.allowed.empty() || std::find(f.allowed.begin(), f.allowed.end(), value) != f.allowed.end())
+        return std::nullopt;
+      // No "did you mean": the choices are few and all listed (as the scenario
+      // checker's one_of does).
+      std::string list;
+      for (size_t i = 0; i < f.allowed.size(); ++i)
+        list += (i == 0 ? "" : (i + 1 == f.allowed.size() ? " or " : ", ")) + std::string(f.allowed[i]);
+      return "expected " + list + ", got '" + std::string(value.substr(0, 40)) + (value.size() > 40 ? "...'" : "'");
+    }
   }
   return std::nullopt;
 }

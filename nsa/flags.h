@@ -19,6 +19,10 @@ struct FlagInfo {
   std::string_view default_value;
   std::string_view doc;
   bool cuda_only = false;  // has an effect only on CUDA tensors; reported when it cannot take effect
+  // A string flag that names one of a few choices: the only values accepted (a
+  // misspelled choice would otherwise run as whatever the code does with text it
+  // does not know). Empty: any text.
+  std::vector<std::string_view> allowed = {};
 };
 
 const std::vector<FlagInfo>& flag_registry();
@@ -31,8 +35,9 @@ struct FlagError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Checks one value against its flag's type. Booleans accept 0/1/true/false only:
-// YAML 1.1 words (on/off/yes/no) are refused rather than guessed.
+// Checks one value against its flag's type (and its allowed values, where the
+// flag lists them). Booleans accept 0/1/true/false only: YAML 1.1 words
+// (on/off/yes/no) are refused rather than guessed.
 // Returns an error message, or nothing when the value is valid.
 std::optional<std::string> check_flag_value(const FlagInfo& f, std::string_view value);
 

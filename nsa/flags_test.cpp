@@ -43,6 +43,47 @@ TEST(Flags, IntegerFlagsRejectText) {
   EXPECT_EQ(f.get_int("NSA_HEARTBEAT_EVERY"), 16);
 }
 
+TEST(Flags, WindowBackwardDefaultsToOurs) {
+  EXPECT_EQ(Flags().get_string("NSA_WINDOW_BWD"), "ours");
+}
+
+TEST(Flags, WindowBackwardTakesItsThreeChoices) {
+  for (const char* value : {"ours", "cudnn", "cudnn_atomic"}) {
+    SCOPED_TRACE(value);
+    Flags f;
+    f.set("NSA_WINDOW_BWD", value);
+    EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), value);
+  }
+}
+
+TEST(Flags, WindowBackwardRefusesOtherTextNamingTheChoices) {
+  // A near miss, another case, the enum's own spelling, an empty value: none is guessed.
+  for (const char* value : {"cudnn_atomc", "CUDNN", "cudnn_deterministic", "", "1"}) {
+    SCOPED_TRACE(value);
+    Flags f;
+    try {
+      f.set("NSA_WINDOW_BWD", value);
+      ADD_FAILURE() << "accepted";
+    } catch (const FlagError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got '") + value + "'");
+    }
+    EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "ours");  // the refused value was not kept
+  }
+}
+
+// The choices are part of the table entry, checked for every string flag that
+// lists them; the free-text ones (NSA_FAULT) still take any text.
+TEST(Flags, StringFlagsWithoutChoicesTakeAnyText) {
+  const FlagInfo* fault = find_flag("NSA_FAULT");
+  ASSERT_NE(fault, nullptr);
+  EXPECT_TRUE(fault->allowed.empty());
+  EXPECT_FALSE(check_flag_value(*fault, "anything,at all").has_value());
+  const FlagInfo* bwd = find_flag("NSA_WINDOW_BWD");
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_EQ(check_flag_value(*bwd, "x").value_or("(accepted)"), "expected ours, cudnn or cudnn_atomic, got 'x'");
+}
+
 TEST(Flags, EnvironmentIsValidated) {
   ::setenv("NSA_USE_CUDA_SELL", "1", 1);
   try {
@@ -65,7 +106,26 @@ TEST(Flags, EveryRegisteredFlagHasADocAndAValidDefault) {
     SCOPED_TRACE(std::string(f.name));
     EXPECT_FALSE(f.doc.empty());
     EXPECT_FALSE(check_flag_value(f, f.default_value).has_value());
+    // Choices are for string flags; each is named in the doc, so `nsa-harness list flags` shows them.
+    if (!f.allowed.empty()) EXPECT_EQ(f.type, FlagType::string);
+    for (auto choice : f.allowed) EXPECT_NE(f.doc.find(choice), std::string_view::npos) << choice;
   }
+}
+
+TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
+  ::setenv("NSA_WINDOW_BWD", "atomic", 1);
+  try {
+    Flags::from_environment();
+    ::unsetenv("NSA_WINDOW_BWD");
+    FAIL() << "accepted";
+  } catch (const FlagError& e) {
+    ::unsetenv("NSA_WINDOW_BWD");
+    EXPECT_STREQ(e.what(), "NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'");
+  }
+  ::setenv("NSA_WINDOW_BWD", "cudnn_atomic", 1);
+  Flags f = Flags::from_environment();
+  ::unsetenv("NSA_WINDOW_BWD");
+  EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "cudnn_atomic");
 }
 
 }  // namespace

@@ -253,8 +253,12 @@ class CuptiProbe : public Probe {
         e.must_launch.push_back(kFlashForward);
         e.must_not_launch.push_back(kCudnnAttention);
       } else if (b == "win" && window_expects_cudnn(ctx)) {
-        // Likewise our kernel may run beside it (fp32 checks).
-        e.flag += ", NSA_WINDOW_CUDNN=1";
+        // Likewise our kernel may run beside it (fp32 checks). The backward
+        // (NSA_WINDOW_BWD) is named for the record, not checked by kernel name:
+        // no run here has recorded the names of cuDNN's backward kernels, and
+        // ours may run in the same cell either way (the finite probe's fp32
+        // re-run of a non-finite step).
+        e.flag += ", NSA_WINDOW_CUDNN=1, NSA_WINDOW_BWD=" + ctx.rt.flags.get_string("NSA_WINDOW_BWD");
         e.must_launch.push_back(kCudnnAttention);
         e.must_not_launch.push_back(kFlashForward);
       } else {

@@ -68,6 +68,7 @@ train:
 flags:
   NSA_USE_CUDA_SEL: 0
   NSA_HEARTBEAT_EVERY: 8
+  NSA_WINDOW_BWD: cudnn_atomic
   NSA_FAULT: "causal_leak"
 faults: [dead_projection]
 probes:

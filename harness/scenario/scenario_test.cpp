@@ -55,6 +55,28 @@ TEST(Scenario, DefaultScenarioIsPrefillTimesPrecision) {
   EXPECT_TRUE(s.warnings.empty());
 }
 
+// window_bwd.yaml: nsa_vs_dense's shape, the NSA cell under each window
+// backward and the dense cell once (the flag does not touch dense attention).
+TEST(Scenario, WindowBackwardIsTheNsaCellTwiceAndDenseOnce) {
+  Scenario s = load_scenario(S + "/window_bwd.yaml", opts());
+  EXPECT_EQ(ids(s), (std::vector<std::string>{"attention=nsa,probes=none,NSA_WINDOW_BWD=ours",
+                                              "attention=nsa,probes=none,NSA_WINDOW_BWD=cudnn_atomic",
+                                              "attention=dense,probes=none,NSA_WINDOW_BWD=ours"}));
+  const std::vector<std::string> attention = {"nsa", "nsa", "dense"}, backward = {"ours", "cudnn_atomic", "ours"};
+  for (size_t i = 0; i < s.cells.size() && i < 3; ++i) {
+    const CellSpec& c = s.cells[i];
+    SCOPED_TRACE(c.id);
+    EXPECT_EQ(c.model.attention, attention[i]);
+    EXPECT_EQ(c.flags.at("NSA_WINDOW_BWD"), backward[i]);
+    EXPECT_EQ(c.model_name, "m7c_125m");
+    EXPECT_EQ(c.train.seq_len, 2048);
+    EXPECT_EQ(c.train.batch, 8);
+    EXPECT_EQ(c.train.precision, "bf16");
+    EXPECT_EQ(c.device, "cuda");
+    for (auto& [name, p] : c.probes) EXPECT_FALSE(p.enabled) << name;
+  }
+}
+
 TEST(Scenario, ExtendsExcludeAndInclude) {
   Scenario s = load_scenario(S + "/examples/prefill_paths.yaml", opts());
   // 2 × 2 × 2 = 8, minus sequential at 128 (2 cells), + one added cell.

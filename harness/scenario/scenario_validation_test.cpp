@@ -164,6 +164,20 @@ TEST(ScenarioValidation, Yaml11BooleanWordsInAxesAndSettings) {
             std::string::npos);
 }
 
+// A string flag with a list of choices (nsa/flags.cpp) takes only those, in
+// `flags:` and in a matrix axis alike.
+TEST(ScenarioValidation, StringFlagOutsideItsChoices) {
+  EXPECT_EQ(text_problems("name: t\nflags: {NSA_WINDOW_BWD: atomic}\n"),
+            "t.yaml:2:25: flags.NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'\n"
+            "flags: {NSA_WINDOW_BWD: atomic}\n"
+            "                        ^\n");
+  EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_WINDOW_BWD: [ours, cudnn_atomc]\n"),
+            "t.yaml:3:26: matrix.NSA_WINDOW_BWD[1]: expected ours, cudnn or cudnn_atomic, got 'cudnn_atomc'\n"
+            "  NSA_WINDOW_BWD: [ours, cudnn_atomc]\n"
+            "                         ^\n");
+  EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_WINDOW_BWD: [ours, cudnn, cudnn_atomic]\n"), "(no error)");
+}
+
 TEST(ScenarioValidation, PrefillAxisAndFlagAxisConflict) {
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  prefill: [batched]\n  NSA_PREFILL_BATCHED: [0]\n"),
             "t.yaml:4:25: matrix.NSA_PREFILL_BATCHED: the prefill axis already sets this flag: keep one of the "

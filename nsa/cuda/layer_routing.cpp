@@ -108,15 +108,17 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     auto v = v_win;
     // FlashAttention-2's sliding window when NSA_SDPA_NO_FLASH=0 asks for it and
     // it applies (window_flash.h); else cuDNN's when NSA_WINDOW_CUDNN=1 (the
-    // default) and cuDNN has an engine for the shape (window_cudnn.h); our
+    // default) and cuDNN has an engine for the shape (window_cudnn.h), with the
+    // backward NSA_WINDOW_BWD names (asked of cuDNN too when it is cuDNN's); our
     // kernel otherwise. All are the fused CUDA route; which kernels ran is in
     // the CUPTI records.
     const bool flash =
         !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q_win, k, v, P.window).empty();
-    const bool cudnn =
-        !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") && cudnn_window_declines(q_win, k, v, P.window).empty();
+    const CudnnWindowBackward cudnn_bwd = parse_cudnn_window_backward(rt.flags.get_string("NSA_WINDOW_BWD"));
+    const bool cudnn = !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") &&
+                       cudnn_window_declines(q_win, k, v, P.window, cudnn_bwd).empty();
     out.o[2] = flash   ? flash_window_attention(q_win, k, v, P.window, scale)
-               : cudnn ? cudnn_window_attention(q_win, k, v, P.window, scale)
+               : cudnn ? cudnn_window_attention(q_win, k, v, P.window, scale, cudnn_bwd)
                        : window_attention(q_win, k, v, P.window, scale);
     if (window_stream) {
       on_side.reset();

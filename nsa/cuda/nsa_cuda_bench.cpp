@@ -317,7 +317,12 @@ void BM_WindowImpl(benchmark::State& state) {
       state.SkipWithError(((flash ? "FlashAttention-2 declines: " : "cuDNN declines: ") + why).c_str());
       return;
     }
-    auto* fn = flash ? &flash_window_attention : &cudnn_window_attention;
+    using WindowFn = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double);
+    // cuDNN's forward with our backward after it, as the layer runs it by default.
+    const WindowFn cudnn = [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t w, double s) {
+      return cudnn_window_attention(q, k, v, w, s, CudnnWindowBackward::ours);
+    };
+    const WindowFn fn = flash ? &flash_window_attention : cudnn;
     ms = BWD ? time_window_autograd_backward(state, p, fn)
              : time_it(state, [&] { fn(p.q, p.k, p.v, kW, p.scale); });
   }
@@ -325,16 +330,20 @@ void BM_WindowImpl(benchmark::State& state) {
 }
 // The backward after cuDNN's window forward (window_cudnn.h): arg bwd 0 = our
 // kernels from cuDNN's logsumexp (the layer's default), 1 = cuDNN's
-// deterministic backward, 2 = cuDNN's backward with atomics.
+// deterministic backward, 2 = cuDNN's backward with atomics (CudnnWindowBackward's
+// order; NSA_WINDOW_BWD's ours, cudnn, cudnn_atomic), named with each call.
 void BM_CudnnWindowBwd(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
-  const CudnnWindowBackwardScope backward(CudnnWindowBackward(state.range(2)));
-  if (const std::string why = cudnn_window_declines(p.q, p.k, p.v, kW); !why.empty()) {
+  const auto backward = CudnnWindowBackward(state.range(2));
+  if (const std::string why = cudnn_window_declines(p.q, p.k, p.v, kW, backward); !why.empty()) {
     state.SkipWithError(("cuDNN declines: " + why).c_str());
     return;
   }
-  const double ms = time_window_autograd_backward(state, p, &cudnn_window_attention);
+  const double ms = time_window_autograd_backward(
+      state, p, [backward](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t w, double scale) {
+        return cudnn_window_attention(q, k, v, w, scale, backward);
+      });
   report(state, ms, branch_flops<Which::Window, true>(p), dense_ms(p, true));
 }
 // The m7c training shape, m7c at 8k and 64k, each with the benchmark's choices

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "nsa/cuda/test_util.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
+#include "nsa/flags.h"
 
 namespace nsa::cuda {
 namespace {
@@ -28,11 +30,11 @@ struct WindowCase {
 };
 void PrintTo(const WindowCase& c, std::ostream* os) { *os << c.name; }
 
-using WindowFn = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double);
+using WindowFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double)>;
 
-// `fn` (our kernel or FlashAttention-2) on the case's random inputs against
+// `fn` (our kernel, FlashAttention-2, cuDNN) on the case's random inputs against
 // ref_window_attention in float64: output and every gradient.
-void check_window(const WindowCase& c, const testing::AttnInputs& in, const std::string& label, WindowFn fn) {
+void check_window(const WindowCase& c, const testing::AttnInputs& in, const std::string& label, const WindowFn& fn) {
   const double scale = 1.0 / std::sqrt(double(c.dk));
   testing::check_branch(
       label, in,
@@ -197,8 +199,9 @@ TEST(FlashWindow, DeclinesWhatFlashAttentionDoesNotTake) {
 // default where cuDNN has an engine) against the same float64 reference:
 // output, and every gradient through each backward that can follow cuDNN's
 // forward (ours from cuDNN's logsumexp, the default; cuDNN's own, deterministic
-// and not), on the band edges, a window one less than the sequence and the m7c
-// training window.
+// and with atomics: NSA_WINDOW_BWD's ours, cudnn, cudnn_atomic), each named
+// with the call, on the band edges, a window one less than the sequence and the
+// m7c training window.
 class CudnnWindow : public ::testing::TestWithParam<WindowCase> {};
 
 constexpr std::pair<CudnnWindowBackward, const char*> kCudnnBackwards[] = {
@@ -206,14 +209,20 @@ constexpr std::pair<CudnnWindowBackward, const char*> kCudnnBackwards[] = {
     {CudnnWindowBackward::cudnn_deterministic, "cuDNN deterministic backward"},
     {CudnnWindowBackward::cudnn_atomic, "cuDNN backward"}};
 
+// cudnn_window_attention with its backward named at the call.
+WindowFn cudnn_with(CudnnWindowBackward backward) {
+  return [backward](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window, double scale) {
+    return cudnn_window_attention(q, k, v, window, scale, backward);
+  };
+}
+
 TEST_P(CudnnWindow, MatchesReference) {
   NSA_REQUIRE_CUDA();
   const WindowCase& c = GetParam();
   const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/6000 + c.S);
   for (const auto& [backward, label] : kCudnnBackwards) {
-    CudnnWindowBackwardScope scope(backward);
-    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, c.window), "") << c.name << ", " << label;
-    check_window(c, in, std::string(c.name) + " (cuDNN forward, " + label + ")", &cudnn_window_attention);
+    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, c.window, backward), "") << c.name << ", " << label;
+    check_window(c, in, std::string(c.name) + " (cuDNN forward, " + label + ")", cudnn_with(backward));
   }
 }
 
@@ -236,7 +245,7 @@ TEST(CudnnWindow, PaperHeadsAreRightWhereverCudnnTakesThem) {
     EXPECT_NE(why.find("cuDNN declines"), std::string::npos) << why;
     GTEST_SKIP() << why;
   }
-  check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward)", &cudnn_window_attention);
+  check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward)", cudnn_with(CudnnWindowBackward::ours));
 }
 
 // Two backward passes over the same inputs give the same bits with our backward
@@ -246,13 +255,12 @@ TEST(CudnnWindow, BackwardIsReproducible) {
   const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6100);
   for (const auto& [backward, label] : kCudnnBackwards) {
     if (backward == CudnnWindowBackward::cudnn_atomic) continue;
-    CudnnWindowBackwardScope scope(backward);
-    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128), "") << label;
+    ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128, backward), "") << label;
     std::vector<at::Tensor> first;
     for (int run = 0; run < 2; ++run) {
       const at::Tensor q = in.q.detach().requires_grad_(true), k = in.k.detach().requires_grad_(true),
                        v = in.v.detach().requires_grad_(true);
-      const at::Tensor o = cudnn_window_attention(q, k, v, 128, 0.125);
+      const at::Tensor o = cudnn_window_attention(q, k, v, 128, 0.125, backward);
       const auto g = torch::autograd::grad({o}, {q, k, v}, {in.dout});
       std::vector<at::Tensor> now = {o.detach(), g[0], g[1], g[2]};
       if (run == 0) {
@@ -261,6 +269,68 @@ TEST(CudnnWindow, BackwardIsReproducible) {
       }
       for (size_t i = 0; i < now.size(); ++i) EXPECT_TRUE(at::equal(first[i], now[i])) << label << ", tensor " << i;
     }
+  }
+}
+
+// Each call's backward is the one named with its forward, saved with it: in one
+// graph, a call with our backward and then a call with cuDNN's deterministic one
+// (chosen after the first forward and before its backward) each give the bits
+// of that backward alone. Both backwards are reproducible bit for bit
+// (BackwardIsReproducible) and differ from each other in their rounding here,
+// so a backward taken from anywhere but its own call shows as unequal bits.
+TEST(CudnnWindow, EachCallKeepsTheBackwardNamedWithItsForward) {
+  NSA_REQUIRE_CUDA();
+  const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6400);
+  constexpr auto kOurs = CudnnWindowBackward::ours, kCudnn = CudnnWindowBackward::cudnn_deterministic;
+  for (auto b : {kOurs, kCudnn}) ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128, b), "");
+  const auto leaves = [&] {
+    return std::vector<at::Tensor>{in.q.detach().requires_grad_(true), in.k.detach().requires_grad_(true),
+                                   in.v.detach().requires_grad_(true)};
+  };
+  // dq, dk, dv of one call alone.
+  const auto alone = [&](CudnnWindowBackward b) {
+    const auto x = leaves();
+    return torch::autograd::grad({cudnn_window_attention(x[0], x[1], x[2], 128, 0.125, b)}, x, {in.dout});
+  };
+  const auto ours = alone(kOurs), cudnn = alone(kCudnn);
+  bool differ = false;
+  for (size_t i = 0; i < 3; ++i) differ |= !at::equal(ours[i], cudnn[i]);
+  ASSERT_TRUE(differ) << "the two backwards give the same bits here: this test could not tell them apart";
+  // Both in one graph, the second chosen between the first's forward and backward.
+  const auto a = leaves(), b = leaves();
+  const at::Tensor oa = cudnn_window_attention(a[0], a[1], a[2], 128, 0.125, kOurs);
+  const at::Tensor ob = cudnn_window_attention(b[0], b[1], b[2], 128, 0.125, kCudnn);
+  const auto g = torch::autograd::grad({oa, ob}, {a[0], a[1], a[2], b[0], b[1], b[2]}, {in.dout, in.dout});
+  const char* names[] = {"dq", "dk", "dv"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(at::equal(g[i], ours[i])) << names[i] << " of the call with our backward";
+    EXPECT_TRUE(at::equal(g[3 + i], cudnn[i])) << names[i] << " of the call with cuDNN's backward";
+  }
+}
+
+// NSA_WINDOW_BWD's choices (nsa/flags.cpp) are the backwards the flag's doc
+// names, no more and no fewer, and any other text is refused naming the flag.
+// Runs without a device.
+TEST(CudnnWindow, FlagValuesNameTheBackwards) {
+  const FlagInfo* flag = find_flag("NSA_WINDOW_BWD");
+  ASSERT_NE(flag, nullptr);
+  const std::vector<std::pair<std::string_view, CudnnWindowBackward>> expected = {
+      {"ours", CudnnWindowBackward::ours},
+      {"cudnn", CudnnWindowBackward::cudnn_deterministic},
+      {"cudnn_atomic", CudnnWindowBackward::cudnn_atomic}};
+  ASSERT_EQ(flag->allowed.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(flag->allowed[i], expected[i].first);
+    EXPECT_EQ(parse_cudnn_window_backward(expected[i].first), expected[i].second) << expected[i].first;
+  }
+  EXPECT_EQ(parse_cudnn_window_backward(flag->default_value), CudnnWindowBackward::ours);
+  try {
+    parse_cudnn_window_backward("cudnn_deterministic");
+    ADD_FAILURE() << "accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic"),
+              std::string::npos)
+        << e.what_without_backtrace();
   }
 }
 
@@ -328,13 +398,16 @@ TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
   const auto d72 = mk(8, 2, 72, at::kBFloat16);
   EXPECT_EQ(cudnn_window_declines(mk(8, 4, 72, at::kBFloat16), d72, d72, 4),
             "head dims are not multiples of 16 (our backward)");
+  // ... which is no reason when the backward is cuDNN's: cuDNN answers for itself.
+  for (auto b : {CudnnWindowBackward::cudnn_deterministic, CudnnWindowBackward::cudnn_atomic})
+    EXPECT_NE(cudnn_window_declines(mk(8, 4, 72, at::kBFloat16), d72, d72, 4, b),
+              "head dims are not multiples of 16 (our backward)");
   // One query and one key: cuDNN's backward has no engine for it (measured on
-  // an H200, cuDNN 9.19: "s_q = s_kv = 1 is not supported").
+  // an H200, cuDNN 9.19: "s_q = s_kv = 1 is not supported"), asked when the
+  // call names cuDNN's backward.
   const auto one = mk(1, 1, 64, at::kHalf);
-  {
-    CudnnWindowBackwardScope scope(CudnnWindowBackward::cudnn_deterministic);
-    EXPECT_NE(cudnn_window_declines(one, one, one, 4).find("cuDNN declines"), std::string::npos);
-  }
+  EXPECT_NE(cudnn_window_declines(one, one, one, 4, CudnnWindowBackward::cudnn_deterministic).find("cuDNN declines"),
+            std::string::npos);
 }
 
 }  // namespace

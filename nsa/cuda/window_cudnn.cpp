@@ -4,11 +4,11 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -154,15 +154,13 @@ const Plan& plan_for(const PlanKey& key) {
   return plans.emplace(key, build(key, handle_on_current_stream())).first->second;
 }
 
-std::atomic<CudnnWindowBackward> g_backward{CudnnWindowBackward::ours};
-
+// `backward`: the key of cuDNN's backward graph for that choice; nullopt: of the
+// forward graph, which is the same for every choice (one plan serves them all).
 PlanKey key_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window, double scale,
-               bool backward) {
-  // The backward choice is part of the backward graph only: one forward plan
-  // serves every choice.
-  const bool deterministic = backward && g_backward.load() == CudnnWindowBackward::cudnn_deterministic;
+               std::optional<CudnnWindowBackward> backward) {
+  const bool deterministic = backward == CudnnWindowBackward::cudnn_deterministic;
   return PlanKey{q.get_device(), q.scalar_type(), q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3),
-                 window,         scale,           backward,  deterministic};
+                 window,         scale,           backward.has_value(),  deterministic};
 }
 
 void execute(const Plan& p, std::unordered_map<int64_t, void*> pack, const at::Tensor& like) {
@@ -182,7 +180,7 @@ ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, con
   ForwardResult r;
   r.o = at::empty({B, S, H, v.size(3)}, q.options());
   r.lse = at::empty({B, S, H}, q.options().dtype(at::kFloat));
-  execute(plan_for(key_of(q, k, v, window, scale, false)),
+  execute(plan_for(key_of(q, k, v, window, scale, std::nullopt)),
           {{kQ, q.data_ptr()}, {kK, k.data_ptr()}, {kV, v.data_ptr()}, {kO, r.o.data_ptr()}, {kStats, r.lse.data_ptr()}},
           q);
   return r;
@@ -192,31 +190,36 @@ namespace {
 
 struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, int64_t window, double scale) {
+                            const at::Tensor& v, int64_t window, double scale, CudnnWindowBackward backward) {
     auto [o, lse] = cudnn_window_forward(q, k, v, window, scale);
     ctx->save_for_backward({q, k, v, o, lse});
     ctx->saved_data["window"] = window;
     ctx->saved_data["scale"] = scale;
+    // The backward is the one asked for with this forward, whatever is asked
+    // of later calls before it runs.
+    ctx->saved_data["backward"] = int64_t(backward);
     return o;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    const at::Tensor none;  // no gradient for window, scale, backward
+    if (!grads[0].defined()) return {none, none, none, none, none, none};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &o = saved[3], &lse = saved[4];
     const int64_t window = ctx->saved_data["window"].toInt();
     const double scale = ctx->saved_data["scale"].toDouble();
+    const auto backward = CudnnWindowBackward(ctx->saved_data["backward"].toInt());
     const at::Tensor dout = grads[0].contiguous();
     const c10::cuda::CUDAGuard guard(q.device());
-    if (g_backward.load() == CudnnWindowBackward::ours) {
+    if (backward == CudnnWindowBackward::ours) {
       BranchSpec spec;
       spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
       Gradients g = attention_backward(q, k, v, o, lse, dout, spec);
-      return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
+      return {g.dq, g.dk, g.dv, none, none, none};
     }
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
     const at::Tensor lse_bhs = lse.permute({0, 2, 1}).contiguous();
-    execute(plan_for(key_of(q, k, v, window, scale, true)),
+    execute(plan_for(key_of(q, k, v, window, scale, backward)),
             {{kQ, q.data_ptr()},
              {kK, k.data_ptr()},
              {kV, v.data_ptr()},
@@ -227,7 +230,7 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
              {kDK, dk.data_ptr()},
              {kDV, dv.data_ptr()}},
             q);
-    return {dq, dk, dv, at::Tensor(), at::Tensor()};
+    return {dq, dk, dv, none, none, none};
   }
 };
 
@@ -239,31 +242,36 @@ std::string cudnn_library_path() {
   return info.dli_fname;
 }
 
-void set_cudnn_window_backward(CudnnWindowBackward b) { g_backward.store(b); }
-CudnnWindowBackward cudnn_window_backward() { return g_backward.load(); }
+CudnnWindowBackward parse_cudnn_window_backward(std::string_view value) {
+  if (value == "ours") return CudnnWindowBackward::ours;
+  if (value == "cudnn") return CudnnWindowBackward::cudnn_deterministic;
+  TORCH_CHECK(value == "cudnn_atomic", "NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got '", value, "'");
+  return CudnnWindowBackward::cudnn_atomic;
+}
 
-std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window) {
+std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
+                                  CudnnWindowBackward backward) {
   if (std::string why = window_library_declines(q, k, v, window); !why.empty()) return why;
   if (k.size(3) != q.size(3)) return "q and k head dims differ";
   // Our backward (the default after cuDNN's forward) tiles head dims in
   // multiples of 16 (nsa_cuda.h).
-  const bool ours = g_backward.load() == CudnnWindowBackward::ours;
+  const bool ours = backward == CudnnWindowBackward::ours;
   if (ours && (q.size(3) % 16 != 0 || v.size(3) % 16 != 0)) return "head dims are not multiples of 16 (our backward)";
   // cuDNN's engines are asked with the scale the layer uses (1/sqrt(dk)); the
   // answer does not depend on the scale's value.
   const double scale = 1.0 / std::sqrt(double(q.size(3)));
   const c10::cuda::CUDAGuard guard(q.device());
-  for (bool backward : {false, true}) {
-    if (backward && ours) break;
-    const Plan& p = plan_for(key_of(q, k, v, window, scale, backward));
+  for (const auto graph : {std::optional<CudnnWindowBackward>(), std::optional(backward)}) {
+    if (graph && ours) break;
+    const Plan& p = plan_for(key_of(q, k, v, window, scale, graph));
     if (!p.graph) return p.declined;
   }
   return "";
 }
 
 at::Tensor cudnn_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  double scale) {
-  return CudnnWindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale);
+                                  double scale, CudnnWindowBackward backward) {
+  return CudnnWindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale, backward);
 }
 
 }  // namespace nsa::cuda

@@ -11,13 +11,15 @@
 //
 // The backward: cuDNN's forward writes the logsumexp in our layout ([B,S,H]
 // fp32), so by default our window backward kernels (bitwise reproducible)
-// run from it. cuDNN's own backward is there too (CudnnWindowBackward); its
-// deterministic algorithm measured slower than ours at every shape (m7c
-// training shape 0.70 against 0.51 ms; batch 1 at 64k 49 ms against 2.0).
+// run from it. cuDNN's own backward is there too (CudnnWindowBackward; the
+// layer's flag NSA_WINDOW_BWD); its deterministic algorithm measured slower
+// than ours at every shape (m7c training shape 0.70 against 0.51 ms; batch 1
+// at 64k 49 ms against 2.0).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <ATen/ATen.h>
 
@@ -27,24 +29,13 @@ namespace nsa::cuda {
 
 // Which backward follows cuDNN's forward: our window kernels (the default),
 // cuDNN's backward graph with its deterministic dq, or cuDNN's backward with
-// float atomics in dq (not reproducible bit for bit). For benchmarks and
-// bisection; takes effect at the next call.
+// float atomics in dq (not reproducible bit for bit). Chosen per call and saved
+// with the call's forward, so a later choice (another layer, another thread, a
+// CUDA graph replayed later) never changes the backward of a forward already run.
 enum class CudnnWindowBackward { ours, cudnn_deterministic, cudnn_atomic };
-void set_cudnn_window_backward(CudnnWindowBackward b);
-CudnnWindowBackward cudnn_window_backward();
-// Sets the backward for its lifetime, then restores the one before.
-class CudnnWindowBackwardScope {
- public:
-  explicit CudnnWindowBackwardScope(CudnnWindowBackward b) : was_(cudnn_window_backward()) {
-    set_cudnn_window_backward(b);
-  }
-  ~CudnnWindowBackwardScope() { set_cudnn_window_backward(was_); }
-  CudnnWindowBackwardScope(const CudnnWindowBackwardScope&) = delete;
-  CudnnWindowBackwardScope& operator=(const CudnnWindowBackwardScope&) = delete;
-
- private:
-  CudnnWindowBackward was_;
-};
+// The choice by NSA_WINDOW_BWD's value (ours | cudnn | cudnn_atomic; nsa/flags.cpp
+// lists the same values and refuses others); throws on any other text.
+CudnnWindowBackward parse_cudnn_window_backward(std::string_view value);
 
 // The file of the libcudnn this process runs on (one per process: libtorch's
 // cuDNN work and ours share it), or "?".
@@ -54,9 +45,12 @@ std::string cudnn_library_path();
 // fp16/bf16, q [B,S,H,dk], k [B,S,G,dk], v [B,S,G,dv], H a multiple of G, as
 // many keys as queries, window >= 1, head dims our backward tiles (multiples of
 // 16) when it is the backward, and a cuDNN engine for the forward graph (and
-// the backward graph, when it is cuDNN's) of this shape on this device (asked
-// once per shape; the answer, cuDNN's own message when it declines, is cached).
-std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window);
+// the backward graph, when `backward` is cuDNN's) of this shape on this device
+// (asked once per shape; the answer, cuDNN's own message when it declines, is
+// cached). Ask with the backward the call will use: cuDNN may take a forward
+// and decline its backward.
+std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
+                                  CudnnWindowBackward backward = CudnnWindowBackward::ours);
 
 // The forward alone, without autograd (benchmarks): o [B,S,H,dv] and the fp32
 // logsumexp [B,S,H], as attention_forward returns them. Inputs contiguous; call
@@ -65,9 +59,9 @@ ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, con
                                    double scale);
 
 // Sliding window through cuDNN (the same function as window_attention: query t
-// sees keys [max(0, t-window+1), t]), differentiable (q, k, v). Call only where
-// cudnn_window_declines(...) is "".
+// sees keys [max(0, t-window+1), t]), differentiable (q, k, v), its backward
+// the one named here. Call only where cudnn_window_declines(..., backward) is "".
 at::Tensor cudnn_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  double scale);
+                                  double scale, CudnnWindowBackward backward = CudnnWindowBackward::ours);
 
 }  // namespace nsa::cuda
