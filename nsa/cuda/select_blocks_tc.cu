@@ -22,7 +22,13 @@
 //             score = 0; for head in order: { acc = 0; for i = lo_j .. ascending:
 //                                              acc += p[head][i]; score += acc; }
 //           so equal contributions give bitwise-equal scores (ties resolve as in
-//           the reference). The host checks that no block overlaps more than 64
+//           the reference); up to four heads' sums run side by side (each still
+//           over i ascending, added to the score in head order: the same bits),
+//           and the queries' key and candidate counts and the tile's block
+//           ranges come from small shared tables (no integer division per
+//           (query, block): ncu had the finishing threads' divisions and the
+//           barrier behind their longest chains at a third of the kernel, m7c
+//           at 64k). The host checks that no block overlaps more than 64
 //           compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16, l'=64), so
 //           lo_j lies in this tile or the previous one, both still in the ring.
 // Pass 1 recomputes what the compressed forward already knows: given its
@@ -32,14 +38,19 @@
 // most 32 candidate blocks each lane ranks its own against the others (taken
 // iff fewer than n beat it), else n rounds of a warp argmax (higher score, ties
 // -> lower index; a taken block becomes -inf, as in v1); the taken blocks are
-// written in ascending order with a ballot, -1 padding last. Rows are (query,
+// written in ascending order with a ballot, -1 padding last. Between the two,
+// a threshold shortcut (top_n_by_threshold) takes the same set without the
+// rounds when it can: the n rounds over 1024 candidates were a third of the
+// kernel at m7c 64k (ncu). Rows are (query,
 // head) pairs r = qi * h + head; rows past q_tile * h are zero padding (h = 6:
 // 60 of 64 rows used). h > 64 runs v1.
 //
 // Shared memory per CTA:
 //   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
 //   P ring     64 x 136 x 4 B             34 KB (row stride 136: the float2
-//                                          stores of a half warp hit 32 banks)
+//                                          stores of a half warp hit 32 banks);
+//                                          the top-n's candidate lists after it
+//   tables     per query: keys, candidates; per block of a tile: lo, hi  1.5 KB
 //   scores     q_tile x ceil(S/l') x 4 B  the rest of kSmemBudget (112 KB);
 // the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 10 queries x
 // 1024 blocks = 40 KB) and runs v1 when not even one query fits.
@@ -68,6 +79,7 @@ using tc::kTcWarps;
 constexpr int kRows = kTcWarps * 16;  // (query, head) rows per CTA
 constexpr int kRing = 2 * kTcKeys;    // keys of P kept per row (this tile and the previous)
 constexpr int kLdP = kRing + 8;       // floats per P row
+constexpr int kMaxTileBlocks = 128;   // blocks finished by one key tile that the lo / hi table holds
 
 struct SelectTcParams {
   const void* q;
@@ -85,7 +97,8 @@ struct SelLayout {
   static constexpr int kLdK = DK + tc::kSmemPad;
   static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
   static constexpr size_t kPBytes = size_t(kRows) * kLdP * sizeof(float);
-  static constexpr size_t kFixed = kKBytes + kPBytes;  // scores follow
+  static constexpr size_t kTableBytes = (2 * size_t(kRows) + 2 * size_t(kMaxTileBlocks)) * sizeof(int);
+  static constexpr size_t kFixed = kKBytes + kPBytes + kTableBytes;  // scores follow
   static_assert(kFixed < kSmemBudget, "select v2 tiles exceed the shared-memory budget");
 };
 
@@ -96,12 +109,73 @@ __device__ __forceinline__ bool beats(float sa, int ia, float sb, int ib) {
   return sa > sb || (sa == sb && ia < ib);
 }
 
+// The top `picks` of sc[0 .. nca), nca > 32, for one warp: the same set as
+// `picks` rounds of a warp argmax under `beats`, written ascending into out
+// with -1 after, but without the rounds. Each lane's best candidate is one of
+// 32 distinct ones (lane l holds the blocks l mod 32); the picks-th best of
+// them (the pivot) is beaten by at most picks - 1 others of them, and every
+// candidate the pivot beats is beaten by at least picks: those are out. The
+// rest (the pivot and whatever beats it; usually a few more than picks) are
+// listed in ascending order in cand_s / cand_j (32 entries) and each ranked
+// against the others, as the one-candidate-per-lane path does. False, with
+// nothing written, where the shortcut does not hold and the rounds must run:
+// picks > 32, a score that is NaN or negative (a sum of probabilities is
+// neither; NaN inputs make the rounds' order the definition), or more than
+// 32 candidates the pivot does not beat (many ties with it).
+__device__ __forceinline__ bool top_n_by_threshold(const float* sc, int nca, int picks, int n_sel, int* out,
+                                                   float* cand_s, int* cand_j, int lane) {
+  constexpr unsigned kAll = 0xffffffffu;
+  if (picks < 1 || picks > 32) return false;
+  float bs = 0.f;
+  int bi = -1;
+  bool plain = true;
+  for (int j = lane; j < nca; j += 32) {
+    const float s = sc[j];
+    plain &= s >= 0.f;
+    if (beats(s, j, bs, bi)) bs = s, bi = j;
+  }
+  if (!__all_sync(kAll, plain)) return false;
+  int rank = 0;  // lane bests that beat this lane's (every lane has one: nca > 32)
+  for (int i = 0; i < 32; ++i) rank += beats(__shfl_sync(kAll, bs, i), __shfl_sync(kAll, bi, i), bs, bi);
+  const int pivot = __ffs(__ballot_sync(kAll, rank == picks - 1)) - 1;
+  const float ps = __shfl_sync(kAll, bs, pivot);
+  const int pi = __shfl_sync(kAll, bi, pivot);
+  __syncwarp();  // the previous query's lists are read
+  int count = 0;
+  for (int j0 = 0; j0 < nca; j0 += 32) {
+    const int j = j0 + lane;
+    const float s = j < nca ? sc[j] : 0.f;
+    const bool in = j < nca && !beats(ps, pi, s, j);
+    const unsigned mask = __ballot_sync(kAll, in);
+    const int pos = count + __popc(mask & ((1u << lane) - 1u));
+    if (in && pos < 32) cand_s[pos] = s, cand_j[pos] = j;
+    count += __popc(mask);
+  }
+  if (count > 32) return false;
+  __syncwarp();
+  const bool mine = lane < count;
+  const float s = mine ? cand_s[lane] : 0.f;
+  const int j = mine ? cand_j[lane] : -1;
+  int r = 0;
+  for (int i = 0; i < count; ++i) r += beats(__shfl_sync(kAll, s, i), __shfl_sync(kAll, j, i), s, j);
+  const bool taken = mine && r < picks;
+  const unsigned mask = __ballot_sync(kAll, taken);
+  const int pos = __popc(mask & ((1u << lane) - 1u));  // the lists are ascending: so is out
+  if (taken && pos < n_sel) out[pos] = j;
+  for (int slot = __popc(mask) + lane; slot < n_sel; slot += 32) out[slot] = -1;
+  return true;
+}
+
 template <typename T, int DK>
 __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(SelectTcParams p) {
   using L = SelLayout<DK>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
   float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [64][kLdP], key i at column i % 128
+  int* q_nc = reinterpret_cast<int*>(smem_raw + L::kKBytes + L::kPBytes);  // [kRows] visible keys of query t0 + qi
+  int* q_ncand = q_nc + kRows;                                            // [kRows] its candidate blocks
+  int* blk_lo = q_ncand + kRows;         // [kMaxTileBlocks] lo_j of the tile's blocks jb + ..
+  int* blk_hi = blk_lo + kMaxTileBlocks;  // [kMaxTileBlocks] hi_j, before the query's clamp
   float* score = reinterpret_cast<float*>(smem_raw + L::kFixed);  // [q_tile][n_blocks]
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.kc);
@@ -128,6 +202,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   const float scale_log2 = p.scale * kLog2e;
 
   for (int e = tid; e < nq * p.n_blocks; e += kTcThreads) score[e] = 0.f;
+  if (tid < nq) q_nc[tid] = n_cmp(t0 + tid), q_ncand[tid] = n_cand(t0 + tid);  // read after a tile's barriers
 
   const auto issue_tile = [&](int i) {
     const int r = tid / 2, key = i * kTcKeys + r;
@@ -139,25 +214,54 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
   // for query t those are jb <= j < j_end(t) (hi_j = ceil((j+1) l'/d) is
   // increasing in j; hi_j > k0 <=> j >= k0 d / l', hi_j <= k1 <=> j < k1 d / l').
-  const auto finish_blocks = [&](int k0) {
-    const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.sel_block;
-    const auto j_end = [&](int t) {
-      return n_cmp(t) <= k1 ? n_cand(t) : imin(k1 * p.cmp_stride / p.sel_block, n_cand(t));
-    };
-    // Bound on j_end - jb over the CTA's queries: queries with n_cmp(t) <= k1
-    // (t <= k1 d + l - 2) end at n_cand(t), increasing in t; the others at most
-    // at k1 d / l'.
+  // tile_blocks gives jb and J, a bound on j_end - jb over the CTA's queries:
+  // queries with n_cmp(t) <= k1 (t <= k1 d + l - 2) end at n_cand(t),
+  // increasing in t; the others at most at k1 d / l'.
+  const auto tile_blocks = [&](int k0, int* jb, int* J) {
+    const int k1 = k0 + kTcKeys;
+    *jb = k0 * p.cmp_stride / p.sel_block;
     const int t_last = t0 + nq - 1, tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
-    const int J = imax(imin(k1 * p.cmp_stride / p.sel_block, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - jb;
+    *J = imax(imin(k1 * p.cmp_stride / p.sel_block, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - *jb;
+  };
+  // The tile's lo_j / hi_j, one thread per block, before the barrier that
+  // publishes P (the previous tile's readers passed the one after their reads).
+  const auto fill_block_table = [&](int k0) {
+    int jb, J;
+    tile_blocks(k0, &jb, &J);
+    if (tid < imin(J, kMaxTileBlocks)) {
+      blk_lo[tid] = overlap_lo(jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
+      blk_hi[tid] = overlap_hi(jb + tid, p.cmp_stride, p.sel_block);
+    }
+  };
+  const auto finish_blocks = [&](int k0) {
+    const int k1 = k0 + kTcKeys, jk1 = k1 * p.cmp_stride / p.sel_block;
+    int jb, J;
+    tile_blocks(k0, &jb, &J);
+    if (J <= 0) return;
+    const bool tabled = J <= kMaxTileBlocks;
+    const float inv_J = 1.f / float(J);
     for (int e = tid; e < nq * J; e += kTcThreads) {
-      const int qi = e / J, j = jb + e % J, t = t0 + qi, nc = n_cmp(t);
-      if (nc <= k0 || j >= j_end(t)) continue;
-      const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
-      const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+      int qi = int(float(e) * inv_J);  // e / J without the division; exact after the two fixes
+      qi += (qi + 1) * J <= e;
+      qi -= qi * J > e;
+      const int jj = e - qi * J, j = jb + jj, nc = q_nc[qi], nca = q_ncand[qi];
+      if (nc <= k0 || j >= (nc <= k1 ? nca : imin(jk1, nca))) continue;
+      const int lo = tabled ? blk_lo[jj] : overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
+      const int hi = imin(tabled ? blk_hi[jj] : overlap_hi(j, p.cmp_stride, p.sel_block), nc);
       if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
       const float* prow = P + qi * p.h * kLdP;
       float s = 0.f;
-      for (int head = 0; head < p.h; ++head) {
+      int head = 0;
+      for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
+        const float* r = prow + head * kLdP;
+        float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+        for (int i = lo; i < hi; ++i) {
+          const int c = i % kRing;
+          a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
+        }
+        s += a0, s += a1, s += a2, s += a3;
+      }
+      for (; head < p.h; ++head) {
         float acc = 0.f;
         for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
         s += acc;
@@ -231,7 +335,8 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
         }
       }
       if (pass == 1) {
-        __syncthreads();  // P of tile i is complete
+        fill_block_table(k0);
+        __syncthreads();  // P of tile i and its block table are complete
         finish_blocks(k0);
       }
       __syncthreads();  // every warp is done with stage i & 1 (and the ring) before reuse
@@ -279,6 +384,10 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       for (int slot = __popc(mask) + lane; slot < p.n_sel; slot += 32) out[slot] = -1;
       continue;
     }
+    // The P ring is free now: each warp's candidate lists (32 scores, 32 indices).
+    if (top_n_by_threshold(sc, nca, picks, p.n_sel, out, P + warp * 64, reinterpret_cast<int*>(P + warp * 64 + 32),
+                           lane))
+      continue;
     for (int round = 0; round < picks; ++round) {
       float bs = -INFINITY;
       int bi = -1;

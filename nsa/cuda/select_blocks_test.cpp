@@ -146,6 +146,12 @@ const std::vector<SelectCase>& v2_cases() {
       SelectCase{"v2_fp16_ties_S1000_h16_d128", 1, 1000, 32, 2, 128, 32, 16, 64, 16, at::kHalf, true},
       SelectCase{"v2_bf16_ties_S513_h20_d192", 1, 513, 20, 1, 192, 8, 4, 16, 6, at::kBFloat16, true},
       SelectCase{"v2_bf16_S3000_h6_l8", 1, 3000, 12, 2, 64, 8, 4, 16, 16, at::kBFloat16, false},
+      // Over 32 candidates (up to 188): the top-n's threshold shortcut, on
+      // ties (v1, which runs the rounds, must agree bitwise), at n = 32 (its
+      // largest) and n = 40 (the rounds again).
+      SelectCase{"v2_bf16_ties_S3000_h6_l8", 1, 3000, 12, 2, 64, 8, 4, 16, 16, at::kBFloat16, true},
+      SelectCase{"v2_fp16_S3000_h1_l8_n32", 1, 3000, 2, 2, 64, 8, 4, 16, 32, at::kHalf, false},
+      SelectCase{"v2_bf16_S3000_h6_l8_n40", 1, 3000, 12, 2, 64, 8, 4, 16, 40, at::kBFloat16, false},
   };
   return cases;
 }
