@@ -31,7 +31,10 @@ struct TrainSpec {
   int world_size = 1;
 };
 
-// Which probes run and how often (every N steps; 0 = off). Names are the probe registry's.
+// Which probes run and how often (every N steps). Names are the probe registry's.
+// `enabled` decides whether a probe runs. A probe the file switched off with
+// `false` has every 0; one switched off by the `probes` axis (or written
+// `enabled: false`) keeps the every and options it would have run with.
 struct ProbeSpec {
   bool enabled = true;
   int every = 1;

@@ -85,19 +85,26 @@ std::string cell_to_scenario_yaml(const CellSpec& cell, const std::string& comme
   out << "probes:\n";
   for (auto& name : probe_names()) {
     auto it = cell.probes.find(name);
-    if (it == cell.probes.end() || !it->second.enabled) {
+    const ProbeSpec* p = it == cell.probes.end() ? nullptr : &it->second;
+    // `false` reads back as off with no sampling (every 0): right only for a
+    // probe the file itself switched off. One the `probes` axis switched off
+    // keeps its every and options, and `enabled: false` keeps them too.
+    if (!p || (!p->enabled && p->every <= 0 && p->options.empty())) {
       out << "  " << name << ": false\n";
       continue;
     }
-    if (it->second.options.empty()) {
-      out << "  " << name << ": {every: " << it->second.every << "}\n";
+    const std::string off = p->enabled ? "" : "enabled: false, ";
+    if (p->options.empty()) {
+      out << "  " << name << ": {" << off << "every: " << p->every << "}\n";
       continue;
     }
-    json p = it->second.options;
-    p["every"] = it->second.every;
+    json m = p->options;
+    if (!p->enabled) m["enabled"] = false;
+    m["every"] = p->every;
     out << "  " << name << ":";
-    emit_value(out, p, 2);
+    emit_value(out, m, 2);
   }
+  out << "observe_alternate: " << (cell.observe_alternate ? "true" : "false") << "\n";
   emit_section(out, "watchdog", j.at("watchdog"));
   emit_section(out, "gates", j.at("gates"));
   if (cell.expect) emit_section(out, "expect", *cell.expect);

@@ -3,7 +3,8 @@
 // every setting written out (model included), so it keeps meaning the same
 // thing after the original scenario or the named configs change.
 // `nsa-harness repro` writes it; load_scenario of the text gives a cell
-// equal to the original apart from its id, axes and file.
+// equal to the original in every field apart from its id, axes and file, and
+// from_environment (those settings are written out as the file's own).
 #include <string>
 
 #include "harness/core/cell_spec.h"

@@ -97,13 +97,18 @@ void parse_probes(const YNode& n, Checker& check, CellDraft& base) {
       continue;
     }
     p = default_probe(e.key);
-    std::vector<std::string> known = {"every"};
+    // `enabled: false` is a probe switched off that keeps its sampling and
+    // options: what a cell the `probes` axis switched off ran with, written
+    // out by a repro so that it reads back as that cell.
+    std::vector<std::string> known = {"enabled", "every"};
     if (auto it = probe_options().find(e.key); it != probe_options().end())
       known.insert(known.end(), it->second.begin(), it->second.end());
     check.check_keys(e.value, path, known);
     for (auto& opt : e.value.entries) {
       const std::string opath = join_path(path, opt.key);
-      if (opt.key == "every") {
+      if (opt.key == "enabled") {
+        if (auto x = check.boolean(opt.value, opath)) p.enabled = *x;
+      } else if (opt.key == "every") {
         if (auto x = check.positive_int(opt.value, opath)) p.every = int(*x);
       } else if (std::find(known.begin(), known.end(), opt.key) != known.end()) {
         // Every probe option so far is a positive number (a budget, a size).
@@ -146,6 +151,12 @@ void parse_gates(const YNode& n, Checker& check, CellDraft& base) {
                 "is above gates.max_branch_share: no cell could pass");
 }
 
+// The `probes: alternate` axis value as a setting of its own, so that a repro
+// of such a cell (which has no matrix) still watches even steps only.
+void parse_observe_alternate(const YNode& n, Checker& check, CellDraft& base) {
+  if (auto x = check.boolean(n, "observe_alternate")) base.spec.observe_alternate = *x;
+}
+
 // The sections read by a parser of one shape: the accepted keys and the
 // dispatch in parse_settings both come from this table.
 struct Section {
@@ -153,7 +164,8 @@ struct Section {
   void (*parse)(const YNode&, Checker&, CellDraft&);
 };
 constexpr Section kSections[] = {{"train", parse_train},   {"flags", parse_flags},       {"faults", parse_faults},
-                                 {"probes", parse_probes}, {"watchdog", parse_watchdog}, {"gates", parse_gates}};
+                                 {"probes", parse_probes}, {"watchdog", parse_watchdog}, {"gates", parse_gates},
+                                 {"observe_alternate", parse_observe_alternate}};
 
 }  // namespace
 
