@@ -1,6 +1,7 @@
 #include "harness/analysis/observation_cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -16,10 +17,15 @@ std::optional<std::string> probes_value(const CellResult& c) { return axis_value
 
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
 
-// A step's cost split in its two parts, for one class of steps.
+// A step's cost split in its two parts, and the standard error of their sum.
 struct StepCost {
   double step_ms = 0, probe_ms = 0;
+  double se_ms = 0;
 };
+
+// Large-sample efficiency of the median: its standard error is about
+// sqrt(pi / 2) σ / √n for normally distributed values.
+constexpr double kMedianSeFactor = 1.2533141373155;
 
 // What an observed step costs on average, robustly: steps are grouped by how
 // they ran (eager, or replayed from the CUDA graph) and each group's median
@@ -27,18 +33,30 @@ struct StepCost {
 // few steps a probe watched from inside run eagerly and cost more; a median
 // over all steps would not see them, a mean would be swayed by one step a
 // busy machine slowed. Warm-up and the capture step are not counted.
-StepCost amortized(const std::vector<const StepRecord*>& steps) {
+// se_ms: the estimate's standard error, each class's median's in quadrature
+// by its weight; a class of fewer than three steps takes `fallback_rel` (a
+// relative spread) as its own.
+StepCost amortized(const std::vector<const StepRecord*>& steps, double fallback_rel) {
   std::map<bool, std::vector<const StepRecord*>> by_class;  // replayed or not
   for (const StepRecord* s : steps) by_class[s->exec == StepExec::replay].push_back(s);
   StepCost out;
   if (steps.empty()) return out;
+  double var = 0;
   for (auto& [replayed, group] : by_class) {
-    std::vector<double> step_ms, probe_ms;
-    for (const StepRecord* s : group) step_ms.push_back(s->step_ms), probe_ms.push_back(s->probe_ms);
+    std::vector<double> step_ms, probe_ms, total_ms;
+    for (const StepRecord* s : group) {
+      step_ms.push_back(s->step_ms), probe_ms.push_back(s->probe_ms);
+      total_ms.push_back(s->step_ms + s->probe_ms);
+    }
     const double w = double(group.size()) / double(steps.size());
     out.step_ms += w * median(step_ms);
     out.probe_ms += w * median(probe_ms);
+    const double n = double(group.size());
+    const double sigma = group.size() >= 3 ? mad_spread(total_ms) : fallback_rel * median(total_ms);
+    const double se = kMedianSeFactor * sigma / std::sqrt(n);
+    var += w * w * se * se;
   }
+  out.se_ms = std::sqrt(var);
   return out;
 }
 
@@ -70,7 +88,8 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
     if (!*s.observed) off_step.push_back(s.step_ms);
   }
   if (on.empty() || off.empty()) return std::nullopt;
-  const StepCost watched = amortized(on), bare = amortized(off);
+  const double off_noise = relative_spread(off_step);
+  const StepCost watched = amortized(on, off_noise), bare = amortized(off, off_noise);
   ObservationCost oc;
   oc.cell_id = c.id;
   oc.observed_cell = c.id + " (even steps)";
@@ -80,7 +99,8 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   oc.bare_ms = bare.step_ms + bare.probe_ms;
   if (oc.bare_ms <= 0) return std::nullopt;
   oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
-  oc.bare_noise = relative_spread(off_step);
+  oc.bare_noise = off_noise;
+  oc.estimate_noise = std::hypot(watched.se_ms, bare.se_ms) / oc.bare_ms;
   oc.goal = goal_for(c);
   return oc;
 }
@@ -102,10 +122,11 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.cell_id = observed.id;
     oc.observed_cell = observed.id;
     oc.bare_cell = bare->id;
+    oc.bare_noise = relative_spread(warm_step_ms(*bare));
     const auto steps = timed_steps(observed);
     const StepCost on = steps.empty() ? StepCost{*observed.metrics.step_ms_median,
                                                  observed.metrics.probe_ms_median.value_or(0.0)}
-                                      : amortized(steps);
+                                      : amortized(steps, oc.bare_noise);
     oc.observed_step_ms = on.step_ms;
     oc.observed_probe_ms = on.probe_ms;
     // The bare cell's probe_ms is the loop's own bookkeeping (a device sync):
@@ -115,15 +136,18 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     const auto bare_steps = timed_steps(*bare);
     const StepCost off = bare_steps.empty() ? StepCost{*bare->metrics.step_ms_median,
                                                        bare->metrics.probe_ms_median.value_or(0.0)}
-                                            : amortized(bare_steps);
+                                            : amortized(bare_steps, oc.bare_noise);
     oc.bare_ms = off.step_ms + off.probe_ms;
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
-    oc.bare_noise = relative_spread(warm_step_ms(*bare));
+    // Unknown (0) unless both sides have per-step records to take it from.
+    if (!steps.empty() && !bare_steps.empty()) oc.estimate_noise = std::hypot(on.se_ms, off.se_ms) / oc.bare_ms;
     oc.goal = goal_for(observed);
     out.push_back(oc);
   }
   return out;
 }
+
+double ObservationCost::noise() const { return std::hypot(bare_noise, estimate_noise); }
 
 }  // namespace harness

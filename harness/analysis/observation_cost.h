@@ -29,7 +29,18 @@ struct ObservationCost {
   // Step-to-step noise of the bare cell (robust σ of its timed steps over their
   // median; 0 when unknown): a cost within about twice this is not measured.
   double bare_noise = 0;
+  // Standard error of the cost estimate itself, over the bare step: each side
+  // is a weighted sum of class medians (eager, replayed), and a median of n
+  // steps is uncertain by about 1.2533 σ / √n, σ its class's robust spread. It
+  // is the larger part when sampled probes watched only a few eager steps
+  // (three in a 100-step run). A class of fewer than three steps, whose own
+  // spread cannot be told, borrows the bare cell's relative spread. 0 when
+  // unknown (no per-step records).
+  double estimate_noise = 0;
   double goal = kObservationCostGoal;  // kSampledObservationCostGoal when the observed cell samples probes
+  // What the cost is judged against: the two above in quadrature (a cost
+  // within about twice this is not measured).
+  double noise() const;
 };
 
 // One entry per (probes=all or a probe subset, probes=none) pair whose other

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "harness/testing/results.h"
 
 namespace harness {
@@ -79,6 +81,49 @@ TEST(ObservationCost, SampledProbesCostTheirWatchedStepsByTheirShare) {
   EXPECT_EQ(costs[0].goal, kObservationCostGoal);  // nothing sampled: watching every step
   on.sampled_probes = {{"finite", 50}, {"cupti", 50}};
   EXPECT_EQ(observation_costs({on, bare})[0].goal, kSampledObservationCostGoal);
+}
+
+// The cost's own uncertainty: each class median's standard error, 1.2533 σ /
+// √n with σ the class's robust spread, weighted by the class's share, in
+// quadrature over classes and sides, over the bare step. Written out by hand
+// for three watched eager steps among replays, and for a class too small to
+// have a spread (it borrows the bare cell's relative one).
+TEST(ObservationCost, EstimateNoiseIsTheStandardErrorOfTheWeightedMedians) {
+  const double k = std::sqrt(std::acos(-1.0) / 2);  // the median's efficiency factor
+  CellResult on = timed({{"probes", "all"}}, 0.0, 0.0);
+  auto add = [](CellResult& c, double ms, double probe, StepExec exec) {
+    StepRecord s{int(c.steps.size()) + 1, 1.0, ms};
+    s.probe_ms = probe, s.exec = exec;
+    c.steps.push_back(s);
+  };
+  add(on, 900, 0, StepExec::eager);  // warm-up
+  add(on, 400, 0, StepExec::capture);
+  for (int i = 0; i < 7; ++i) add(on, 25.0, 0.0, StepExec::replay);  // no spread: no error
+  // Watched eager steps, step + probe: 50, 60, 80 → median 60, MAD 10.
+  add(on, 49, 1, StepExec::eager), add(on, 58, 2, StepExec::eager), add(on, 77, 3, StepExec::eager);
+  CellResult bare = timed({{"probes", "none"}}, 0.0, 0.0);
+  add(bare, 900, 0, StepExec::eager);
+  for (int i = 0; i < 10; ++i) add(bare, 25.0, 0.0, StepExec::replay);
+  auto costs = observation_costs({on, bare});
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_NEAR(costs[0].bare_ms, 25.0, 1e-12);
+  const double se_eager = k * 1.4826 * 10 / std::sqrt(3.0);
+  EXPECT_NEAR(costs[0].estimate_noise, (3.0 / 10) * se_eager / 25.0, 1e-9);
+  EXPECT_NEAR(costs[0].noise(), costs[0].estimate_noise, 1e-12);  // the bare cell has no spread
+  // Two eager steps only: their spread cannot be told, so they take the bare
+  // cell's (here 1.4826 × 1 ms of 25 ms) at their median (55 ms).
+  on.steps.pop_back();
+  bare.steps.clear();
+  add(bare, 900, 0, StepExec::eager);
+  for (double ms : {24.0, 25.0, 26.0, 25.0, 24.0, 26.0, 25.0}) add(bare, ms, 0.0, StepExec::replay);
+  costs = observation_costs({on, bare});
+  ASSERT_EQ(costs.size(), 1u);
+  const double rel = 1.4826 * 1.0 / 25.0;
+  EXPECT_NEAR(costs[0].bare_noise, rel, 1e-9);
+  const double se_two = k * rel * 55.0 / std::sqrt(2.0);
+  const double se_bare = k * 1.4826 / std::sqrt(7.0);
+  EXPECT_NEAR(costs[0].estimate_noise, std::hypot((2.0 / 9) * se_two, se_bare) / 25.0, 1e-9);
+  EXPECT_NEAR(costs[0].noise(), std::hypot(costs[0].bare_noise, costs[0].estimate_noise), 1e-12);
 }
 
 TEST(ObservationCost, AlternateCellComparesItsEvenStepsWithItsOddOnes) {

@@ -89,18 +89,30 @@ TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
   EXPECT_NE(md.find("| name | median_ms | steps |\n|---|---|---|\n| finite | 1.5 | 8 |"), std::string::npos) << md;
   // (103 + 2) / (99.5 + 0.5) - 1 = +5.0 %: over the 3 % goal.
   EXPECT_NE(md.find("\n## Observation Cost\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `probes=all` | 103.0 | 2.00 | 100.0 | +5.0 % | n/a | ≤ 3 % | ❌ |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `probes=all` | 103.0 | 2.00 | 100.0 | +5.0 % | n/a | n/a | ≤ 3 % | ❌ |"), std::string::npos) << md;
   // With the bare cell's steps: 98..102 around 100 → σ = 1.4826 × 1 ms: +5 % is over twice that.
   for (double ms : {500.0, 98.0, 99.0, 100.0, 101.0, 102.0}) r.cells[1].steps.push_back(StepRecord{0, 1.0, ms});
   md = render_markdown(r);
-  EXPECT_NE(md.find("| +5.0 % | ±1.5 % | ≤ 3 % | ❌ |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| +5.0 % | ±1.5 % | n/a | ≤ 3 % | ❌ |"), std::string::npos) << md;
   EXPECT_EQ(md.find("within noise"), std::string::npos) << md;
   // 80..120: σ = 1.4826 × 10 ms = 14.8 %: +5 % is within it.
   r.cells[1].steps.clear();
   for (double ms : {500.0, 80.0, 90.0, 100.0, 110.0, 120.0}) r.cells[1].steps.push_back(StepRecord{0, 1.0, ms});
   md = render_markdown(r);
-  EXPECT_NE(md.find("| +5.0 % (within noise) | ±14.8 % | ≤ 3 % | ❌ |"), std::string::npos) << md;
-  EXPECT_NE(md.find("cannot be told from that noise"), std::string::npos) << md;
+  EXPECT_NE(md.find("| +5.0 % (within noise) | ±14.8 % | n/a | ≤ 3 % | ❌ |"), std::string::npos) << md;
+  EXPECT_NE(md.find("cannot be told from them"), std::string::npos) << md;
+  // The observed cell's own steps: five eager ones, 80..130 around 105 (MAD
+  // 10 ms, σ 14.826), make the cost's estimate uncertain by 1.2533 × 14.826 /
+  // √5 = 8.31 ms; with the bare side's 1.2533 × 1.4826 / √5 = 0.83 ms, 8.35 % of
+  // its 100 ms step. +5 % is then within twice the two in quadrature although
+  // the bare cell alone (±1.5 %) would call it measured.
+  r.cells[1].steps.clear();
+  for (double ms : {500.0, 98.0, 99.0, 100.0, 101.0, 102.0}) r.cells[1].steps.push_back(StepRecord{0, 1.0, ms});
+  for (double ms : {900.0, 80.0, 95.0, 105.0, 110.0, 130.0}) r.cells[0].steps.push_back(StepRecord{0, 1.0, ms});
+  md = render_markdown(r);
+  EXPECT_NE(md.find("| `probes=all` | 105.0 | 0.00 | 100.0 | +5.0 % (within noise) | ±1.5 % | ±8.4 % | ≤ 3 % | ❌ |"),
+            std::string::npos)
+      << md;
   r.cells.pop_back();  // without the bare cell the section is left out
   EXPECT_EQ(render_markdown(r).find("Observation Cost"), std::string::npos);
 }

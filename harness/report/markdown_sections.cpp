@@ -137,21 +137,23 @@ std::string observation_section(const RunResult& r) {
       "that ran eagerly and steps replayed from the CUDA graph each count by their median, weighted by their "
       "share of the steps, so a sampled probe's rare expensive step is counted and one noisy step is not.\n\n"
       "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | "
-      "Noise (probes off, ±1σ) | Goal | Met |\n"
-      "|---|---|---|---|---|---|---|---|\n",
+      "Noise (probes off, ±1σ) | Estimate (±1σ) | Goal | Met |\n"
+      "|---|---|---|---|---|---|---|---|---|\n",
       kObservationCostGoal * 100, kSampledObservationCostGoal * 100);
   bool within_noise = false;
   for (const auto& c : costs) {
-    const bool unresolved = c.bare_noise > 0 && std::abs(c.cost) < 2 * c.bare_noise;
+    const bool unresolved = c.noise() > 0 && std::abs(c.cost) < 2 * c.noise();
     within_noise = within_noise || unresolved;
-    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} %{} | {} | ≤ {:.0f} % | {} |\n",
+    const auto pct = [](double x) { return x > 0 ? fmt::format("±{:.1f} %", x * 100) : std::string("n/a"); };
+    s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} %{} | {} | {} | ≤ {:.0f} % | {} |\n",
                      table_cell(code(c.observed_cell)), c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100,
-                     unresolved ? " (within noise)" : "",
-                     c.bare_noise > 0 ? fmt::format("±{:.1f} %", c.bare_noise * 100) : std::string("n/a"),
-                     c.goal * 100, c.cost <= c.goal ? "✅" : "❌");
+                     unresolved ? " (within noise)" : "", pct(c.bare_noise), pct(c.estimate_noise), c.goal * 100,
+                     c.cost <= c.goal ? "✅" : "❌");
   }
+  s += "\nNoise: the unobserved cell's step-to-step spread; Estimate: the standard error of the cost itself, from "
+       "each class of steps' spread and count (a few watched eager steps make it wide).\n";
   if (within_noise)
-    s += "\nA cost within twice the unobserved cell's step-to-step noise cannot be told from that noise: more steps or "
+    s += "\nA cost within twice the two noises together (in quadrature) cannot be told from them: more steps or "
          "more rounds (another `steps` value) narrow it.\n";
   // Where the time outside the step goes, as the observed child measured it.
   for (const auto& c : costs)
