@@ -24,10 +24,10 @@ def parse(name):
     return m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or m.group(5)
 
 
-def main(path):
+def collect(data):
+    """The rows the tables show: {(shape, kind, S): row} and {(shape, S): {kind: row}}."""
     rows = {}
     decode = {}
-    data = json.load(open(path))
     for b in data["benchmarks"]:
         p = parse(b["name"])
         # Repetitions: the median row stands for the benchmark (mean, stddev, cv do not).
@@ -38,18 +38,25 @@ def main(path):
             decode.setdefault((shape, S), {})[kind] = b
         elif kind in ORDER:
             rows[(shape, kind, S)] = b
+    return rows, decode
+
+
+def render(data):
+    """The tables as lines of markdown (what main prints)."""
+    rows, decode = collect(data)
+    out = []
     sizes = sorted({k[2] for k in rows})
     context = data.get("context", {})
     if "dense_bf16_peak_tflops" in context:
-        print(f"GPU dense bf16 peak: {context['dense_bf16_peak_tflops']} TFLOP/s "
-              f"({context.get('dense_bf16_peak_source', '')})")
+        out.append(f"GPU dense bf16 peak: {context['dense_bf16_peak_tflops']} TFLOP/s "
+                   f"({context.get('dense_bf16_peak_source', '')})")
     for shape, shape_name in SHAPES.items():
         if not any(k[0] == shape for k in rows):
             continue
-        print(f"\n**{shape_name}** — ms (median), TFLOP/s (% of the dense bf16 peak), speedup over dense SDPA (forward vs forward, "
-              "backward vs SDPA backward, forward+backward vs SDPA forward+backward)\n")
-        print("| benchmark | " + " | ".join(f"{s // 1024}k" for s in sizes) + " |")
-        print("|---|" + "---|" * len(sizes))
+        out.append(f"\n**{shape_name}** — ms (median), TFLOP/s (% of the dense bf16 peak), speedup over dense SDPA (forward vs forward, "
+                   "backward vs SDPA backward, forward+backward vs SDPA forward+backward)\n")
+        out.append("| benchmark | " + " | ".join(f"{s // 1024}k" for s in sizes) + " |")
+        out.append("|---|" + "---|" * len(sizes))
         for kind in ORDER:
             cells = []
             for S in sizes:
@@ -64,17 +71,23 @@ def main(path):
                     text += f", **{b['speedup_vs_sdpa']:.2f}×**"
                 cells.append(text)
             if any(c != "—" for c in cells):
-                print(f"| {kind} | " + " | ".join(cells) + " |")
+                out.append(f"| {kind} | " + " | ".join(cells) + " |")
     if decode:
-        print("\n| shape | S | NSA step µs (graph) | SDPA decode µs | speedup | back to back | KV tokens read | Table 4 |")
-        print("|---|---|---|---|---|---|---|---|")
+        out.append("\n| shape | S | NSA step µs (graph) | SDPA decode µs | speedup | back to back | KV tokens read | Table 4 |")
+        out.append("|---|---|---|---|---|---|---|---|")
         for (shape, S), d in sorted(decode.items()):
             g, sd, kv = d.get("DecodeStepGraph"), d.get("DenseSdpaDecode"), d.get("DecodeKvTokens")
             if g is None:
                 continue
-            print(f"| {SHAPES[shape]} | {S} | {g['us']:.1f} | {sd['us'] if sd else float('nan'):.1f} | "
-                  f"{g.get('speedup_vs_sdpa', float('nan')):.2f}× | {g.get('speedup_back_to_back', float('nan')):.2f}× | "
-                  f"{g['kv_tokens']:.0f} | {g['paper_table4']:.0f} |")
+            out.append(f"| {SHAPES[shape]} | {S} | {g['us']:.1f} | {sd['us'] if sd else float('nan'):.1f} | "
+                       f"{g.get('speedup_vs_sdpa', float('nan')):.2f}× | {g.get('speedup_back_to_back', float('nan')):.2f}× | "
+                       f"{g['kv_tokens']:.0f} | {g['paper_table4']:.0f} |")
+    return out
+
+
+def main(path):
+    for line in render(json.load(open(path))):
+        print(line)
 
 
 if __name__ == "__main__":

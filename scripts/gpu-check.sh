@@ -21,6 +21,12 @@ BUILD=${BUILD:-build-gpu}
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
 log "machine: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null) $(date -u +%FT%TZ)"
+# The tree the binaries are built from, as reports name it (harness/run/platform.cpp).
+tree=${NSA_HARNESS_REVISION:-$(git rev-parse --short HEAD 2>/dev/null)}
+if [ -z "${NSA_HARNESS_REVISION:-}" ] && [ -n "$tree" ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  tree="$tree-dirty"
+fi
+log "tree: ${tree:-unknown}"
 # BUILD_TARGETS: only these targets (a partial check that needs fewer binaries).
 if [ -n "${BUILD_TARGETS:-}" ]; then
   # shellcheck disable=SC2086 # a list of target names
@@ -57,9 +63,15 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
     done
   done
 fi
+# A word as the shell reads it back: bare when plain, else single-quoted.
+shell_word() { case "$1" in *[!A-Za-z0-9_./=:,+@%-]* | "") printf "'%s'" "${1//\'/\'\\\'\'}" ;; *) printf %s "$1" ;; esac; }
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  timeout "${BENCH_TIMEOUT_S:-420}" "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json \
-    --benchmark_out="$OUT/bench.json" --benchmark_filter="${BENCH_FILTER:-.}" ${BENCH_ARGS:-} > "$WORK/bench.txt" 2>&1
+  # shellcheck disable=SC2206 # BENCH_ARGS: words
+  bench=("$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_format=json --benchmark_out="$OUT/bench.json"
+         --benchmark_filter="${BENCH_FILTER:-.}" ${BENCH_ARGS:-})
+  words=(); for w in "${bench[@]}"; do words+=("$(shell_word "$w")"); done
+  log "bench command: ${words[*]}"
+  timeout "${BENCH_TIMEOUT_S:-420}" "${bench[@]}" > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
 fi
 # Peer: fla's parallel_nsa and SDPA against our layer (scripts/peer-bench.sh; needs .whl/fla_core*.whl).
@@ -103,6 +115,17 @@ if [ -f "$OUT/bench.json" ]; then
   for r in "$WORK"/run-*/results.json; do [ -f "$r" ] && args+=(--results "$r"); done
   python3 benchmarks/peer/goals_table.py "${args[@]}" > "$WORK/goals.log" 2>&1
   log "goals table rc=$? ($OUT/goals.md)"
+fi
+
+# The section docs/performance.md takes from this run (scripts/perf_section.py): the GPU and
+# date, the benchmark tables, every scenario's cells with NSA / dense, this summary. Written
+# before the run directories are packed; a missing python3 or a failure is said here, not fatal.
+if command -v python3 >/dev/null; then
+  python3 scripts/perf_section.py "$OUT" > "$OUT/performance-section.md" 2> "$WORK/perf-section.log"
+  rc=$?
+  log "performance section rc=$rc ($OUT/performance-section.md)$( [ $rc = 0 ] || echo ": $(tail -1 "$WORK/perf-section.log")")"
+else
+  log "performance section: not written (no python3 on this machine; scripts/perf_section.py $OUT/ can write it elsewhere)"
 fi
 
 # Traces can be large: keep one sample beside the archive, leave the rest out of it.
