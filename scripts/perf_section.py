@@ -205,8 +205,18 @@ def bench_block(label, data, summary_lines):
         facts.append(f"run {ctx['date']}")
     if ctx.get("host_name"):
         facts.append(f"host {ctx['host_name']}")
+    # The device and software nsa_cuda_bench writes into its context (older files lack them).
+    for key, name in (("gpu", "GPU"), ("sm", "sm"), ("cuda_driver_api", "CUDA driver API"),
+                      ("cuda_runtime", "CUDA runtime"), ("libtorch", "libtorch")):
+        if ctx.get(key):
+            facts.append(f"{name} {ctx[key]}")
     tree = summary_field(summary_lines, "tree") if summary_lines else None
-    facts.append(f"tree {tree} (the check's tree line)" if tree else "tree not recorded with the benchmark")
+    if tree:
+        facts.append(f"tree {tree} (the check's tree line)")
+    elif ctx.get("revision"):
+        facts.append(f"tree {ctx['revision']} (the benchmark's context)")
+    else:
+        facts.append("tree not recorded with the benchmark")
     out.append(f"**Kernel benchmarks** ({', '.join(facts)}).")
     command = summary_field(summary_lines, "bench command") if summary_lines else None
     if command:
@@ -382,6 +392,7 @@ def section(inputs, title):
             dates.append(date_of(m["date"]))
     for _, data in inputs.benches:
         dates.append(date_of(data.get("context", {}).get("date")))
+        gpus.append(data.get("context", {}).get("gpu"))
     gpus, dates = unique(gpus), sorted(unique(dates))
     gpu_text = " / ".join(gpus) if gpus else "GPU not recorded"
     date_text = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}" if dates else "date not recorded"

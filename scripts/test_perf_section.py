@@ -217,6 +217,31 @@ class Section(unittest.TestCase):
         self.assertIn(table, self.out)
 
 
+class BenchmarkContext(unittest.TestCase):
+    """A benchmark file alone names its GPU, software and tree from its own context."""
+
+    def test_the_context_names_the_gpu_and_tree(self):
+        data = load(BENCH)
+        ctx = dict(data["context"], gpu="Some GPU 80GB", sm="9.0", cuda_runtime="13.0", libtorch="2.11.0",
+                   revision="abc1234")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bench.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(dict(data, context=ctx), f)
+            rc, out, err = run(path)
+        self.assertEqual(rc, 0, err)
+        heading = [l for l in out.splitlines() if l.startswith("## ")]
+        self.assertEqual(len(heading), 1, out)
+        self.assertIn("Some GPU 80GB", heading[0])
+        self.assertIn(ctx["date"][:10], heading[0])
+        for fact in ("sm 9.0", "CUDA runtime 13.0", "libtorch 2.11.0", "tree abc1234"):
+            self.assertIn(fact, out)
+        # Without those keys (files written before they existed) the heading says so.
+        rc, out, err = run(BENCH)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("GPU not recorded", [l for l in out.splitlines() if l.startswith("## ")][0])
+
+
 class CheckDirectory(unittest.TestCase):
     """A scripts/gpu-check.sh $OUT before and after it packs work/ into work.tgz."""
 

@@ -22,6 +22,7 @@
 // block_idx); dense causal t+1. select_blocks counts 2*n_cmp(t)*dk per row.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -32,6 +33,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/version.h>
 
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/cuda_check.h"
@@ -959,7 +961,21 @@ BENCHMARK(BM_ProjectionEpilogue<true>)->Name("BM_ProjectionEpilogueBwd")->Arg(0)
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // What the figures were measured on, in the JSON's context, so a benchmark
+  // file names its GPU and software without a log beside it
+  // (scripts/perf_section.py reads them).
+  benchmark::AddCustomContext("libtorch", TORCH_VERSION);
+  if (const char* rev = std::getenv("NSA_HARNESS_REVISION"); rev && *rev) benchmark::AddCustomContext("revision", rev);
   if (nsa::cuda::kernels_available()) {
+    int dev = 0, driver = 0, runtime = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+      benchmark::AddCustomContext("gpu", prop.name);
+      benchmark::AddCustomContext("sm", std::to_string(prop.major) + "." + std::to_string(prop.minor));
+    }
+    const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) benchmark::AddCustomContext("cuda_driver_api", version(driver));
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) benchmark::AddCustomContext("cuda_runtime", version(runtime));
     const nsa::TensorPeak& peak = nsa::cuda::device_bf16_peak();
     benchmark::AddCustomContext("dense_bf16_peak_tflops", peak.tflops > 0 ? std::to_string(peak.tflops) : "unknown");
     benchmark::AddCustomContext("dense_bf16_peak_source", peak.source);
