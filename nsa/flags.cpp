@@ -14,33 +14,41 @@ extern char** environ;
 namespace nsa {
 namespace {
 using T = FlagType;
-// The seeds' names are kept where the meaning is the same.
+using R = FlagReach;
+// The seeds' names are kept where the meaning is the same. A flag's reach
+// (FlagReach) follows its readers: nsa_layer_only where every reader sits behind
+// the NSA layer (nsa_layer.cpp, nsa_batched.cpp, nsa_decode.cpp,
+// cuda/layer_routing.cpp, or a probe branch a dense model skips).
 const std::vector<FlagInfo> kFlags = {
-    {"NSA_PREFILL_BATCHED", T::boolean, "1",
+    // Every model: sequential prefill also keeps the trainer from weight copies
+    // and from the CUDA graph (trainer.cpp), whatever the attention.
+    {"NSA_PREFILL_BATCHED", T::boolean, "1", R::every_model,
      "Prefill (training forward) vectorised over all positions; 0 runs it token by token through the decode path "
      "with incremental caches (sequential prefill)."},
-    {"NSA_USE_SEL_PACK", T::boolean, "1",
+    {"NSA_USE_SEL_PACK", T::boolean, "1", R::nsa_layer_only,
      "Batched selected attention by gathering each query's selected keys into a packed tensor (memory O(S·n·l'))."},
-    {"NSA_USE_SEL_MASK", T::boolean, "0",
+    {"NSA_USE_SEL_MASK", T::boolean, "0", R::nsa_layer_only,
      "Batched selected attention through a dense S×S token mask (simple, O(S²) memory). Wins over NSA_USE_SEL_PACK "
      "when both are set."},
-    {"NSA_FORCE_PARITY", T::boolean, "0",
+    // Every model: the trainer casts each weight instead of reading copies under
+    // it, a dense model too (trainer.cpp, kCopiesBlockers).
+    {"NSA_FORCE_PARITY", T::boolean, "0", R::every_model,
      "Run every NSA layer through the per-query reference path (slow, the oracle)."},
-    {"NSA_STOPGRAD_GATES", T::boolean, "0", "Detach the gate values: gate MLPs get no gradient."},
-    {"NSA_DISABLE_AUX_STATS", T::boolean, "0",
+    {"NSA_STOPGRAD_GATES", T::boolean, "0", R::nsa_layer_only, "Detach the gate values: gate MLPs get no gradient."},
+    {"NSA_DISABLE_AUX_STATS", T::boolean, "0", R::nsa_layer_only,
      "Skip the auxiliary statistics the layer reports to observers (gate values, selected indices)."},
-    {"NSA_SDPA_NO_FLASH", T::boolean, "1",
+    {"NSA_SDPA_NO_FLASH", T::boolean, "1", R::nsa_layer_only,
      "Keep libtorch's FlashAttention-2 out of the window branch on CUDA (the default: cuDNN's forward or ours, "
      "NSA_WINDOW_CUDNN, then our bitwise reproducible backward); 0 runs the window through FA2's sliding-window "
      "kernels where they apply "
      "(fp16/bf16, q/k/v of one head dim <= 256 and a multiple of 8, compute capability >= 8.0), whose backward "
      "is reproducible only under deterministic algorithms."},
-    {"NSA_WINDOW_CUDNN", T::boolean, "1",
+    {"NSA_WINDOW_CUDNN", T::boolean, "1", R::nsa_layer_only,
      "The window branch on CUDA through cuDNN's fused attention with a sliding window (Hopper's wgmma/TMA "
      "kernels; deterministic backward) where cuDNN has an engine for the shape (fp16/bf16, head dims it supports; "
      "nsa/cuda/window_cudnn.h); 0, or a shape cuDNN declines, runs our window kernel. NSA_SDPA_NO_FLASH=0 asks "
      "for FlashAttention-2 explicitly and wins over this."},
-    {"NSA_WINDOW_BWD", T::string, "ours",
+    {"NSA_WINDOW_BWD", T::string, "ours", R::nsa_layer_only,
      "The window branch's backward where its forward runs through cuDNN (NSA_WINDOW_CUDNN=1 and cuDNN takes the "
      "shape; our kernel's forward always has our backward): ours (our kernels from cuDNN's logsumexp, bitwise "
      "reproducible), cudnn (cuDNN's backward, deterministic dq) or cudnn_atomic (cuDNN's backward with float "
@@ -49,55 +57,59 @@ const std::vector<FlagInfo> kFlags = {
      "forward and backward (nsa/cuda/window_cudnn.h).",
      false,
      {"ours", "cudnn", "cudnn_atomic"}},
-    {"NSA_HEARTBEAT_EVERY", T::integer, "0",
+    {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
-    {"NSA_DETECT_ANOMALY", T::boolean, "0", "Run backward with autograd anomaly detection."},
-    {"NSA_USE_CUDA_SEL", T::boolean, "1", "Use the fused CUDA kernel for selected attention on CUDA tensors.", true},
-    {"NSA_USE_CUDA_WIN", T::boolean, "1", "Use the fused CUDA kernel for sliding-window attention on CUDA tensors.",
-     true},
-    {"NSA_USE_CUDA_CMP", T::boolean, "1",
+    {"NSA_DETECT_ANOMALY", T::boolean, "0", R::every_model, "Run backward with autograd anomaly detection."},
+    {"NSA_USE_CUDA_SEL", T::boolean, "1", R::nsa_layer_only,
+     "Use the fused CUDA kernel for selected attention on CUDA tensors.", true},
+    {"NSA_USE_CUDA_WIN", T::boolean, "1", R::nsa_layer_only,
+     "Use the fused CUDA kernel for sliding-window attention on CUDA tensors.", true},
+    {"NSA_USE_CUDA_CMP", T::boolean, "1", R::nsa_layer_only,
      "Use the fused CUDA kernels for compressed attention, block scores and top-n on CUDA tensors.", true},
-    {"NSA_USE_CUDA_DECODE", T::boolean, "1",
+    {"NSA_USE_CUDA_DECODE", T::boolean, "1", R::nsa_layer_only,
      "Sequential prefill on CUDA tensors through the decode kernels: four launches per token forward, the "
      "branch kernels' backward over the tokens' saved choices; 0 runs the ATen decode step under autograd, "
      "token by token in both directions (as do the sequential mutations).",
      true},
-    {"NSA_FUSED_MLP", T::boolean, "1",
+    {"NSA_FUSED_MLP", T::boolean, "1", R::every_model,
      "The MLP on CUDA tensors as one GEMM for the gate and up projections and one SwiGLU kernel each way "
      "(silu(gate)·up, products in fp32); 0 runs the ATen ops (two GEMMs, silu, mul). Dense cells too.",
      true},
-    {"NSA_FUSED_NORM", T::boolean, "1",
+    {"NSA_FUSED_NORM", T::boolean, "1", R::every_model,
      "Each residual add and the RMSNorm after it on CUDA tensors as one kernel each way (the backward also sums "
      "the two gradients the residual stream receives; the fp32 norm weight is used without casts); 0 runs the "
      "ATen add and ATen's RMSNorm. Dense cells too.",
      true},
-    {"NSA_CUDA_GRAPH", T::boolean, "1",
+    {"NSA_CUDA_GRAPH", T::boolean, "1", R::every_model,
      "Capture the training step as one CUDA graph after two eager steps and replay it on the steps no probe "
      "watches from inside (fp32/bf16, one process); 0 runs every step eagerly. Each step_end records which ran.",
      true},
-    {"NSA_WEIGHT_COPIES", T::boolean, "1",
+    {"NSA_WEIGHT_COPIES", T::boolean, "1", R::every_model,
      "With fp32 master weights and 16-bit compute (batched prefill), the forward reads 16-bit copies of the "
      "weights (one tensor per group the forward concatenates: projection, MLP gate|up), refreshed by one copy "
      "kernel per step, and their gradients reach the fp32 parameters by another, instead of a cast of each weight "
      "and of each gradient back (~465 small kernels a step at m7c_125m); the same values either way. 0 casts per "
      "weight (comparison, bisection)."},
-    {"NSA_OVERLAP_STREAMS", T::boolean, "1",
+    {"NSA_OVERLAP_STREAMS", T::boolean, "1", R::nsa_layer_only,
      "Independent attention kernels on CUDA on several streams, forked and joined by events (captured CUDA graphs "
      "too): each branch's backward runs its dk/dv kernel (and the selected branch's reverse index) beside its dq "
      "kernel, and the window and compressed branches run on streams of their own beside the selected one (the "
      "window forward and both backwards overlap). The same values either way; 0 runs everything on one stream "
      "(comparison, bisection).",
      true},
-    {"NSA_CUDA_KERNEL_V1", T::boolean, "0",
+    {"NSA_CUDA_KERNEL_V1", T::boolean, "0", R::nsa_layer_only,
      "Run the v1 (SIMT) attention kernels even where the tensor-core v2 kernels apply (comparison, bisection)."},
-    {"NSA_CUDA_WGMMA", T::boolean, "0",
+    {"NSA_CUDA_WGMMA", T::boolean, "0", R::nsa_layer_only,
      "On Hopper (compute capability 9.0, a build with sm_90a code) run the attention forward at dk = dv = 64 on "
      "warpgroup MMAs (wgmma; Selected under its SharedRows tiling) instead of the v2 mma.sync kernels; off by "
      "default, where v2 measured faster (comparison, and the base of the Hopper path).",
      true},
-    {"NSA_FAULT", T::string, "",
+    // Every model: faults are planted outside the layer too (the loss, model.cpp)
+    // and any active one keeps the CUDA graph off (trainer.cpp); mutations too
+    // (the RoPE ones reach the dense layer, which shares nsa_ops.cpp's RoPE).
+    {"NSA_FAULT", T::string, "", R::every_model,
      "Comma-separated fault names to switch on (see `nsa-harness list faults`)."},
-    {"NSA_MUTATION", T::string, "",
+    {"NSA_MUTATION", T::string, "", R::every_model,
      "Comma-separated mutation names to switch on: bugs planted to test the tests (`nsa-harness selftest "
      "--mutations`). Also read from the environment at process start, so any binary linking the model runs "
      "mutated."},

@@ -13,10 +13,22 @@ namespace nsa {
 
 enum class FlagType { boolean, integer, string };
 
+// Which models' code reads the flag. A dense-attention cell (`attention: dense`)
+// runs the same trainer, embedding, MLP, norms, optimizer and probes as an NSA
+// cell, with causal SDPA in place of the NSA layer; a flag that only the NSA
+// layer reads (its paths, kernels and their launch settings) cannot change what
+// such a cell computes nor how fast it runs, so the report takes one dense cell
+// as the baseline of NSA cells that differ in it (harness/analysis/dense_baseline.h).
+// every_model is the safe side: cells that differ in such a flag are never paired.
+enum class FlagReach { every_model, nsa_layer_only };
+
 struct FlagInfo {
   std::string_view name;
   FlagType type;
   std::string_view default_value;
+  // Before the doc on purpose: a row cannot leave it out, so each flag's reach
+  // is a decision (flags_test.cpp lists the NSA-layer-only ones with the reason).
+  FlagReach reach;
   std::string_view doc;
   bool cuda_only = false;  // has an effect only on CUDA tensors; reported when it cannot take effect
   // A string flag that names one of a few choices: the only values accepted (a

@@ -1,6 +1,8 @@
 #pragma once
 // Cells that differ in one axis only: the pairs the observation-cost table
-// (probes all / none) and the dense comparison (attention nsa / dense) read.
+// (probes all / none) and the dense comparison (attention nsa / dense) read;
+// and which other axes two cells differ on, for the dense comparison's pairs
+// across flags a dense cell does not read.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +35,22 @@ inline const CellResult* partner_on(const std::vector<CellResult>& cells, const 
   for (const auto& other : cells)
     if (axis_value(other, axis) == value && without_axis(other.axes, axis) == rest) return &other;
   return nullptr;
+}
+
+// The axes besides `axis` on which `a` and `b` take different values, in the
+// matrix's order (empty: they differ at most on `axis`, as partner_on's pairs);
+// nothing when their axes are not the same names in the same order, as for
+// cells of different matrices, which are never compared.
+inline std::optional<std::vector<std::string>> axes_differing(const CellResult& a, const CellResult& b,
+                                                              std::string_view axis) {
+  const AxisValues ra = without_axis(a.axes, axis), rb = without_axis(b.axes, axis);
+  if (ra.size() != rb.size()) return std::nullopt;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    if (ra[i].first != rb[i].first) return std::nullopt;
+    if (ra[i].second != rb[i].second) out.push_back(ra[i].first);
+  }
+  return out;
 }
 
 }  // namespace harness

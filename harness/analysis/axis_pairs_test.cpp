@@ -58,6 +58,19 @@ TEST_P(PairedTable, NoPartnerAFailedPartnerOrAnotherAxisGivesNothing) {
   EXPECT_EQ(t.rows({measured({{"a", "1"}, {t.axis, t.value}}), measured({{"a", "2"}, {t.axis, t.partner}})}), 0u);
 }
 
+TEST(AxesDiffering, NamesTheOtherAxesThatDifferAndNothingAcrossMatrices) {
+  const CellResult a = make_cell({{"attention", "nsa"}, {"seq_len", "512"}, {"NSA_WINDOW_BWD", "ours"}}, Outcome::pass);
+  const CellResult b = make_cell({{"attention", "dense"}, {"seq_len", "512"}, {"NSA_WINDOW_BWD", "cudnn"}}, Outcome::pass);
+  EXPECT_EQ(axes_differing(a, b, "attention"), std::vector<std::string>{"NSA_WINDOW_BWD"});
+  EXPECT_EQ(axes_differing(a, a, "attention"), std::vector<std::string>{});
+  EXPECT_EQ(axes_differing(a, make_cell({{"attention", "dense"}, {"seq_len", "512"}}, Outcome::pass), "attention"),
+            std::nullopt);
+  EXPECT_EQ(axes_differing(a, make_cell({{"attention", "dense"}, {"NSA_WINDOW_BWD", "ours"}, {"seq_len", "512"}},
+                                        Outcome::pass),
+                           "attention"),
+            std::nullopt);
+}
+
 INSTANTIATE_TEST_SUITE_P(AxisPairs, PairedTable, ::testing::ValuesIn(kTables),
                          [](const ::testing::TestParamInfo<PairTable>& i) { return std::string(i.param.name); });
 

@@ -1,5 +1,7 @@
 #include "harness/analysis/axis_settings.h"
 
+#include "nsa/flags.h"
+
 namespace harness {
 
 namespace {
@@ -20,6 +22,11 @@ std::string describe_setting(const std::string& axis, const std::string& value) 
 bool is_workaround_axis(const std::string& axis) {
   return is_flag(axis) || axis == "prefill" || axis == "precision" || axis == "master_weights" ||
          axis == "phi" || axis == "lr";
+}
+
+bool is_nsa_layer_only_axis(const std::string& axis) {
+  const nsa::FlagInfo* flag = is_flag(axis) ? nsa::find_flag(axis) : nullptr;
+  return flag && flag->reach == nsa::FlagReach::nsa_layer_only;
 }
 
 }  // namespace harness

@@ -17,4 +17,10 @@ std::string describe_setting(const std::string& axis, const std::string& value);
 // Unknown axes (keys an `include` added) count as workload, the cautious side.
 bool is_workaround_axis(const std::string& axis);
 
+// True for an axis that sets an NSA_* flag only the NSA layer reads
+// (FlagReach::nsa_layer_only in nsa/flags.h): a dense-attention cell runs the
+// same program whatever the value, so it is the baseline of NSA cells that
+// differ there (dense_baseline.h). Any other axis, flag or not, is false.
+bool is_nsa_layer_only_axis(const std::string& axis);
+
 }  // namespace harness

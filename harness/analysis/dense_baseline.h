@@ -4,6 +4,12 @@
 // attention layer; per pair, NSA's median tok/s over the dense cell's, with the
 // step-to-step noise of both, so "NSA is at 0.17× of dense" is one number
 // taken on one machine at one time, never two runs' figures side by side.
+//
+// A dense cell is also the baseline of NSA cells that differ from it in flags
+// only the NSA layer reads (FlagReach::nsa_layer_only, nsa/flags.h): the dense
+// cell runs the same program whatever their value, so a scenario that varies
+// such a flag (window_bwd.yaml's NSA_WINDOW_BWD) keeps one dense cell for all
+// its NSA cells and each gets its ratio.
 #include <string>
 #include <vector>
 
@@ -14,6 +20,9 @@ namespace harness {
 struct DenseComparison {
   std::string nsa_cell;
   std::string dense_cell;
+  // The axes on which the two cells differ besides `attention`: NSA-layer-only
+  // flags, none when the dense cell matches exactly.
+  std::vector<std::string> layer_only_axes;
   double nsa_tok_s = 0;
   double dense_tok_s = 0;
   double ratio = 0;  // nsa_tok_s / dense_tok_s: > 1 means NSA is faster
@@ -22,8 +31,10 @@ struct DenseComparison {
   double noise = 0;
 };
 
-// One entry per (attention=nsa, attention=dense) pair whose other axes are
-// equal and which both passed with a measured tok/s; in cell order.
+// One entry per attention=nsa cell that passed with a measured tok/s and has a
+// baseline: a passing, measured attention=dense cell whose other axes are equal
+// or differ only in NSA-layer-only flags; the exact match where there is one,
+// else the first such cell in cell order. In the NSA cells' order.
 std::vector<DenseComparison> dense_comparisons(const std::vector<CellResult>& cells);
 
 }  // namespace harness

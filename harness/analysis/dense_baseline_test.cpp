@@ -38,6 +38,74 @@ TEST(DenseBaseline, PairsCellsThatDifferOnlyInTheAttentionLayer) {
   EXPECT_NEAR(d[0].noise, std::hypot(0.014826, 0.014826), 1e-4);
 }
 
+// window_bwd.yaml's shape: NSA cells with NSA_WINDOW_BWD ours and cudnn_atomic,
+// and one dense cell (the scenario excludes the dense cudnn_atomic cell, which
+// would run the same program). Both NSA cells get that dense cell.
+AxisValues window_bwd(const char* attention, const char* bwd) {
+  return {{"attention", attention}, {"probes", "none"}, {"NSA_WINDOW_BWD", bwd}};
+}
+
+TEST(DenseBaseline, OneDenseCellIsTheBaselineOfNsaCellsThatDifferInAnNsaLayerOnlyFlag) {
+  const std::vector<CellResult> cells = {measured(window_bwd("nsa", "ours"), 60000.0, 50),
+                                         measured(window_bwd("nsa", "cudnn_atomic"), 75000.0, 40),
+                                         measured(window_bwd("dense", "ours"), 240000.0, 12.5)};
+  auto d = dense_comparisons(cells);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].nsa_cell, "attention=nsa,probes=none,NSA_WINDOW_BWD=ours");
+  EXPECT_EQ(d[0].dense_cell, "attention=dense,probes=none,NSA_WINDOW_BWD=ours");
+  EXPECT_TRUE(d[0].layer_only_axes.empty());
+  EXPECT_DOUBLE_EQ(d[0].ratio, 0.25);
+  EXPECT_EQ(d[1].nsa_cell, "attention=nsa,probes=none,NSA_WINDOW_BWD=cudnn_atomic");
+  EXPECT_EQ(d[1].dense_cell, "attention=dense,probes=none,NSA_WINDOW_BWD=ours");
+  EXPECT_EQ(d[1].layer_only_axes, std::vector<std::string>{"NSA_WINDOW_BWD"});
+  EXPECT_DOUBLE_EQ(d[1].nsa_tok_s, 75000.0);
+  EXPECT_DOUBLE_EQ(d[1].dense_tok_s, 240000.0);
+  EXPECT_DOUBLE_EQ(d[1].ratio, 0.3125);
+  EXPECT_NEAR(d[1].noise, std::hypot(0.014826, 0.014826), 1e-4);  // the noise as for an exact pair
+}
+
+// Every flag of the cell must be one the dense model never reads: the MLP, the
+// norms and prefill run in a dense cell too, so a different value there is a
+// different dense program, and no baseline.
+TEST(DenseBaseline, AFlagTheDenseModelReadsKeepsCellsApart) {
+  for (const char* axis : {"NSA_FUSED_MLP", "NSA_FUSED_NORM", "NSA_CUDA_GRAPH", "NSA_PREFILL_BATCHED",
+                           "NSA_FORCE_PARITY", "prefill", "seq_len"}) {
+    SCOPED_TRACE(axis);
+    const std::vector<CellResult> cells = {measured({{"attention", "nsa"}, {axis, "0"}}, 100.0, 50),
+                                           measured({{"attention", "dense"}, {axis, "1"}}, 400.0, 12.5)};
+    EXPECT_TRUE(dense_comparisons(cells).empty());
+  }
+  // Nor with an NSA-layer-only flag beside it.
+  const std::vector<CellResult> cells = {
+      measured({{"attention", "nsa"}, {"NSA_WINDOW_CUDNN", "0"}, {"NSA_FUSED_MLP", "0"}}, 100.0, 50),
+      measured({{"attention", "dense"}, {"NSA_WINDOW_CUDNN", "1"}, {"NSA_FUSED_MLP", "1"}}, 400.0, 12.5)};
+  EXPECT_TRUE(dense_comparisons(cells).empty());
+}
+
+TEST(DenseBaseline, AnExactMatchWinsOverAnEarlierFlagOnlyMatch) {
+  // Both dense cells were run (no exclude): the NSA ours cell meets the
+  // cudnn_atomic dense cell first, but takes its exact match.
+  const std::vector<CellResult> cells = {measured(window_bwd("dense", "cudnn_atomic"), 200000.0, 12.5),
+                                         measured(window_bwd("nsa", "ours"), 60000.0, 50),
+                                         measured(window_bwd("dense", "ours"), 240000.0, 12.5)};
+  auto d = dense_comparisons(cells);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].dense_cell, "attention=dense,probes=none,NSA_WINDOW_BWD=ours");
+  EXPECT_TRUE(d[0].layer_only_axes.empty());
+  EXPECT_DOUBLE_EQ(d[0].ratio, 0.25);
+}
+
+TEST(DenseBaseline, WithoutAnExactMatchTheFirstPassingFlagOnlyMatchInCellOrder) {
+  const std::vector<CellResult> cells = {measured(window_bwd("nsa", "ours"), 60000.0, 50),
+                                         make_cell(window_bwd("dense", "ours"), Outcome::crash, "signal", 2),
+                                         measured(window_bwd("dense", "cudnn"), 300000.0, 10),
+                                         measured(window_bwd("dense", "cudnn_atomic"), 240000.0, 12.5)};
+  auto d = dense_comparisons(cells);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].dense_cell, "attention=dense,probes=none,NSA_WINDOW_BWD=cudnn");
+  EXPECT_DOUBLE_EQ(d[0].ratio, 0.2);
+}
+
 // No partner, a failed one, another axis: axis_pairs_test.cpp, with the observation cost.
 
 }  // namespace

@@ -12,8 +12,11 @@ namespace harness::cli {
 int cmd_list(const std::string& what) {
   if (what == "flags") {
     for (auto& f : nsa::flag_registry())
-      fmt::print("{:<24} {:<6} default {:<3} {}{}\n", f.name, nsa::to_string(f.type),
-                 f.default_value.empty() ? "''" : std::string(f.default_value), f.doc, f.cuda_only ? " [CUDA only]" : "");
+      // [NSA layer only]: a dense-attention cell never reads it, so the report's
+      // dense comparison pairs across it (nsa/flags.h, FlagReach).
+      fmt::print("{:<24} {:<6} default {:<3} {}{}{}\n", f.name, nsa::to_string(f.type),
+                 f.default_value.empty() ? "''" : std::string(f.default_value), f.doc, f.cuda_only ? " [CUDA only]" : "",
+                 f.reach == nsa::FlagReach::nsa_layer_only ? " [NSA layer only]" : "");
   } else if (what == "faults") {
     for (auto& f : nsa::faults.rows()) fmt::print("{:<24} {}  (affects: {})\n", f.name, f.doc, f.affects);
   } else if (what == "probes") {

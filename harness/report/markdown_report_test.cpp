@@ -130,9 +130,36 @@ TEST(MarkdownReport, AttentionAxisPairsGetNsaOverDenseInOneTable) {
   r.cells = {cell("nsa", 50000.0), cell("dense", 200000.0)};
   std::string md = render_markdown(r);
   EXPECT_NE(md.find("\n## Against Dense Attention\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `attention=nsa` | 50000 | 200000 | 0.25× | n/a |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `attention=nsa` | `attention=dense` | 50000 | 200000 | 0.25× | n/a |"), std::string::npos) << md;
   r.cells.pop_back();  // without the dense cell the section is left out
   EXPECT_EQ(render_markdown(r).find("Against Dense Attention"), std::string::npos);
+}
+
+// window_bwd.yaml: the one dense cell is the cudnn_atomic cell's baseline too,
+// and its row says which dense cell and which flag the two differ in.
+TEST(MarkdownReport, DenseTableNamesTheBaselineAndTheNsaLayerOnlyFlagItDiffersIn) {
+  RunResult r;
+  auto cell = [](const std::string& attention, const std::string& bwd, double tok_s) {
+    CellResult c;
+    c.axes = {{"attention", attention}, {"NSA_WINDOW_BWD", bwd}};
+    c.id = "attention=" + attention + ",NSA_WINDOW_BWD=" + bwd;
+    c.outcome = Outcome::pass;
+    c.metrics.tok_s = tok_s;
+    return c;
+  };
+  r.cells = {cell("nsa", "ours", 50000.0), cell("nsa", "cudnn_atomic", 60000.0), cell("dense", "ours", 200000.0)};
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| NSA cell | Dense cell | NSA tok/s | Dense tok/s | NSA ÷ dense | Noise (±1σ) |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `attention=nsa,NSA_WINDOW_BWD=ours` | `attention=dense,NSA_WINDOW_BWD=ours` | 50000 | 200000 | "
+                    "0.25× | n/a |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `attention=nsa,NSA_WINDOW_BWD=cudnn_atomic` | `attention=dense,NSA_WINDOW_BWD=ours` (differs in "
+                    "`NSA_WINDOW_BWD`, NSA layer only) | 60000 | 200000 | 0.30× | n/a |\n"),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace
