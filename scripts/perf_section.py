@@ -272,9 +272,11 @@ def bench_block(label, data, summary_lines):
 # --- training cells ----------------------------------------------------------------------
 
 STEP_TEXT = ("Step: the median of each cell's warm steps ± their scaled MAD (1.4826 · MAD), from the cell's "
-             "`step_noise`; tok/s as the run recorded it. NSA ÷ dense pairs an NSA cell with the dense cell "
-             "whose axes equal its own on every axis but `attention` (both passed) and is dense step ÷ NSA step "
-             "(NSA tok/s ÷ dense tok/s at equal tokens per step); — where the run has no such cell.")
+             "`step_noise`; tok/s as the run recorded it. NSA ÷ dense is the pairing the run's report made "
+             "(results.json's `dense_comparisons`: NSA tok/s ÷ the dense baseline's, the baseline equal on every "
+             "other axis or differing only in flags the NSA layer alone reads); for a run written before that "
+             "field, the dense cell whose axes equal the NSA cell's on every axis but `attention` (both passed), "
+             "as dense step ÷ NSA step; — where there is none.")
 
 
 def step_of(cell):
@@ -326,6 +328,11 @@ def run_block(label, run, explain):
     out.append("| cell | outcome | step ms | tok/s | NSA ÷ dense |")
     out.append("|---|---|---|---|---|")
     cells = run.get("cells") or []
+    # The run's own pairing where results.json carries it (one home for the rule: the harness).
+    recorded_comparisons = None
+    if isinstance(run.get("dense_comparisons"), list):
+        recorded_comparisons = {d.get("nsa_cell"): d for d in run["dense_comparisons"]
+                                if isinstance(d, dict) and isinstance(d.get("ratio"), (int, float))}
     for cell in cells:
         outcome = str(cell.get("outcome", "?"))
         if cell.get("reason"):
@@ -341,8 +348,11 @@ def run_block(label, run, explain):
                 step_text += f" ({steps} steps)"
         tok = (cell.get("metrics") or {}).get("tok_s")
         tok_text = f"{tok:,.0f}" if isinstance(tok, (int, float)) else "—"
-        partner = dense_partner(cells, cell)
-        if partner is not None:
+        recorded = recorded_comparisons.get(cell.get("id")) if recorded_comparisons is not None else None
+        partner = None if recorded_comparisons is not None else dense_partner(cells, cell)
+        if recorded is not None:
+            ratio_text = f"**{recorded['ratio']:.3f}×** (against {code(recorded.get('dense_cell', '?'))})"
+        elif partner is not None:
             ratio = step_of(partner)[0] / step_of(cell)[0]
             ratio_text = f"**{ratio:.3f}×** (against {code(partner.get('id', '?'))})"
         else:

@@ -242,6 +242,39 @@ class BenchmarkContext(unittest.TestCase):
         self.assertIn("GPU not recorded", [l for l in out.splitlines() if l.startswith("## ")][0])
 
 
+class RecordedPairing(unittest.TestCase):
+    """Where results.json carries the report's pairing (dense_comparisons), the section shows it."""
+
+    def test_the_runs_own_comparisons_win_over_the_scripts_rule(self):
+        run_json = load(RUN)
+        cells = run_json["cells"]
+        dense = next(c for c in cells if c["axes"]["attention"] == "dense")
+        nsa = [c for c in cells if c["axes"]["attention"] == "nsa"]
+        records = [{"nsa_cell": c["id"], "dense_cell": dense["id"], "layer_only_axes": [],
+                    "nsa_tok_s": c["metrics"]["tok_s"], "dense_tok_s": dense["metrics"]["tok_s"],
+                    "ratio": c["metrics"]["tok_s"] / dense["metrics"]["tok_s"], "noise": 0.0} for c in nsa]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "results.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(dict(run_json, dense_comparisons=records), f)
+            rc, out, err = run(path)
+        self.assertEqual(rc, 0, err)
+        for c, r in zip(nsa, records):
+            row = next(l for l in out.splitlines() if l.startswith(f"| `{c['id']}`"))
+            self.assertIn(f"**{r['ratio']:.3f}×**", row)
+            self.assertIn(dense["id"], row)
+        # An empty record list means the run paired nothing: no ratio, not the script's own guess.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "results.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(dict(run_json, dense_comparisons=[]), f)
+            rc, out, err = run(path)
+        self.assertEqual(rc, 0, err)
+        for c in nsa:
+            row = next(l for l in out.splitlines() if l.startswith(f"| `{c['id']}`"))
+            self.assertTrue(row.rstrip().endswith("| — |"), row)
+
+
 class CheckDirectory(unittest.TestCase):
     """A scripts/gpu-check.sh $OUT before and after it packs work/ into work.tgz."""
 

@@ -2,14 +2,50 @@
 // decision, platform, cells, … per DESIGN §6), and its way back.
 #include <stdexcept>
 
+#include "harness/analysis/dense_baseline.h"
+#include "harness/analysis/observation_cost.h"
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/report/report_writer.h"
 
 namespace harness {
+namespace {
+
+// The report's two comparisons across cells, as typed records, so a reader of
+// results.json alone (scripts/perf_section.py, a dashboard) takes the pairing
+// the report made instead of re-deriving it. Output only: load_results ignores
+// them and the report recomputes them from the cells.
+nlohmann::json derived_comparisons(const RunResult& run) {
+  nlohmann::json dense = nlohmann::json::array();
+  for (const DenseComparison& d : dense_comparisons(run.cells))
+    dense.push_back({{"nsa_cell", d.nsa_cell},
+                     {"dense_cell", d.dense_cell},
+                     {"layer_only_axes", d.layer_only_axes},
+                     {"nsa_tok_s", d.nsa_tok_s},
+                     {"dense_tok_s", d.dense_tok_s},
+                     {"ratio", d.ratio},
+                     {"noise", d.noise}});
+  nlohmann::json observation = nlohmann::json::array();
+  for (const ObservationCost& c : observation_costs(run.cells))
+    observation.push_back({{"cell", c.cell_id},
+                           {"observed_cell", c.observed_cell},
+                           {"bare_cell", c.bare_cell},
+                           {"observed_step_ms", c.observed_step_ms},
+                           {"observed_probe_ms", c.observed_probe_ms},
+                           {"bare_ms", c.bare_ms},
+                           {"cost", c.cost},
+                           {"bare_noise", c.bare_noise},
+                           {"estimate_noise", c.estimate_noise},
+                           {"goal", c.goal},
+                           {"met", c.cost <= c.goal}});
+  return {{"dense_comparisons", dense}, {"observation_costs", observation}};
+}
+
+}  // namespace
 
 void JsonWriter::write(const RunResult& run, const std::string& dir) {
   nlohmann::json j = run;
+  j.update(derived_comparisons(run));
   write_file_atomic(dir + "/" + kResultsFile, j.dump(2) + "\n");
 }
 

@@ -7,6 +7,7 @@
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/testing/report_fixtures.h"
+#include "harness/testing/results.h"
 #include "harness/report/report_writer.h"
 #include "harness/testing/temp_dir.h"
 
@@ -29,6 +30,38 @@ TEST(JsonWriter, TopLevelFieldsFollowTheContract) {
   EXPECT_EQ(cell.at("outcome"), "hang");
   EXPECT_EQ(cell.at("reason"), "stall");
   EXPECT_TRUE(j.at("cells")[1].at("reason").is_null());
+}
+
+// The report's cross-cell comparisons, written for readers of results.json
+// alone: NSA ÷ dense and the probes' cost, each against figures set here.
+TEST(JsonWriter, WritesTheDenseAndObservationComparisons) {
+  RunResult run;
+  auto cell = [](AxisValues axes, double tok_s, double step_ms) {
+    CellResult c = testing::make_cell(std::move(axes), Outcome::pass);
+    c.metrics.tok_s = tok_s;
+    c.metrics.step_ms_median = step_ms;
+    c.metrics.probe_ms_median = 0.0;
+    return c;
+  };
+  run.cells = {cell({{"attention", "nsa"}, {"probes", "none"}}, 300.0, 40.0),
+               cell({{"attention", "dense"}, {"probes", "none"}}, 600.0, 20.0),
+               cell({{"attention", "nsa"}, {"probes", "all"}}, 270.0, 44.0)};
+  testing::TempDir dir;
+  JsonWriter().write(run, dir.str());
+  auto j = nlohmann::json::parse(read_file(dir.str() + "/results.json"));
+  ASSERT_EQ(j.at("dense_comparisons").size(), 1u);
+  const auto& d = j.at("dense_comparisons")[0];
+  EXPECT_EQ(d.at("nsa_cell"), run.cells[0].id);
+  EXPECT_EQ(d.at("dense_cell"), run.cells[1].id);
+  EXPECT_DOUBLE_EQ(d.at("ratio").get<double>(), 300.0 / 600.0);
+  ASSERT_EQ(j.at("observation_costs").size(), 1u);
+  const auto& o = j.at("observation_costs")[0];
+  EXPECT_EQ(o.at("observed_cell"), run.cells[2].id);
+  EXPECT_EQ(o.at("bare_cell"), run.cells[0].id);
+  EXPECT_NEAR(o.at("cost").get<double>(), 44.0 / 40.0 - 1.0, 1e-12);
+  EXPECT_FALSE(o.at("met").get<bool>());  // +10 % against the 3 % goal
+  // Output only: reading the file back still gives the run.
+  EXPECT_EQ(load_results(dir.str()).cells.size(), 3u);
 }
 
 TEST(JsonWriter, RoundTripsThroughLoadResults) {
