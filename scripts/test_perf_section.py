@@ -31,6 +31,15 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
+def run_json(obj, name):
+    """perf_section.py on `obj` written to a temporary file called `name`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(obj, f)
+        return run(path)
+
+
 def load(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -224,11 +233,7 @@ class BenchmarkContext(unittest.TestCase):
         data = load(BENCH)
         ctx = dict(data["context"], gpu="Some GPU 80GB", sm="9.0", cuda_runtime="13.0", libtorch="2.11.0",
                    revision="abc1234")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "bench.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(dict(data, context=ctx), f)
-            rc, out, err = run(path)
+        rc, out, err = run_json(dict(data, context=ctx), "bench.json")
         self.assertEqual(rc, 0, err)
         heading = [l for l in out.splitlines() if l.startswith("## ")]
         self.assertEqual(len(heading), 1, out)
@@ -246,29 +251,21 @@ class RecordedPairing(unittest.TestCase):
     """Where results.json carries the report's pairing (dense_comparisons), the section shows it."""
 
     def test_the_runs_own_comparisons_win_over_the_scripts_rule(self):
-        run_json = load(RUN)
-        cells = run_json["cells"]
+        results = load(RUN)
+        cells = results["cells"]
         dense = next(c for c in cells if c["axes"]["attention"] == "dense")
         nsa = [c for c in cells if c["axes"]["attention"] == "nsa"]
         records = [{"nsa_cell": c["id"], "dense_cell": dense["id"], "layer_only_axes": [],
                     "nsa_tok_s": c["metrics"]["tok_s"], "dense_tok_s": dense["metrics"]["tok_s"],
                     "ratio": c["metrics"]["tok_s"] / dense["metrics"]["tok_s"], "noise": 0.0} for c in nsa]
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "results.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(dict(run_json, dense_comparisons=records), f)
-            rc, out, err = run(path)
+        rc, out, err = run_json(dict(results, dense_comparisons=records), "results.json")
         self.assertEqual(rc, 0, err)
         for c, r in zip(nsa, records):
             row = next(l for l in out.splitlines() if l.startswith(f"| `{c['id']}`"))
             self.assertIn(f"**{r['ratio']:.3f}×**", row)
             self.assertIn(dense["id"], row)
         # An empty record list means the run paired nothing: no ratio, not the script's own guess.
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "results.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(dict(run_json, dense_comparisons=[]), f)
-            rc, out, err = run(path)
+        rc, out, err = run_json(dict(results, dense_comparisons=[]), "results.json")
         self.assertEqual(rc, 0, err)
         for c in nsa:
             row = next(l for l in out.splitlines() if l.startswith(f"| `{c['id']}`"))
