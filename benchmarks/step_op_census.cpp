@@ -51,11 +51,20 @@ std::map<Site, int64_t> g_counts;
 bool g_counting = false;
 std::string g_phase = "step";  // the forward's current model phase (main thread)
 
+// The first tensor input of a call, read on entry (the inputs are gone by the
+// exit) as plain values and formatted only if the call turns out a leaf: most
+// calls are not, and formatting every one cost more than the counting.
+struct FirstInput {
+  bool present = false;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  c10::SmallVector<int64_t, 6> sizes;
+  bool contiguous = true;
+};
 struct Frame {
   std::string name;
   bool backward_node;  // an autograd node's scope, not an operator
   bool had_child = false;
-  std::string dtype, shape;  // of the first tensor input, read on entry
+  FirstInput input;
 };
 thread_local std::vector<Frame> t_stack;
 
@@ -76,30 +85,41 @@ bool launches_nothing(const std::string& op) {
   return false;
 }
 
-std::string first_tensor(const at::RecordFunction& fn, std::string* dtype) {
+FirstInput first_tensor(const at::RecordFunction& fn) {
+  FirstInput in;
   for (const c10::IValue& v : fn.inputs()) {
     if (!v.isTensor()) continue;
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) continue;
-    *dtype = std::string(c10::toString(t.scalar_type()));
-    std::string s = "[";
-    for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "," : "") + std::to_string(t.size(i));
-    return s + (t.is_contiguous() ? "]" : "] strided");
+    in.present = true;
+    in.dtype = t.scalar_type();
+    in.sizes.assign(t.sizes().begin(), t.sizes().end());
+    in.contiguous = t.is_contiguous();
+    break;
   }
-  return "";
+  return in;
+}
+
+// dtype and "[d0,d1,...]" (" strided" when not contiguous); empty without a tensor input.
+void format_input(const FirstInput& in, std::string* dtype, std::string* shape) {
+  if (!in.present) return;
+  *dtype = std::string(c10::toString(in.dtype));
+  std::string s = "[";
+  for (size_t i = 0; i < in.sizes.size(); ++i) s += (i ? "," : "") + std::to_string(in.sizes[i]);
+  *shape = s + (in.contiguous ? "]" : "] strided");
 }
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   if (!t_stack.empty()) t_stack.back().had_child = true;
   Frame f{fn.name(), fn.scope() == at::RecordScope::BACKWARD_FUNCTION};
-  if (g_counting && !f.backward_node) f.shape = first_tensor(fn, &f.dtype);
+  if (g_counting && !f.backward_node) f.input = first_tensor(fn);
   t_stack.push_back(std::move(f));
   return nullptr;
 }
 
 void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (t_stack.empty()) return;
-  const Frame f = t_stack.back();
+  const Frame f = std::move(t_stack.back());
   t_stack.pop_back();
   if (f.had_child || f.backward_node || !g_counting || launches_nothing(f.name)) return;
   Site s;
@@ -126,7 +146,7 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
     const bool engine = std::this_thread::get_id() != main_thread || g_phase == "backward";
     s.where = engine ? "backward: (engine, between nodes)" : g_phase;
   }
-  s.shape = f.shape, s.dtype = f.dtype;
+  format_input(f.input, &s.dtype, &s.shape);
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_counts[s];
 }
