@@ -50,6 +50,8 @@ const std::vector<LayerOnly> kLayerOnly = {
      "the window branch's route; the CUPTI probe's window expectations"},
     {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti},
      "the window branch's backward; named in the CUPTI probe's window expectation"},
+    {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti},
+     "the selected branch's backward; named in the CUPTI probe's selected expectation"},
     {"NSA_HEARTBEAT_EVERY", "heartbeat_every", {"nsa/nsa_decode.cpp"}, "the NSA layer's sequential prefill"},
     {"NSA_USE_CUDA_SEL", "use_cuda_sel",
      {"nsa/nsa_layer.cpp", "nsa/cuda/layer_routing.cpp", kCupti, kRoutingCheck, kRoutingProbe},

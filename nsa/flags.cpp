@@ -57,6 +57,15 @@ const std::vector<FlagInfo> kFlags = {
      "forward and backward (nsa/cuda/window_cudnn.h).",
      false,
      {"ours", "cudnn", "cudnn_atomic"}},
+    {"NSA_SELECTED_DQ", T::string, "kernel", R::nsa_layer_only,
+     "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
+     "and dP; bitwise reproducible) or atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
+     "already computes: one kernel and one recompute fewer, not reproducible bit for bit, like libtorch's SDPA "
+     "backward in the dense cell). atomic applies to fp16/bf16 on the v2 kernels with sel_block a multiple of 64; "
+     "elsewhere, and in the sequential prefill's backward, the kernel path runs. Each call keeps the choice made "
+     "at its forward.",
+     false,
+     {"kernel", "atomic"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", R::every_model, "Run backward with autograd anomaly detection."},

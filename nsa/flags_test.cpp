@@ -72,6 +72,34 @@ TEST(Flags, WindowBackwardRefusesOtherTextNamingTheChoices) {
   }
 }
 
+TEST(Flags, SelectedDqDefaultsToTheKernel) {
+  EXPECT_EQ(Flags().get_string("NSA_SELECTED_DQ"), "kernel");
+}
+
+TEST(Flags, SelectedDqTakesItsTwoChoices) {
+  for (const char* value : {"kernel", "atomic"}) {
+    SCOPED_TRACE(value);
+    Flags f;
+    f.set("NSA_SELECTED_DQ", value);
+    EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), value);
+  }
+}
+
+TEST(Flags, SelectedDqRefusesOtherTextNamingTheChoices) {
+  // A near miss, another case, NSA_WINDOW_BWD's spellings, an empty value: none is guessed.
+  for (const char* value : {"atomc", "Atomic", "cudnn_atomic", "ours", "", "1"}) {
+    SCOPED_TRACE(value);
+    Flags f;
+    try {
+      f.set("NSA_SELECTED_DQ", value);
+      ADD_FAILURE() << "accepted";
+    } catch (const FlagError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("NSA_SELECTED_DQ: expected kernel or atomic, got '") + value + "'");
+    }
+    EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "kernel");  // the refused value was not kept
+  }
+}
+
 // The choices are part of the table entry, checked for every string flag that
 // lists them; the free-text ones (NSA_FAULT) still take any text.
 TEST(Flags, StringFlagsWithoutChoicesTakeAnyText) {
@@ -126,6 +154,22 @@ TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
   Flags f = Flags::from_environment();
   ::unsetenv("NSA_WINDOW_BWD");
   EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "cudnn_atomic");
+}
+
+TEST(Flags, EnvironmentSelectedDqOutsideTheChoicesIsRefused) {
+  ::setenv("NSA_SELECTED_DQ", "atomics", 1);
+  try {
+    Flags::from_environment();
+    ::unsetenv("NSA_SELECTED_DQ");
+    FAIL() << "accepted";
+  } catch (const FlagError& e) {
+    ::unsetenv("NSA_SELECTED_DQ");
+    EXPECT_STREQ(e.what(), "NSA_SELECTED_DQ: expected kernel or atomic, got 'atomics'");
+  }
+  ::setenv("NSA_SELECTED_DQ", "atomic", 1);
+  Flags f = Flags::from_environment();
+  ::unsetenv("NSA_SELECTED_DQ");
+  EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "atomic");
 }
 
 }  // namespace

@@ -64,6 +64,30 @@ TEST(DenseBaseline, OneDenseCellIsTheBaselineOfNsaCellsThatDifferInAnNsaLayerOnl
   EXPECT_NEAR(d[1].noise, std::hypot(0.014826, 0.014826), 1e-4);  // the noise as for an exact pair
 }
 
+// backward_choices.yaml's shape: two NSA-layer-only flags crossed, one dense
+// cell. Every NSA cell gets it, naming the flags it differs in.
+TEST(DenseBaseline, OneDenseCellIsTheBaselineAcrossTwoNsaLayerOnlyFlags) {
+  const auto axes = [](const char* attention, const char* bwd, const char* dq) {
+    return AxisValues{{"attention", attention}, {"probes", "none"}, {"NSA_WINDOW_BWD", bwd}, {"NSA_SELECTED_DQ", dq}};
+  };
+  const std::vector<CellResult> cells = {measured(axes("nsa", "ours", "kernel"), 60000.0, 50),
+                                         measured(axes("nsa", "ours", "atomic"), 64000.0, 47),
+                                         measured(axes("nsa", "cudnn_atomic", "kernel"), 62000.0, 48),
+                                         measured(axes("nsa", "cudnn_atomic", "atomic"), 66000.0, 45),
+                                         measured(axes("dense", "ours", "kernel"), 240000.0, 12.5)};
+  auto d = dense_comparisons(cells);
+  ASSERT_EQ(d.size(), 4u);
+  const std::vector<std::vector<std::string>> differ = {
+      {}, {"NSA_SELECTED_DQ"}, {"NSA_WINDOW_BWD"}, {"NSA_WINDOW_BWD", "NSA_SELECTED_DQ"}};
+  for (size_t i = 0; i < d.size(); ++i) {
+    SCOPED_TRACE(d[i].nsa_cell);
+    EXPECT_EQ(d[i].nsa_cell, cells[i].id);
+    EXPECT_EQ(d[i].dense_cell, "attention=dense,probes=none,NSA_WINDOW_BWD=ours,NSA_SELECTED_DQ=kernel");
+    EXPECT_EQ(d[i].layer_only_axes, differ[i]);
+    EXPECT_DOUBLE_EQ(d[i].ratio, *cells[i].metrics.tok_s / 240000.0);
+  }
+}
+
 // Every flag of the cell must be one the dense model never reads: the MLP, the
 // norms and prefill run in a dense cell too, so a different value there is a
 // different dense program, and no baseline.

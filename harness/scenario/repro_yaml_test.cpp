@@ -107,6 +107,7 @@ flags:
   NSA_USE_CUDA_SEL: 0
   NSA_HEARTBEAT_EVERY: 8
   NSA_WINDOW_BWD: cudnn_atomic
+  NSA_SELECTED_DQ: atomic
   NSA_FAULT: "causal_leak"
 faults: [dead_projection]
 probes:

@@ -77,6 +77,36 @@ TEST(Scenario, WindowBackwardIsTheNsaCellTwiceAndDenseOnce) {
   }
 }
 
+// backward_choices.yaml: the same shape, the NSA cell under each window
+// backward crossed with each selected dq, and the dense cell once (neither
+// flag touches dense attention).
+TEST(Scenario, BackwardChoicesAreFourNsaCellsAndDenseOnce) {
+  Scenario s = load_scenario(S + "/backward_choices.yaml", opts());
+  const std::string p = "probes=none,NSA_WINDOW_BWD=";
+  EXPECT_EQ(ids(s), (std::vector<std::string>{"attention=nsa," + p + "ours,NSA_SELECTED_DQ=kernel",
+                                              "attention=nsa," + p + "ours,NSA_SELECTED_DQ=atomic",
+                                              "attention=nsa," + p + "cudnn_atomic,NSA_SELECTED_DQ=kernel",
+                                              "attention=nsa," + p + "cudnn_atomic,NSA_SELECTED_DQ=atomic",
+                                              "attention=dense," + p + "ours,NSA_SELECTED_DQ=kernel"}));
+  const std::vector<std::string> attention = {"nsa", "nsa", "nsa", "nsa", "dense"},
+                                 window = {"ours", "ours", "cudnn_atomic", "cudnn_atomic", "ours"},
+                                 dq = {"kernel", "atomic", "kernel", "atomic", "kernel"};
+  for (size_t i = 0; i < s.cells.size() && i < 5; ++i) {
+    const CellSpec& c = s.cells[i];
+    SCOPED_TRACE(c.id);
+    EXPECT_EQ(c.model.attention, attention[i]);
+    EXPECT_EQ(c.flags.at("NSA_WINDOW_BWD"), window[i]);
+    EXPECT_EQ(c.flags.at("NSA_SELECTED_DQ"), dq[i]);
+    EXPECT_EQ(c.model_name, "m7c_125m");
+    EXPECT_EQ(c.model.nsa.sel_block % 64, 0);  // where the atomic dq applies
+    EXPECT_EQ(c.train.seq_len, 2048);
+    EXPECT_EQ(c.train.batch, 8);
+    EXPECT_EQ(c.train.precision, "bf16");
+    EXPECT_EQ(c.device, "cuda");
+    for (auto& [name, p] : c.probes) EXPECT_FALSE(p.enabled) << name;
+  }
+}
+
 TEST(Scenario, ExtendsExcludeAndInclude) {
   Scenario s = load_scenario(S + "/examples/prefill_paths.yaml", opts());
   // 2 × 2 × 2 = 8, minus sequential at 128 (2 cells), + one added cell.

@@ -26,6 +26,14 @@
 // written by exactly one CTA (zeros when no row saw it); the summation order is
 // fixed and there are no atomics, so results are bitwise reproducible.
 //
+// Selected with SelectedDq::atomic (nsa_selected_bwd_dkdvdq_tc_kernel) also
+// makes dq, sparing the dq kernel's second computation of S and dP: after each
+// row tile the warps' dS^T (rounded as dK's operand) sits in shared memory,
+// each warp multiplies 16 of its rows by the key tile (dQ += dS K) and adds
+// them to an fp32 accumulator in 16-byte atomics (add_tile_dq); one kernel
+// then writes dq = scale * accumulator in the input dtype. The additions'
+// order varies from run to run: dq is not reproducible bit for bit.
+//
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
 // cp.async; RT = 64, or 32 when dk + dv > 256) and per-row t / lse / delta:
@@ -81,6 +89,13 @@ struct DkdvLayout {
   static constexpr size_t kLoopBytes = kKvBytes + 2 * kStageBytes + kMetaBytes;
   static constexpr size_t kBytes = kLoopBytes > kRedBytes ? kLoopBytes : kRedBytes;
   static_assert(kBytes <= kSmemBudget, "dk/dv v2 tiles exceed the shared-memory budget");
+  // Selected with dq (SelectedDq::atomic): the row tile's dS^T, [64 keys][RT]
+  // 16-bit, after the loop's tiles; only where it still fits the budget.
+  static constexpr int kLdS = kRows + tc::kSmemPad;
+  static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
+  static constexpr size_t kBytesDq =
+      kLoopBytes + kDsBytes > kRedBytes ? kLoopBytes + kDsBytes : kRedBytes;
+  static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
 
@@ -110,7 +125,59 @@ __device__ __forceinline__ void warp_smem_a_bt(float (&acc)[NK / 8][4], const T*
   }
 }
 
-template <typename T, int DK, int DV, Branch BR>
+// dQ += dS K for the row tile's rows (SelectedDq::atomic): the 4 warps' dS^T
+// (64 keys x RT rows, `ds`) is complete; each warp takes 16-row groups, reads
+// dS as A fragments (transposed from ds) and K from the key tile, 64 columns of
+// dq at a time, and adds them to the fp32 accumulator in 16-byte atomics: the
+// 4 lanes of a row pair exchange halves (shfl) so that even lanes add four
+// columns of row gid and odd lanes four of row gid + 8. Padding rows add nothing.
+template <typename T, int DK, int LDS, int LDK>
+__device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int* ts, int n_here,
+                                            int tile_row0, int b, int g, int warp, int lane) {
+  const int gid = lane / 4, tig = lane % 4;
+  for (int r0 = warp * 16; r0 < n_here; r0 += kTcWarps * 16) {
+    // The global rows of the thread's two accumulator rows (gid, gid + 8), -1 if none.
+    int64_t row[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = r0 + gid + 8 * i, t = r < n_here ? ts[r] : -1;
+      row[i] = t < 0 ? -1 : (int64_t(b) * p.S + t) * p.H + g * p.h + (tile_row0 + r) % p.h;
+    }
+#pragma unroll
+    for (int c0 = 0; c0 < DK; c0 += 64) {
+      float acc[8][4];
+#pragma unroll
+      for (int n = 0; n < 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
+        uint32_t a[4];
+        tc::ldmatrix_a_frag_trans<T, LDS>(a, ds, kk * 16, r0, lane);
+        tc::warp_a_b_step<T, 64, LDK>(acc, a, Ks, kk * 16, c0, lane);
+      }
+      const bool odd = tig & 1;
+      const int64_t mine = row[odd ? 1 : 0];
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
+        const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
+        const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
+        if (mine < 0) continue;
+        const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
+        float* dst = p.dq_accum + mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float4*>(dst), v4);
+#else
+        atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
+#endif
+      }
+    }
+  }
+}
+
+// kDq (Selected only, SelectedDq::atomic): also dQ += dS K into p.dq_accum for
+// every row tile (add_tile_dq), one barrier more per tile; 4 key slices only
+// (sel_block a multiple of 64).
+template <typename T, int DK, int DV, Branch BR, bool kDq = false>
 __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   using L = DkdvLayout<DK, DV>;
   constexpr int RT = L::kRows, NR = L::kStep, kTpr = kTcThreads / RT;  // loader threads per row
@@ -122,6 +189,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
   float* row_lse2 = reinterpret_cast<float*>(row_t + 2 * RT);   // [2][RT], log2 domain
   float* row_delta = row_lse2 + 2 * RT;                         // [2][RT]
+  T* ds = reinterpret_cast<T*>(row_delta + 2 * RT);             // kDq: [64 keys][kLdS], dS^T of the row tile
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -140,6 +208,13 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
   const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
   const bool slice_active = slice < ceil_div(k1 - k0, 16);  // the slice holds a key
+  if constexpr (kDq) {
+    // A slice past the block's end adds zeros to every row's dQ (its K rows
+    // are zero-filled, but its dS must not be stale shared memory).
+    if (!slice_active)
+      for (int e = lane; e < 16 * RT / 2; e += 32)
+        *reinterpret_cast<uint32_t*>(ds + (slice * 16 + e / (RT / 2)) * L::kLdS + 2 * (e % (RT / 2))) = 0u;
+  }
   const int n_rows = n_q * p.h;                             // row = (query index, head)
   // This CTA's row tiles [tile0, tile1): all of them, or its split's share.
   const int n_tiles_all = ceil_div(n_rows, RT);
@@ -221,7 +296,16 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         none = kw0 * p.cmp_stride + p.cmp_block - 1 > tl;
       else
         none = kw0 > tl;
-      if (none) continue;
+      if (none) {
+        if constexpr (kDq) {  // no row of the step sees the warp's keys: their dS is 0
+#pragma unroll
+          for (int n = 0; n < NR / 8; ++n)
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+              *reinterpret_cast<uint32_t*>(ds + (kr0 + gid + 8 * i) * L::kLdS + row0 + 8 * n + 2 * tig) = 0u;
+        }
+        continue;
+      }
       // Does every row of the step see all 16 keys of the warp (warp-uniform)?
       // Then no per-element test: no padding row, no key past the end, and the
       // extreme rows (tf, tl) reach the extreme keys.
@@ -267,8 +351,20 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
       }
       tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
+      if constexpr (kDq) {  // dS^T (keys x rows, rounded as dK's operand was) for the tile's dQ
+#pragma unroll
+        for (int n = 0; n < NR / 8; ++n)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            *reinterpret_cast<uint32_t*>(ds + (kr0 + gid + 8 * i) * L::kLdS + row0 + 8 * n + 2 * tig) =
+                tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
+      }
     }
-    __syncthreads();  // the stage is free for tile i + 2
+    if constexpr (kDq) {
+      __syncthreads();  // every warp's dS^T of the tile is in ds
+      add_tile_dq<T, DK, L::kLdS, L::kLdK>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
+    }
+    __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
 
   // Partial sums -> shared [warp][16 keys][dk + dv] floats (aliasing the tiles),
@@ -309,6 +405,25 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 }
 
 NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body, TcFamily::Dkdv)
+
+// Selected with dq (SelectedDq::atomic), a name of its own for the traces;
+// empty for the head dims whose tiles leave no room for dS^T (never launched).
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(tc::kTcThreads, (min_ctas_per_sm<TcFamily::Dkdv, Branch::Selected, DK, DV>()))
+    nsa_selected_bwd_dkdvdq_tc_kernel(AttnParams p) {
+  if constexpr (DkdvLayout<DK, DV>::kDqFits) tc_dkdv_body<T, DK, DV, Branch::Selected, true>(p);
+}
+
+// dq = scale * the fp32 accumulator, in the input dtype, two elements per
+// thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
+template <typename T>
+__global__ void nsa_dq_accum_to_output_kernel(const AttnParams p) {
+  const int64_t n = int64_t(p.B) * p.S * p.H * p.dk;
+  const int64_t e = 2 * (int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (e >= n) return;
+  const float2 v = *reinterpret_cast<const float2*>(p.dq_accum + e);
+  *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dq_out) + e) = tc::pack2<T>(v.x * p.scale, v.y * p.scale);
+}
 
 // dk | dv = Σ_z partial[z] in split order (fp32), one column pair per thread;
 // dK's scale is already in the partials.
@@ -362,22 +477,43 @@ int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_t
 struct LaunchDkdv {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
+    using L = DkdvLayout<DK, DV>;
     const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
-    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, DkdvLayout<DK, DV>::kRows);
+    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    const auto f32 = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device());
+    // dq here too when asked and the 4 warps hold whole 64-key tiles with room
+    // for dS^T; the caller runs the dq kernel otherwise (dq_done stays false).
+    const bool with_dq = br == Branch::Selected && p.dq_in_dkdv && L::kDqFits && p.sel_block % kKeys == 0;
+    at::Tensor accum;  // stream-ordered like the partials
+    if (with_dq) {
+      const int64_t n = int64_t(p.B) * p.S * p.H * DK;
+      accum = at::empty({n}, f32);
+      p.dq_accum = accum.data_ptr<float>();
+      NSA_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(n) * sizeof(float), stream));
+    }
     at::Tensor partial;  // freed after the launches are queued: the allocator is stream-ordered
     if (p.row_splits > 1) {
-      partial = at::empty({int64_t(p.row_splits) * p.B * p.Sk * p.G * (DK + DV)},
-                          at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device()));
+      partial = at::empty({int64_t(p.row_splits) * p.B * p.Sk * p.G * (DK + DV)}, f32);
       p.dkdv_partial = partial.data_ptr<float>();
     }
-    launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), dim3(n_tiles, p.B * p.G, p.row_splits), kTcThreads,
-                  DkdvLayout<DK, DV>::kBytes, p);
+    const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
+    if (with_dq)
+      launch_kernel(nsa_selected_bwd_dkdvdq_tc_kernel<T, DK, DV>, grid, kTcThreads, L::kBytesDq, p);
+    else
+      launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytes, p);
     if (p.row_splits > 1) {
       const int64_t pairs = int64_t(p.B) * p.Sk * p.G * (DK + DV) / 2;
-      nsa_dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, at::cuda::getCurrentCUDAStream()>>>(p);
+      nsa_dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, stream>>>(p);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    p.row_splits = 1, p.dkdv_partial = nullptr;
+    if (with_dq) {
+      const int64_t pairs = int64_t(p.B) * p.S * p.H * DK / 2;
+      nsa_dq_accum_to_output_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, stream>>>(p);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      p.dq_done = true;
+    }
+    p.row_splits = 1, p.dkdv_partial = nullptr, p.dq_accum = nullptr;
     return true;
   }
 };

@@ -19,6 +19,7 @@ namespace {
 
 std::atomic<bool> g_poison{false};
 std::atomic<bool> g_overlap{true};
+std::atomic<bool> g_last_dq_in_dkdv{false};
 
 at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
 
@@ -106,6 +107,7 @@ at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
 }
 bool poison_outputs() { return g_poison.load(); }
 void set_stream_overlap(bool on) { g_overlap.store(on); }
+bool last_dq_in_dkdv() { return g_last_dq_in_dkdv.load(); }
 bool stream_overlap() { return g_overlap.load(); }
 
 ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -154,6 +156,9 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.lse = lse.data_ptr<float>();
   p.delta = delta.data_ptr<float>();
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
+  // SelectedDq::atomic: the dk/dv kernel adds dS K into dq where it can
+  // (dq_done); the dq kernel below then has nothing left to do.
+  p.dq_in_dkdv = spec.branch == Branch::Selected && spec.dq == SelectedDq::atomic;
   // dk/dv (after the reverse index it reads) first, on a forked stream when
   // overlapping: its CTAs take the GPU first and dq's fill in as they finish.
   // Every tensor the side stream reads was made on the caller's stream before
@@ -176,7 +181,8 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
     launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
   }
   on_side.reset();  // back on the caller's stream
-  launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
+  g_last_dq_in_dkdv.store(p.dq_done);
+  if (!p.dq_done) launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
   if (fork) fork->join();
   return g;
 }

@@ -23,6 +23,7 @@ at::Tensor forward_common(AutogradContext* ctx, const at::Tensor& q, const at::T
   ctx->saved_data["cmp_block"] = spec.cmp_block;
   ctx->saved_data["cmp_stride"] = spec.cmp_stride;
   ctx->saved_data["sel_block"] = spec.sel_block;
+  ctx->saved_data["selected_dq"] = int64_t(spec.dq);
   ctx->saved_data["scale"] = spec.scale;
   return r.o;
 }
@@ -35,6 +36,7 @@ Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
   spec.cmp_block = ctx->saved_data["cmp_block"].toInt();
   spec.cmp_stride = ctx->saved_data["cmp_stride"].toInt();
   spec.sel_block = ctx->saved_data["sel_block"].toInt();
+  spec.dq = SelectedDq(ctx->saved_data["selected_dq"].toInt());
   spec.scale = ctx->saved_data["scale"].toDouble();
   spec.block_idx = saved[4];
   const at::Tensor lse = ctx->saved_data["lse"].toTensor();
@@ -77,15 +79,15 @@ struct CompressedFn : torch::autograd::Function<CompressedFn> {
 struct SelectedFn : torch::autograd::Function<SelectedFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const at::Tensor& block_idx, int64_t sel_block,
-                            double scale) {
+                            double scale, int64_t dq) {
     BranchSpec spec;
     spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel_block;
-    spec.scale = scale;
+    spec.scale = scale, spec.dq = SelectedDq(dq);
     return forward_common(ctx, q, k, v, spec);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Gradients g = backward_common(ctx, grads);
-    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -97,9 +99,15 @@ at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::
 }
 
 at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& block_idx, int64_t sel_block, double scale) {
+                              const at::Tensor& block_idx, int64_t sel_block, double scale, SelectedDq dq) {
   return SelectedFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), block_idx.contiguous(),
-                           sel_block, scale);
+                           sel_block, scale, int64_t(dq));
+}
+
+SelectedDq parse_selected_dq(std::string_view value) {
+  if (value == "kernel") return SelectedDq::kernel;
+  TORCH_CHECK(value == "atomic", "NSA_SELECTED_DQ: expected kernel or atomic, got '", value, "'");
+  return SelectedDq::atomic;
 }
 
 std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,

@@ -26,6 +26,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
       {"nsa_selected_bwd_dkdv_tc_kernel", "selected-block attention backward v2: dk, dv via reverse index, tensor cores (fp16/bf16)", "slc"},
+      {"nsa_selected_bwd_dkdvdq_tc_kernel", "selected-block attention backward v2 with NSA_SELECTED_DQ=atomic: dk, dv and dq (fp32 atomics) via reverse index, tensor cores (fp16/bf16)", "slc"},
       {"nsa_reverse_index_count_kernel", "selected backward: queries per chosen block, counted per chunk of queries", "slc"},
       {"nsa_reverse_index_fill_kernel", "selected backward: the reverse index (queries of each block, ascending) from the counts", "slc"},
       {"nsa_compressed_fwd_kernel", "compressed attention forward", "cmp"},
@@ -56,6 +57,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_row_dot_kernel", "backward delta = rowsum(dO * O) in fp32, a warp per row", "backward"},
       {"nsa_row_dot_vec_kernel", "backward delta for 16-bit rows of 64/128/256, 16-byte loads", "backward"},
       {"nsa_dkdv_reduce_kernel", "dk/dv v2: sums the row splits' fp32 partials in split order", "backward"},
+      {"nsa_dq_accum_to_output_kernel", "selected backward with NSA_SELECTED_DQ=atomic: the fp32 dq accumulator scaled and cast to the input dtype", "backward"},
       // The model's 16-bit weight copies (weight_copy.h): parameters into copies and gradients back, once a step.
       {"nsa_copy_spans_kernel", "weights into their 16-bit copies (some column slices of one group tensor) and gradients back", "weights"},
   };

@@ -90,8 +90,11 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   }
   if (use_slc) {
     if (!block_idx32.defined()) block_idx32 = out.block_idx.to(at::kInt);  // chosen by the batched path
+    // How its backward makes dq (NSA_SELECTED_DQ): saved with this forward, so
+    // a later setting never changes the backward of a call already made.
     out.o[1] = selected_attention(pj.q_for(nsa::Branch::slc).contiguous(), pj.k[1].contiguous(), pj.v[1].contiguous(),
-                                  block_idx32, P.sel_block, scale);
+                                  block_idx32, P.sel_block, scale,
+                                  parse_selected_dq(rt.flags.get_string("NSA_SELECTED_DQ")));
     report("slc", "cuda.slc");
   }
   if (use_win) {

@@ -5,6 +5,7 @@
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/row_delta.h"
+#include "nsa/flags.h"
 #include "nsa/model.h"
 #include "nsa/test_support.h"
 
@@ -44,6 +45,29 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
   }
 }
 
+// NSA_SELECTED_DQ's choices (nsa/flags.cpp) are the SelectedDq values the
+// layer passes, no more and no fewer, and any other text is refused naming the
+// flag. Runs without a device.
+TEST(CudaLayerPath, SelectedDqFlagValuesNameTheChoices) {
+  const FlagInfo* flag = find_flag("NSA_SELECTED_DQ");
+  ASSERT_NE(flag, nullptr);
+  const std::vector<std::pair<std::string_view, SelectedDq>> expected = {{"kernel", SelectedDq::kernel},
+                                                                         {"atomic", SelectedDq::atomic}};
+  ASSERT_EQ(flag->allowed.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(flag->allowed[i], expected[i].first);
+    EXPECT_EQ(parse_selected_dq(expected[i].first), expected[i].second) << expected[i].first;
+  }
+  EXPECT_EQ(parse_selected_dq(flag->default_value), SelectedDq::kernel);
+  try {
+    parse_selected_dq("atomics");
+    ADD_FAILURE() << "accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_SELECTED_DQ: expected kernel or atomic"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
+}
 
 // The model's RMSNorm on a GPU (ATen's fused kernel) against the formula in
 // float64, value and both gradients, for the dtypes training uses.

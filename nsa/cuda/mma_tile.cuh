@@ -224,6 +224,32 @@ __device__ __forceinline__ void warp_c_b(float (&acc)[ND / 8][4], const float (&
   }
 }
 
+// The A fragment of one 16 x 16 k-step (rows r0 .. r0 + 15, k = k0 .. k0 + 15)
+// of a matrix stored transposed in shared memory, [k][row] with row stride LD:
+// dS from the stored dS^T. ldmatrix x4.trans tiles: lanes 0-7 k +0..7 rows +0,
+// 8-15 k +0..7 rows +8, 16-23 k +8..15 rows +0, 24-31 k +8..15 rows +8; each
+// lane then holds k 2tig..+1 of row gid of its tile, the A layout above.
+template <typename T, int LD>
+__device__ __forceinline__ void ldmatrix_a_frag_trans(uint32_t (&a)[4], const T* smem, int k0, int r0, int lane) {
+  ldmatrix_x4_trans(a, smem + (k0 + lane % 8 + (lane / 16) * 8) * LD + r0 + ((lane / 8) % 2) * 8);
+}
+
+// acc[16 x ND] += A[16 x 16] * B, A one k-step's fragment, B = the 16 shared
+// rows k0 .. k0 + 15 of ND elements from column c0 (row stride LD): dQ += dS K
+// one k-step at a time (the B side of warp_c_b).
+template <typename T, int ND, int LD>
+__device__ __forceinline__ void warp_a_b_step(float (&acc)[ND / 8][4], const uint32_t (&a)[4], const T* smem, int k0,
+                                              int c0, int lane) {
+  const T* base = smem + (k0 + ((lane / 8) % 2) * 8 + lane % 8) * LD + c0 + (lane / 16) * 8;
+#pragma unroll
+  for (int np = 0; np < ND / 16; ++np) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, base + np * 16);
+    mma_16816<T>(acc[2 * np], a, b[0], b[1]);
+    mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+  }
+}
+
 // One row of D 16-bit elements global -> shared in 16-byte pieces; the two
 // threads of a row take alternate pieces (`part` = 0 / 1).
 template <int D, typename T>

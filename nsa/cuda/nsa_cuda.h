@@ -8,7 +8,9 @@
 //
 // The attention functions are autograd functions: dq, dk, dv flow back (never a
 // gradient to block_idx). Backward is deterministic (fixed summation order, no
-// float atomics), so NSA_CUDA_DETERMINISTIC needs no switch here.
+// float atomics), so NSA_CUDA_DETERMINISTIC needs no switch here; the one
+// exception is asked for by name: the selected branch's dq with
+// SelectedDq::atomic (the layer's flag NSA_SELECTED_DQ=atomic).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +32,14 @@ at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::
 
 // Selected blocks: block_idx [B,S,G,n] int32, entries j >= 0 select tokens
 // [j*sel_block, (j+1)*sel_block) ∩ [0, t]; -1 marks an unused slot; no duplicates.
+// dq: how the backward makes dq (SelectedDq); kept with the forward.
+enum class SelectedDq { kernel, atomic };
+// The choice by NSA_SELECTED_DQ's value (kernel | atomic; nsa/flags.cpp lists
+// the same values and refuses others); throws on any other text.
+SelectedDq parse_selected_dq(std::string_view value);
 at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& block_idx, int64_t sel_block, double scale);
+                              const at::Tensor& block_idx, int64_t sel_block, double scale,
+                              SelectedDq dq = SelectedDq::kernel);
 
 // Compressed: kc/vc [B,S_cmp,G,.]; block i visible to query t iff
 // i*cmp_stride + cmp_block - 1 <= t.
@@ -60,6 +68,12 @@ struct BranchSpec {
   int64_t cmp_block = 0, cmp_stride = 0;   // Compressed
   int64_t sel_block = 0;                   // Selected
   at::Tensor block_idx;                    // Selected
+  // Selected: dq by its own kernel (query-centric, recomputes S and dP; bitwise
+  // reproducible) or accumulated by the dk/dv kernel from the dS it already
+  // has, in fp32 atomics (one kernel less, not reproducible bit for bit: the
+  // order of the additions varies). The atomic path applies at 16-bit dtypes
+  // with sel_block a multiple of 64 on the v2 kernels; elsewhere the kernel path runs.
+  SelectedDq dq = SelectedDq::kernel;
   double scale = 1.0;
 };
 struct ForwardResult {
@@ -106,6 +120,9 @@ bool force_v1_kernels();
 int last_forward_kernel_version();
 int last_dq_kernel_version();    // the same for the backward dq kernel
 int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
+// Whether the last backward's dq came from the dk/dv kernel (SelectedDq::atomic
+// where it applies) rather than from the dq kernel.
+bool last_dq_in_dkdv();
 // v3 forward (attention_fwd_tc.cu, wgmma.cuh): on Hopper the v2 forward can
 // run its two products as warpgroup MMAs (wgmma) where wgmma_declines() is ""
 // (a build with sm_90a code on a compute capability 9.0 device), at dk = dv =
