@@ -61,9 +61,10 @@ const std::vector<FlagInfo> kFlags = {
      "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
      "and dP; bitwise reproducible) or atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
      "already computes: one kernel and one recompute fewer, not reproducible bit for bit, like libtorch's SDPA "
-     "backward in the dense cell). atomic applies to fp16/bf16 on the v2 kernels with sel_block a multiple of 64; "
-     "elsewhere, and in the sequential prefill's backward, the kernel path runs. Each call keeps the choice made "
-     "at its forward.",
+     "backward in the dense cell). atomic applies to fp16/bf16 on the v2 kernels with sel_block a multiple of 64 "
+     "and room for dS in the key tile (not at dk = dv = 128); elsewhere, and in the sequential prefill's backward, "
+     "the kernel path runs. The window and compressed branches keep their dq kernels (the same path measured "
+     "slower there). Each call keeps the choice made at its forward.",
      false,
      {"kernel", "atomic"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,

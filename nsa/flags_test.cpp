@@ -72,11 +72,11 @@ TEST(Flags, WindowBackwardRefusesOtherTextNamingTheChoices) {
   }
 }
 
-TEST(Flags, SelectedDqDefaultsToTheKernel) {
+TEST(Flags, BackwardDqDefaultsToTheKernel) {
   EXPECT_EQ(Flags().get_string("NSA_SELECTED_DQ"), "kernel");
 }
 
-TEST(Flags, SelectedDqTakesItsTwoChoices) {
+TEST(Flags, BackwardDqTakesItsTwoChoices) {
   for (const char* value : {"kernel", "atomic"}) {
     SCOPED_TRACE(value);
     Flags f;
@@ -85,7 +85,7 @@ TEST(Flags, SelectedDqTakesItsTwoChoices) {
   }
 }
 
-TEST(Flags, SelectedDqRefusesOtherTextNamingTheChoices) {
+TEST(Flags, BackwardDqRefusesOtherTextNamingTheChoices) {
   // A near miss, another case, NSA_WINDOW_BWD's spellings, an empty value: none is guessed.
   for (const char* value : {"atomc", "Atomic", "cudnn_atomic", "ours", "", "1"}) {
     SCOPED_TRACE(value);
@@ -156,7 +156,7 @@ TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
   EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "cudnn_atomic");
 }
 
-TEST(Flags, EnvironmentSelectedDqOutsideTheChoicesIsRefused) {
+TEST(Flags, EnvironmentBackwardDqOutsideTheChoicesIsRefused) {
   ::setenv("NSA_SELECTED_DQ", "atomics", 1);
   try {
     Flags::from_environment();

@@ -266,8 +266,8 @@ class CuptiProbe : public Probe {
         // probe does not judge (cuDNN may or may not have taken it).
         const bool cudnn_may_have_run = b == "win" && !window_forbids_cudnn(ctx) && is_16bit(ctx.trainer.compute());
         if (!cudnn_may_have_run) e.must_launch.push_back(branch_pattern(b));
-        // The selected backward's dq (NSA_SELECTED_DQ) is named for the record,
-        // not checked by kernel name: the pattern matches the forward and dk/dv
+        // How the selected backward makes dq (NSA_SELECTED_DQ) is named for the record, not
+        // checked by kernel name: the pattern matches the forward and dk/dv
         // kernels either way; with atomic the dq kernel is absent where the
         // atomic path applies but may still run in the same cell (the fp32
         // checks, shapes it does not take), and the accumulator's conversion

@@ -26,9 +26,9 @@
 // written by exactly one CTA (zeros when no row saw it); the summation order is
 // fixed and there are no atomics, so results are bitwise reproducible.
 //
-// Selected with SelectedDq::atomic (nsa_selected_bwd_dkdvdq_tc_kernel) also
-// makes dq, sparing the dq kernel's second computation of S and dP: after each
-// row tile the warps' dS^T (rounded as dK's operand) sits in shared memory,
+// With BackwardDq::atomic (nsa_{window,compressed,selected}_bwd_dkdvdq_tc_kernel,
+// 3 CTAs per SM at 64/64) the kernel also makes dq, sparing the dq kernel's
+// second computation of S and dP: after each row tile the warps' dS^T (rounded as dK's operand) sits in shared memory,
 // each warp multiplies 16 of its rows by the key tile (dQ += dS K) and adds
 // them to an fp32 accumulator in 16-byte atomics (add_tile_dq); one kernel
 // then writes dq = scale * accumulator in the input dtype. The additions'
@@ -89,7 +89,7 @@ struct DkdvLayout {
   static constexpr size_t kLoopBytes = kKvBytes + 2 * kStageBytes + kMetaBytes;
   static constexpr size_t kBytes = kLoopBytes > kRedBytes ? kLoopBytes : kRedBytes;
   static_assert(kBytes <= kSmemBudget, "dk/dv v2 tiles exceed the shared-memory budget");
-  // Selected with dq (SelectedDq::atomic): the row tile's dS^T, [64 keys][RT]
+  // With dq (BackwardDq::atomic): the row tile's dS^T, [64 keys][RT]
   // 16-bit, after the loop's tiles; only where it still fits the budget.
   static constexpr int kLdS = kRows + tc::kSmemPad;
   static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
@@ -125,7 +125,7 @@ __device__ __forceinline__ void warp_smem_a_bt(float (&acc)[NK / 8][4], const T*
   }
 }
 
-// dQ += dS K for the row tile's rows (SelectedDq::atomic): the 4 warps' dS^T
+// dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
 // (64 keys x RT rows, `ds`) is complete; each warp takes 16-row groups, reads
 // dS as A fragments (transposed from ds) and K from the key tile, 64 columns of
 // dq at a time, and adds them to the fp32 accumulator in 16-byte atomics: the
@@ -174,9 +174,9 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
   }
 }
 
-// kDq (Selected only, SelectedDq::atomic): also dQ += dS K into p.dq_accum for
-// every row tile (add_tile_dq), one barrier more per tile; 4 key slices only
-// (sel_block a multiple of 64).
+// kDq (BackwardDq::atomic): also dQ += dS K into p.dq_accum for every row tile
+// (add_tile_dq), one barrier more per tile; 4 key slices only (Selected:
+// sel_block a multiple of 64).
 template <typename T, int DK, int DV, Branch BR, bool kDq = false>
 __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   using L = DkdvLayout<DK, DV>;
@@ -406,13 +406,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 
 NSA_TC_BRANCH_KERNELS(bwd_dkdv, tc_dkdv_body, TcFamily::Dkdv)
 
-// Selected with dq (SelectedDq::atomic), a name of its own for the traces;
-// empty for the head dims whose tiles leave no room for dS^T (never launched).
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(tc::kTcThreads, (min_ctas_per_sm<TcFamily::Dkdv, Branch::Selected, DK, DV>()))
-    nsa_selected_bwd_dkdvdq_tc_kernel(AttnParams p) {
-  if constexpr (DkdvLayout<DK, DV>::kDqFits) tc_dkdv_body<T, DK, DV, Branch::Selected, true>(p);
+// dk, dv and dq (BackwardDq::atomic), names of their own for the traces
+// (nsa_{window,compressed,selected}_bwd_dkdvdq_tc_kernel); empty for the head
+// dims whose tiles leave no room for dS^T (never launched).
+template <typename T, int DK, int DV, Branch BR>
+__device__ __forceinline__ void tc_dkdvdq_body(const AttnParams& p) {
+  if constexpr (DkdvLayout<DK, DV>::kDqFits) tc_dkdv_body<T, DK, DV, BR, true>(p);
 }
+NSA_TC_BRANCH_KERNELS_AS(bwd_dkdvdq, tc, tc_dkdvdq_body, TcFamily::DkdvDq)
 
 // dq = scale * the fp32 accumulator, in the input dtype, two elements per
 // thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
@@ -484,7 +485,7 @@ struct LaunchDkdv {
     const auto f32 = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device());
     // dq here too when asked and the 4 warps hold whole 64-key tiles with room
     // for dS^T; the caller runs the dq kernel otherwise (dq_done stays false).
-    const bool with_dq = br == Branch::Selected && p.dq_in_dkdv && L::kDqFits && p.sel_block % kKeys == 0;
+    const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0);
     at::Tensor accum;  // stream-ordered like the partials
     if (with_dq) {
       const int64_t n = int64_t(p.B) * p.S * p.H * DK;
@@ -499,7 +500,7 @@ struct LaunchDkdv {
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
     if (with_dq)
-      launch_kernel(nsa_selected_bwd_dkdvdq_tc_kernel<T, DK, DV>, grid, kTcThreads, L::kBytesDq, p);
+      launch_kernel(bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytesDq, p);
     else
       launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytes, p);
     if (p.row_splits > 1) {

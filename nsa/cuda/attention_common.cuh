@@ -60,7 +60,7 @@ struct AttnParams {
   // order (attention_bwd_dkdv_tc.cu), so results stay bitwise reproducible.
   int row_splits = 1;
   float* dkdv_partial = nullptr;
-  // Selected backward with SelectedDq::atomic: the caller asks the v2 dk/dv
+  // Selected backward with BackwardDq::atomic: the caller asks the v2 dk/dv
   // launcher for dq too (dq_in_dkdv); the launcher sets dq_done when it ran the
   // kernel that adds dS K into the fp32 accumulator dq_accum [B,S,H,dk] (zeroed
   // by it) and wrote dq_out from it; otherwise the caller runs the dq kernel.

@@ -156,9 +156,9 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.lse = lse.data_ptr<float>();
   p.delta = delta.data_ptr<float>();
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
-  // SelectedDq::atomic: the dk/dv kernel adds dS K into dq where it can
+  // BackwardDq::atomic: the dk/dv kernel adds dS K into dq where it can
   // (dq_done); the dq kernel below then has nothing left to do.
-  p.dq_in_dkdv = spec.branch == Branch::Selected && spec.dq == SelectedDq::atomic;
+  p.dq_in_dkdv = spec.dq == BackwardDq::atomic;
   // dk/dv (after the reverse index it reads) first, on a forked stream when
   // overlapping: its CTAs take the GPU first and dq's fill in as they finish.
   // Every tensor the side stream reads was made on the caller's stream before

@@ -23,7 +23,7 @@ at::Tensor forward_common(AutogradContext* ctx, const at::Tensor& q, const at::T
   ctx->saved_data["cmp_block"] = spec.cmp_block;
   ctx->saved_data["cmp_stride"] = spec.cmp_stride;
   ctx->saved_data["sel_block"] = spec.sel_block;
-  ctx->saved_data["selected_dq"] = int64_t(spec.dq);
+  ctx->saved_data["dq"] = int64_t(spec.dq);
   ctx->saved_data["scale"] = spec.scale;
   return r.o;
 }
@@ -36,7 +36,7 @@ Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
   spec.cmp_block = ctx->saved_data["cmp_block"].toInt();
   spec.cmp_stride = ctx->saved_data["cmp_stride"].toInt();
   spec.sel_block = ctx->saved_data["sel_block"].toInt();
-  spec.dq = SelectedDq(ctx->saved_data["selected_dq"].toInt());
+  spec.dq = BackwardDq(ctx->saved_data["dq"].toInt());
   spec.scale = ctx->saved_data["scale"].toDouble();
   spec.block_idx = saved[4];
   const at::Tensor lse = ctx->saved_data["lse"].toTensor();
@@ -46,14 +46,14 @@ Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
 
 struct WindowFn : torch::autograd::Function<WindowFn> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, int64_t window, double scale) {
+                            const at::Tensor& v, int64_t window, double scale, int64_t dq) {
     BranchSpec spec;
-    spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
+    spec.branch = Branch::Window, spec.window = window, spec.scale = scale, spec.dq = BackwardDq(dq);
     return forward_common(ctx, q, k, v, spec);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Gradients g = backward_common(ctx, grads);
-    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -61,10 +61,11 @@ struct WindowFn : torch::autograd::Function<WindowFn> {
 // has no gradient.
 struct CompressedFn : torch::autograd::Function<CompressedFn> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& kc,
-                               const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale) {
+                               const at::Tensor& vc, int64_t cmp_block, int64_t cmp_stride, double scale,
+                               int64_t dq) {
     BranchSpec spec;
     spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
-    spec.scale = scale;
+    spec.scale = scale, spec.dq = BackwardDq(dq);
     at::Tensor o = forward_common(ctx, q, kc, vc, spec);
     at::Tensor lse = ctx->saved_data["lse"].toTensor();
     ctx->mark_non_differentiable({lse});
@@ -72,7 +73,7 @@ struct CompressedFn : torch::autograd::Function<CompressedFn> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Gradients g = backward_common(ctx, grads);
-    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -82,7 +83,7 @@ struct SelectedFn : torch::autograd::Function<SelectedFn> {
                             double scale, int64_t dq) {
     BranchSpec spec;
     spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel_block;
-    spec.scale = scale, spec.dq = SelectedDq(dq);
+    spec.scale = scale, spec.dq = BackwardDq(dq);
     return forward_common(ctx, q, k, v, spec);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -94,27 +95,27 @@ struct SelectedFn : torch::autograd::Function<SelectedFn> {
 }  // namespace
 
 at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            int64_t window, double scale) {
-  return WindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale);
+                            int64_t window, double scale, BackwardDq dq) {
+  return WindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale, int64_t(dq));
 }
 
 at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& block_idx, int64_t sel_block, double scale, SelectedDq dq) {
+                              const at::Tensor& block_idx, int64_t sel_block, double scale, BackwardDq dq) {
   return SelectedFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), block_idx.contiguous(),
                            sel_block, scale, int64_t(dq));
 }
 
-SelectedDq parse_selected_dq(std::string_view value) {
-  if (value == "kernel") return SelectedDq::kernel;
+BackwardDq parse_backward_dq(std::string_view value) {
+  if (value == "kernel") return BackwardDq::kernel;
   TORCH_CHECK(value == "atomic", "NSA_SELECTED_DQ: expected kernel or atomic, got '", value, "'");
-  return SelectedDq::atomic;
+  return BackwardDq::atomic;
 }
 
 std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,
                                                                 const at::Tensor& vc, int64_t cmp_block,
-                                                                int64_t cmp_stride, double scale) {
-  variable_list out =
-      CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride, scale);
+                                                                int64_t cmp_stride, double scale, BackwardDq dq) {
+  variable_list out = CompressedFn::apply(q.contiguous(), kc.contiguous(), vc.contiguous(), cmp_block, cmp_stride,
+                                          scale, int64_t(dq));
   return {out[0], out[1]};
 }
 

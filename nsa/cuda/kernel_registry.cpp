@@ -17,6 +17,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_window_bwd_dq_tc_kernel", "sliding-window attention backward v2: dq, tensor cores (fp16/bf16)", "win"},
       {"nsa_window_bwd_dkdv_kernel", "sliding-window attention backward: dk, dv per key tile", "win"},
       {"nsa_window_bwd_dkdv_tc_kernel", "sliding-window attention backward v2: dk, dv, tensor cores (fp16/bf16)", "win"},
+      {"nsa_window_bwd_dkdvdq_tc_kernel", "sliding-window attention backward v2 with NSA_SELECTED_DQ=atomic: dk, dv and dq (fp32 atomics), tensor cores (fp16/bf16)", "win"},
       {"nsa_select_blocks_kernel", "top-n selection blocks from compressed scores", "slc"},
       {"nsa_select_blocks_tc_kernel", "top-n selection blocks v2: tensor-core scores, fp16/bf16", "slc"},
       {"nsa_selected_fwd_kernel", "selected-block attention forward, group-centric", "slc"},
@@ -36,6 +37,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_compressed_bwd_dq_tc_kernel", "compressed attention backward v2: dq, tensor cores (fp16/bf16)", "cmp"},
       {"nsa_compressed_bwd_dkdv_kernel", "compressed attention backward: dk, dv per key tile", "cmp"},
       {"nsa_compressed_bwd_dkdv_tc_kernel", "compressed attention backward v2: dk, dv, tensor cores (fp16/bf16)", "cmp"},
+      {"nsa_compressed_bwd_dkdvdq_tc_kernel", "compressed attention backward v2 with NSA_SELECTED_DQ=atomic: dk, dv and dq (fp32 atomics), tensor cores (fp16/bf16)", "cmp"},
       // Decode (decode_attention.h): one launch serves all three branches, so their
       // branch is "decode"; kernel_names_for() does not list them under win/slc/cmp.
       {"nsa_decode_partial_kernel", "decode: split-K attention partials of the three branches, v1 SIMT", "decode"},

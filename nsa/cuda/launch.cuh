@@ -121,7 +121,7 @@ void launch_v1_query_kernel(Branch br, AttnParams& p, size_t (*smem_floats)(int,
 
 // The v2 kernel families; each asks the compiler for its own number of resident
 // CTAs per SM (min_ctas_per_sm).
-enum class TcFamily { Forward, Dq, Dkdv };
+enum class TcFamily { Forward, Dq, Dkdv, DkdvDq };
 
 // Resident CTAs per SM a v2 kernel asks of the compiler (__launch_bounds__),
 // which caps its registers per thread at 64K / (128 CTAs): 128 at 4, 168 at 3.
@@ -139,9 +139,12 @@ enum class TcFamily { Forward, Dq, Dkdv };
 // step; the window's dk/dv did the same 12 % slower at S = 2048 (against its
 // 4-CTA time on another H200). So: the selected backward (dq, dk/dv) at 3,
 // everything else at 4.
+// The dk/dv kernels that also make dq (BackwardDq::atomic) hold its 16 x 64
+// accumulators beside dK and dV: 3 for every branch.
 template <TcFamily F, Branch BR, int DK, int DV>
 constexpr int min_ctas_per_sm() {
   if (DK + DV > 128) return 1;
+  if (F == TcFamily::DkdvDq) return 3;
   return F != TcFamily::Forward && BR == Branch::Selected ? 3 : 4;
 }
 

@@ -59,6 +59,11 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   const at::Tensor q_win = use_win ? pj.q_for(nsa::Branch::win).contiguous() : at::Tensor(),
                    k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
+  // How the selected branch's backward makes dq (NSA_SELECTED_DQ): saved with
+  // its forward, so a later setting never changes the backward of a call
+  // already made. The window and compressed backward keep their dq kernels:
+  // their dk/dv kernels adding dq measured slower (BM_*BwdDq, docs/performance.md).
+  const BackwardDq selected_dq = parse_backward_dq(rt.flags.get_string("NSA_SELECTED_DQ"));
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap())
     window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q_win, k_win, v_win});
@@ -90,11 +95,8 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   }
   if (use_slc) {
     if (!block_idx32.defined()) block_idx32 = out.block_idx.to(at::kInt);  // chosen by the batched path
-    // How its backward makes dq (NSA_SELECTED_DQ): saved with this forward, so
-    // a later setting never changes the backward of a call already made.
     out.o[1] = selected_attention(pj.q_for(nsa::Branch::slc).contiguous(), pj.k[1].contiguous(), pj.v[1].contiguous(),
-                                  block_idx32, P.sel_block, scale,
-                                  parse_selected_dq(rt.flags.get_string("NSA_SELECTED_DQ")));
+                                  block_idx32, P.sel_block, scale, selected_dq);
     report("slc", "cuda.slc");
   }
   if (use_win) {

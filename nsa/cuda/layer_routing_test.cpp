@@ -45,22 +45,22 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
   }
 }
 
-// NSA_SELECTED_DQ's choices (nsa/flags.cpp) are the SelectedDq values the
+// NSA_SELECTED_DQ's choices (nsa/flags.cpp) are the BackwardDq values the
 // layer passes, no more and no fewer, and any other text is refused naming the
 // flag. Runs without a device.
-TEST(CudaLayerPath, SelectedDqFlagValuesNameTheChoices) {
+TEST(CudaLayerPath, BackwardDqFlagValuesNameTheChoices) {
   const FlagInfo* flag = find_flag("NSA_SELECTED_DQ");
   ASSERT_NE(flag, nullptr);
-  const std::vector<std::pair<std::string_view, SelectedDq>> expected = {{"kernel", SelectedDq::kernel},
-                                                                         {"atomic", SelectedDq::atomic}};
+  const std::vector<std::pair<std::string_view, BackwardDq>> expected = {{"kernel", BackwardDq::kernel},
+                                                                         {"atomic", BackwardDq::atomic}};
   ASSERT_EQ(flag->allowed.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(flag->allowed[i], expected[i].first);
-    EXPECT_EQ(parse_selected_dq(expected[i].first), expected[i].second) << expected[i].first;
+    EXPECT_EQ(parse_backward_dq(expected[i].first), expected[i].second) << expected[i].first;
   }
-  EXPECT_EQ(parse_selected_dq(flag->default_value), SelectedDq::kernel);
+  EXPECT_EQ(parse_backward_dq(flag->default_value), BackwardDq::kernel);
   try {
-    parse_selected_dq("atomics");
+    parse_backward_dq("atomics");
     ADD_FAILURE() << "accepted";
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_SELECTED_DQ: expected kernel or atomic"),

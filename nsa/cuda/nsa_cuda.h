@@ -9,8 +9,8 @@
 // The attention functions are autograd functions: dq, dk, dv flow back (never a
 // gradient to block_idx). Backward is deterministic (fixed summation order, no
 // float atomics), so NSA_CUDA_DETERMINISTIC needs no switch here; the one
-// exception is asked for by name: the selected branch's dq with
-// SelectedDq::atomic (the layer's flag NSA_SELECTED_DQ=atomic).
+// exception is asked for by name: dq with BackwardDq::atomic (the layer's flag
+// NSA_SELECTED_DQ=atomic).
 #pragma once
 
 #include <cstdint>
@@ -26,20 +26,22 @@
 
 namespace nsa::cuda {
 
+// How a branch's backward makes dq (BranchSpec::dq); each attention function
+// below keeps the choice made at its forward.
+enum class BackwardDq { kernel, atomic };
+// The choice by NSA_SELECTED_DQ's value (kernel | atomic; nsa/flags.cpp lists
+// the same values and refuses others); throws on any other text.
+BackwardDq parse_backward_dq(std::string_view value);
+
 // Sliding window: query t sees keys [max(0, t-window+1), t].
 at::Tensor window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            int64_t window, double scale);
+                            int64_t window, double scale, BackwardDq dq = BackwardDq::kernel);
 
 // Selected blocks: block_idx [B,S,G,n] int32, entries j >= 0 select tokens
 // [j*sel_block, (j+1)*sel_block) ∩ [0, t]; -1 marks an unused slot; no duplicates.
-// dq: how the backward makes dq (SelectedDq); kept with the forward.
-enum class SelectedDq { kernel, atomic };
-// The choice by NSA_SELECTED_DQ's value (kernel | atomic; nsa/flags.cpp lists
-// the same values and refuses others); throws on any other text.
-SelectedDq parse_selected_dq(std::string_view value);
 at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& block_idx, int64_t sel_block, double scale,
-                              SelectedDq dq = SelectedDq::kernel);
+                              BackwardDq dq = BackwardDq::kernel);
 
 // Compressed: kc/vc [B,S_cmp,G,.]; block i visible to query t iff
 // i*cmp_stride + cmp_block - 1 <= t.
@@ -49,7 +51,8 @@ at::Tensor compressed_attention(const at::Tensor& q, const at::Tensor& kc, const
 // select_blocks needs to turn the same q.kc scores into probabilities.
 std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,
                                                                 const at::Tensor& vc, int64_t cmp_block,
-                                                                int64_t cmp_stride, double scale);
+                                                                int64_t cmp_stride, double scale,
+                                                                BackwardDq dq = BackwardDq::kernel);
 
 // Top-n selection blocks per (b, t, g) from the compressed scores (no grad).
 // Returns int32 [B,S,G,n_sel], each row sorted ascending with -1 padding last.
@@ -68,12 +71,13 @@ struct BranchSpec {
   int64_t cmp_block = 0, cmp_stride = 0;   // Compressed
   int64_t sel_block = 0;                   // Selected
   at::Tensor block_idx;                    // Selected
-  // Selected: dq by its own kernel (query-centric, recomputes S and dP; bitwise
+  // dq by its own kernel (query-centric, recomputes S and dP; bitwise
   // reproducible) or accumulated by the dk/dv kernel from the dS it already
   // has, in fp32 atomics (one kernel less, not reproducible bit for bit: the
   // order of the additions varies). The atomic path applies at 16-bit dtypes
-  // with sel_block a multiple of 64 on the v2 kernels; elsewhere the kernel path runs.
-  SelectedDq dq = SelectedDq::kernel;
+  // on the v2 kernels (Selected: sel_block a multiple of 64) where the key
+  // tile leaves room for dS^T; elsewhere the kernel path runs.
+  BackwardDq dq = BackwardDq::kernel;
   double scale = 1.0;
 };
 struct ForwardResult {
@@ -120,7 +124,7 @@ bool force_v1_kernels();
 int last_forward_kernel_version();
 int last_dq_kernel_version();    // the same for the backward dq kernel
 int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
-// Whether the last backward's dq came from the dk/dv kernel (SelectedDq::atomic
+// Whether the last backward's dq came from the dk/dv kernel (BackwardDq::atomic
 // where it applies) rather than from the dq kernel.
 bool last_dq_in_dkdv();
 // v3 forward (attention_fwd_tc.cu, wgmma.cuh): on Hopper the v2 forward can

@@ -252,16 +252,16 @@ double rows_keys(const Problem& p, Which w) {
                                                    : keys_selected(p.block_idx);
   return per_head * double(p.sh.B * p.sh.H);
 }
-// How the selected backward makes dq in every benchmark (the default: its own
-// kernel); BM_SelectedBwdDq and BM_LayerFwdBwdDq set it per row.
-SelectedDq g_selected_dq = SelectedDq::kernel;
+// How every branch's backward makes dq in every benchmark (the default: its own
+// kernel); BM_*BwdDq and BM_LayerFwdBwdDq set it per row.
+BackwardDq g_backward_dq = BackwardDq::kernel;
 BranchSpec spec_for(const Problem& p, Which w) {
   BranchSpec s;
   s.scale = p.scale;
+  s.dq = g_backward_dq;
   if (w == Which::Window) s.branch = Branch::Window, s.window = kW;
   if (w == Which::Compressed) s.branch = Branch::Compressed, s.cmp_block = kL, s.cmp_stride = kD;
-  if (w == Which::Selected)
-    s.branch = Branch::Selected, s.sel_block = kLp, s.block_idx = p.block_idx, s.dq = g_selected_dq;
+  if (w == Which::Selected) s.branch = Branch::Selected, s.sel_block = kLp, s.block_idx = p.block_idx;
   return s;
 }
 
@@ -436,23 +436,32 @@ void BM_LayerAttention(benchmark::State& state) {
   report(state, ms, flops, dense);
 }
 
-// The selected backward's dq (nsa_cuda.h, SelectedDq): arg dq 0 = its own
-// kernel, 1 = added by the dk/dv kernel in fp32 atomics; the selected backward
-// alone (LAYER false) or the layer's forward + backward. Counter dq_in_dkdv
-// says which ran.
-template <bool LAYER>
-void BM_SelectedDqChoice(benchmark::State& state) {
+// How each branch's backward makes dq (nsa_cuda.h, BackwardDq): arg dq 0 = its
+// own kernel, 1 = added by the dk/dv kernel in fp32 atomics; one branch's
+// backward (counter dq_in_dkdv: which ran), or the layer's forward + backward
+// (every branch asked the same).
+template <Which W>
+void BM_BwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
-  const SelectedDq prev = g_selected_dq;
-  g_selected_dq = SelectedDq(state.range(2));
+  const BackwardDq prev = g_backward_dq;
+  g_backward_dq = BackwardDq(state.range(2));
   const Problem p = make_problem(state);
-  double flops = branch_flops<Which::Selected, true>(p);
-  const double ms = LAYER ? time_layer(state, p, true, &flops) : time_branch<Which::Selected, true>(state, p);
+  const double ms = time_branch<W, true>(state, p);
   state.counters["dq_in_dkdv"] = last_dq_in_dkdv();
-  g_selected_dq = prev;
-  report(state, ms, flops, LAYER ? dense_ms(p, false) + dense_ms(p, true) : dense_ms(p, true));
+  g_backward_dq = prev;
+  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
-void SizesSelectedDq(benchmark::internal::Benchmark* b) { M7cChoices(b, "dq", 2); }
+void BM_LayerFwdBwdDq(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const BackwardDq prev = g_backward_dq;
+  g_backward_dq = BackwardDq(state.range(2));
+  const Problem p = make_problem(state);
+  double flops;
+  const double ms = time_layer(state, p, true, &flops);
+  g_backward_dq = prev;
+  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+}
+void SizesBackwardDq(benchmark::internal::Benchmark* b) { M7cChoices(b, "dq", 2); }
 
 template <bool BWD>
 void BM_DenseSdpa(benchmark::State& state) {
@@ -614,8 +623,10 @@ BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_LayerBwdOverlap)->Name("BM_LayerFwdBwdOverlap")->Apply(SizesOverlap);
-BENCHMARK(BM_SelectedDqChoice<false>)->Name("BM_SelectedBwdDq")->Apply(SizesSelectedDq);
-BENCHMARK(BM_SelectedDqChoice<true>)->Name("BM_LayerFwdBwdDq")->Apply(SizesSelectedDq);
+BENCHMARK(BM_BwdDq<Which::Window>)->Name("BM_WindowBwdDq")->Apply(SizesBackwardDq);
+BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesBackwardDq);
+BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq);
+BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
 

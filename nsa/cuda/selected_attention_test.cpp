@@ -13,7 +13,7 @@ namespace {
 // The branch under test and its float64 reference (on the CPU copy of the
 // block indices), as check_branch takes them.
 testing::AttnFn kernel(const at::Tensor& block_idx, int64_t sel_block, double scale,
-                       SelectedDq dq = SelectedDq::kernel) {
+                       BackwardDq dq = BackwardDq::kernel) {
   return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
     return selected_attention(q, k, v, block_idx, sel_block, scale, dq);
   };
@@ -167,66 +167,52 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
   }
 }
 
-// SelectedDq::atomic: dq accumulated by the dk/dv kernel. Against the float64
-// reference (output and every gradient, through autograd); dk and dv are the
-// same bits as with the dq kernel (the dk/dv arithmetic is untouched), and dq
-// again with the key tiles' rows split over 3 CTAs. Where the atomic path does
-// not apply (sel_block not a multiple of 64; 128/128, whose tiles leave no
-// room for dS^T) the dq kernel runs and the function is the same.
-TEST(SelectedAttention, AtomicDqMatchesReference) {
+// BackwardDq::atomic: dq accumulated by the dk/dv kernel (testing::check_atomic_dq).
+// Where the atomic path does not apply (sel_block not a multiple of 64; 128/128,
+// whose tiles leave no room for dS^T) the dq kernel runs and the function is the same.
+struct AtomicDqCase {
+  const char* name;
+  int64_t B, S, H, G, dk, dv, sel_block, n;
+  at::ScalarType dtype;
+  int source;  // 0: random draw, 1: select_blocks on q / block means of k
+  bool applies;
+};
+void PrintTo(const AtomicDqCase& c, std::ostream* os) { *os << c.name; }
+
+class SelectedAtomicDq : public ::testing::TestWithParam<AtomicDqCase> {};
+
+TEST_P(SelectedAtomicDq, MatchesReference) {
   NSA_REQUIRE_CUDA();
   testing::ForceV1Scope force(false);
-  struct Case {
-    const char* name;
-    int64_t B, S, H, G, dk, dv, sel_block, n;
-    at::ScalarType dtype;
-    int source;  // 0: random draw, 1: select_blocks on q / block means of k
-    bool applies;
-  };
-  for (const Case& c : {
-           Case{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0, true},
-           Case{"fp16_S333_h6_d64_l64_n3_selected", 1, 333, 6, 1, 64, 64, 64, 3, at::kHalf, 1, true},
-           Case{"bf16_S1000_h6_d64_l64_n16_selected", 1, 1000, 12, 2, 64, 64, 64, 16, at::kBFloat16, 1, true},
-           Case{"bf16_S64_h16_d192_dv128_l64_n16", 1, 64, 16, 1, 192, 128, 64, 16, at::kBFloat16, 0, true},
-           Case{"bf16_B2_S257_h16_d192_dv128_l64_n4", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1, true},
-           Case{"fp16_S300_h2_d64_l128_n2_two_key_tiles", 1, 300, 4, 2, 64, 64, 128, 2, at::kHalf, 0, true},
-           Case{"fp16_S300_h2_d128_l128_n2_no_room", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0, false},
-           Case{"bf16_S130_h4_d64_l16_n4_small_blocks", 1, 130, 8, 2, 64, 64, 16, 4, at::kBFloat16, 0, false},
-       }) {
-    SCOPED_TRACE(c.name);
-    const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
-    const double scale = 1.0 / std::sqrt(double(c.dk));
-    at::Tensor block_idx;
-    if (c.source == 0) {
-      block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S);
-    } else {
-      const int64_t l = 16, d = 8, S_cmp = (c.S - l) / d + 1;
-      const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
-      block_idx = select_blocks(in.q, kc, l, d, c.sel_block, c.n, scale);
-    }
-    testing::check_branch(c.name, in, kernel(block_idx, c.sel_block, scale, SelectedDq::atomic),
-                          reference(block_idx, c.sel_block, scale));
-
-    BranchSpec spec;
-    spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
-    const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
-    const Gradients by_kernel = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
-    EXPECT_FALSE(last_dq_in_dkdv());
-    spec.dq = SelectedDq::atomic;
-    testing::PoisonScope poison;
-    const Gradients atomic = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
-    EXPECT_EQ(last_dq_in_dkdv(), c.applies);
-    EXPECT_TRUE(at::equal(atomic.dk, by_kernel.dk));
-    EXPECT_TRUE(at::equal(atomic.dv, by_kernel.dv));
-    const at::Tensor ref_dq = testing::f64(by_kernel.dq);  // already checked against float64 above
-    testing::expect_close(std::string(c.name) + " dq atomic vs kernel", atomic.dq, ref_dq,
-                          testing::tolerance_for(c.dtype));
-    testing::SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
-    const Gradients split = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
-    testing::expect_close(std::string(c.name) + " dq atomic, 3 row splits", split.dq, ref_dq,
-                          testing::tolerance_for(c.dtype));
+  const AtomicDqCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  at::Tensor block_idx;
+  if (c.source == 0) {
+    block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S);
+  } else {
+    const int64_t l = 16, d = 8, S_cmp = (c.S - l) / d + 1;
+    const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
+    block_idx = select_blocks(in.q, kc, l, d, c.sel_block, c.n, scale);
   }
+  BranchSpec spec;
+  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+  testing::check_atomic_dq(c.name, in, spec, kernel(block_idx, c.sel_block, scale, BackwardDq::atomic),
+                           reference(block_idx, c.sel_block, scale), c.applies);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SelectedAtomicDq,
+    ::testing::Values(
+        AtomicDqCase{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0, true},
+        AtomicDqCase{"fp16_S150_h6_d64_l64_n3_selected", 1, 150, 6, 1, 64, 64, 64, 3, at::kHalf, 1, true},
+        AtomicDqCase{"bf16_S1000_h6_d64_l64_n16_selected", 1, 1000, 12, 2, 64, 64, 64, 16, at::kBFloat16, 1, true},
+        AtomicDqCase{"bf16_S64_h16_d192_dv128_l64_n16", 1, 64, 16, 1, 192, 128, 64, 16, at::kBFloat16, 0, true},
+        AtomicDqCase{"bf16_B2_S257_h16_d192_dv128_l64_n4", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1, true},
+        AtomicDqCase{"fp16_S300_h2_d64_l128_n2_two_key_tiles", 1, 300, 4, 2, 64, 64, 128, 2, at::kHalf, 0, true},
+        AtomicDqCase{"fp16_S300_h2_d128_l128_n2_no_room", 1, 300, 4, 2, 128, 128, 128, 2, at::kHalf, 0, false},
+        AtomicDqCase{"bf16_S130_h4_d64_l16_n4_small_blocks", 1, 130, 8, 2, 64, 64, 16, 4, at::kBFloat16, 0, false}),
+    [](const ::testing::TestParamInfo<AtomicDqCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace nsa::cuda

@@ -167,4 +167,25 @@ at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t 
 
 bool capture_possible() { return std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") == nullptr; }
 
+void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_atomic,
+                     const AttnFn& reference, bool applies) {
+  check_branch(what + " (dq atomic)", in, kernel_atomic, reference);
+  const at::Tensor &k = in.k, &v = in.v;
+  spec.dq = BackwardDq::kernel;
+  const ForwardResult f = attention_forward(in.q, k, v, spec);
+  const Gradients by_kernel = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+  EXPECT_FALSE(last_dq_in_dkdv()) << what;
+  spec.dq = BackwardDq::atomic;
+  PoisonScope poison;
+  const Gradients atomic = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+  EXPECT_EQ(last_dq_in_dkdv(), applies) << what;
+  EXPECT_TRUE(at::equal(atomic.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
+  EXPECT_TRUE(at::equal(atomic.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
+  const double tol = tolerance_for(in.q.scalar_type());
+  expect_close(what + " dq atomic vs the dq kernel", atomic.dq, f64(by_kernel.dq), tol);
+  SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
+  const Gradients split = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+  expect_close(what + " dq atomic, 3 row splits", split.dq, f64(by_kernel.dq), tol);
+}
+
 }  // namespace nsa::cuda::testing

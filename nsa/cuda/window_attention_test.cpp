@@ -67,7 +67,9 @@ TEST_P(WindowAttention, MatchesReference) {
   NSA_REQUIRE_CUDA();
   const WindowCase& c = GetParam();
   check_window(c, testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, /*seed=*/1000 + c.S), c.name,
-               &window_attention);
+               [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t w, double s) {
+                 return window_attention(q, k, v, w, s);
+               });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -408,6 +410,46 @@ TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
   const auto one = mk(1, 1, 64, at::kHalf);
   EXPECT_NE(cudnn_window_declines(one, one, one, 4, CudnnWindowBackward::cudnn_deterministic).find("cuDNN declines"),
             std::string::npos);
+}
+
+// BackwardDq::atomic (testing::check_atomic_dq): our window kernels' backward
+// with dq added by the dk/dv kernel, on m7c's window over several key tiles,
+// the band's edges (window 1, window past S), and 128/128 (no room for dS^T:
+// the dq kernel runs); then cuDNN's forward with that backward.
+TEST(WindowAttention, AtomicDqMatchesReference) {
+  NSA_REQUIRE_CUDA();
+  testing::ForceV1Scope force(false);
+  struct Case {
+    WindowCase c;
+    bool applies;
+  };
+  for (const Case& k : {Case{{"bf16_S700_h6_d64_w512", 1, 700, 12, 2, 64, 64, 512, at::kBFloat16}, true},
+                        Case{{"fp16_B2_S300_h6_d64_w64", 2, 300, 12, 2, 64, 64, 64, at::kHalf}, true},
+                        Case{{"bf16_S77_w1_self_only", 1, 77, 4, 2, 64, 64, 1, at::kBFloat16}, true},
+                        Case{{"bf16_S70_w_longer_than_S", 1, 70, 6, 1, 64, 64, 512, at::kBFloat16}, true},
+                        Case{{"bf16_S130_h4_d192_dv128_w100", 1, 130, 4, 1, 192, 128, 100, at::kBFloat16}, true},
+                        Case{{"fp16_S129_h16_d128_w100_no_room", 1, 129, 16, 1, 128, 128, 100, at::kHalf}, false}}) {
+    const WindowCase& c = k.c;
+    SCOPED_TRACE(c.name);
+    const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 9000 + c.S);
+    const double scale = 1.0 / std::sqrt(double(c.dk));
+    BranchSpec spec;
+    spec.branch = Branch::Window, spec.window = c.window, spec.scale = scale;
+    const testing::AttnFn reference = [&](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v) {
+      return ref_window_attention(q, kk, v, c.window, scale);
+    };
+    testing::check_atomic_dq(
+        c.name, in, spec,
+        [&](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v) {
+          return window_attention(q, kk, v, c.window, scale, BackwardDq::atomic);
+        },
+        reference, k.applies);
+    if (cudnn_window_declines(in.q, in.k, in.v, c.window).empty())
+      check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward, dq atomic)",
+                   [](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v, int64_t w, double s) {
+                     return cudnn_window_attention(q, kk, v, w, s, CudnnWindowBackward::ours, BackwardDq::atomic);
+                   });
+  }
 }
 
 }  // namespace

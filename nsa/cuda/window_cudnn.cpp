@@ -190,7 +190,8 @@ namespace {
 
 struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, int64_t window, double scale, CudnnWindowBackward backward) {
+                            const at::Tensor& v, int64_t window, double scale, CudnnWindowBackward backward,
+                            int64_t dq) {
     auto [o, lse] = cudnn_window_forward(q, k, v, window, scale);
     ctx->save_for_backward({q, k, v, o, lse});
     ctx->saved_data["window"] = window;
@@ -198,12 +199,13 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
     // The backward is the one asked for with this forward, whatever is asked
     // of later calls before it runs.
     ctx->saved_data["backward"] = int64_t(backward);
+    ctx->saved_data["dq"] = dq;
     return o;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const at::Tensor none;  // no gradient for window, scale, backward
-    if (!grads[0].defined()) return {none, none, none, none, none, none};
+    if (!grads[0].defined()) return {none, none, none, none, none, none, none};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &o = saved[3], &lse = saved[4];
     const int64_t window = ctx->saved_data["window"].toInt();
@@ -214,8 +216,9 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
     if (backward == CudnnWindowBackward::ours) {
       BranchSpec spec;
       spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
+      spec.dq = BackwardDq(ctx->saved_data["dq"].toInt());
       Gradients g = attention_backward(q, k, v, o, lse, dout, spec);
-      return {g.dq, g.dk, g.dv, none, none, none};
+      return {g.dq, g.dk, g.dv, none, none, none, none};
     }
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
     const at::Tensor lse_bhs = lse.permute({0, 2, 1}).contiguous();
@@ -230,7 +233,7 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
              {kDK, dk.data_ptr()},
              {kDV, dv.data_ptr()}},
             q);
-    return {dq, dk, dv, none, none, none};
+    return {dq, dk, dv, none, none, none, none};
   }
 };
 
@@ -270,8 +273,8 @@ std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, cons
 }
 
 at::Tensor cudnn_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  double scale, CudnnWindowBackward backward) {
-  return CudnnWindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale, backward);
+                                  double scale, CudnnWindowBackward backward, BackwardDq dq) {
+  return CudnnWindowFn::apply(q.contiguous(), k.contiguous(), v.contiguous(), window, scale, backward, int64_t(dq));
 }
 
 }  // namespace nsa::cuda

@@ -60,8 +60,10 @@ ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, con
 
 // Sliding window through cuDNN (the same function as window_attention: query t
 // sees keys [max(0, t-window+1), t]), differentiable (q, k, v), its backward
-// the one named here. Call only where cudnn_window_declines(..., backward) is "".
+// the one named here (ours making dq as `dq` says). Call only where
+// cudnn_window_declines(..., backward) is "".
 at::Tensor cudnn_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  double scale, CudnnWindowBackward backward = CudnnWindowBackward::ours);
+                                  double scale, CudnnWindowBackward backward = CudnnWindowBackward::ours,
+                                  BackwardDq dq = BackwardDq::kernel);
 
 }  // namespace nsa::cuda
