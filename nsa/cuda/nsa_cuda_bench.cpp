@@ -461,7 +461,12 @@ void BM_LayerFwdBwdDq(benchmark::State& state) {
   g_backward_dq = prev;
   report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
 }
-void SizesBackwardDq(benchmark::internal::Benchmark* b) { M7cChoices(b, "dq", 2); }
+// The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
+void SizesBackwardDq(benchmark::internal::Benchmark* b) {
+  M7cChoices(b, "dq", 2);
+  for (int64_t S : {8192, 65536})
+    for (int64_t dq : {0, 1}) b->Args({0, S, dq});
+}
 
 template <bool BWD>
 void BM_DenseSdpa(benchmark::State& state) {
