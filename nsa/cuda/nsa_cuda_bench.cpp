@@ -252,13 +252,14 @@ double rows_keys(const Problem& p, Which w) {
                                                    : keys_selected(p.block_idx);
   return per_head * double(p.sh.B * p.sh.H);
 }
-// How every branch's backward makes dq in every benchmark (the default: its own
-// kernel); BM_*BwdDq and BM_LayerFwdBwdDq set it per row.
-BackwardDq g_backward_dq = BackwardDq::kernel;
+// How each branch's backward makes dq in every benchmark (the default: its own
+// kernel), by Which; BM_*BwdDq sets its branch's, BM_LayerFwdBwdDq the selected
+// branch's (as the layer's NSA_SELECTED_DQ does).
+BackwardDq g_backward_dq[3] = {BackwardDq::kernel, BackwardDq::kernel, BackwardDq::kernel};
 BranchSpec spec_for(const Problem& p, Which w) {
   BranchSpec s;
   s.scale = p.scale;
-  s.dq = g_backward_dq;
+  s.dq = g_backward_dq[int(w)];
   if (w == Which::Window) s.branch = Branch::Window, s.window = kW;
   if (w == Which::Compressed) s.branch = Branch::Compressed, s.cmp_block = kL, s.cmp_stride = kD;
   if (w == Which::Selected) s.branch = Branch::Selected, s.sel_block = kLp, s.block_idx = p.block_idx;
@@ -439,26 +440,29 @@ void BM_LayerAttention(benchmark::State& state) {
 // How each branch's backward makes dq (nsa_cuda.h, BackwardDq): arg dq 0 = its
 // own kernel, 1 = added by the dk/dv kernel in fp32 atomics; one branch's
 // backward (counter dq_in_dkdv: which ran), or the layer's forward + backward
-// (every branch asked the same).
+// with the selected branch's dq so (the window's and compressed's as the
+// layer runs them: their kernels).
 template <Which W>
 void BM_BwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
-  const BackwardDq prev = g_backward_dq;
-  g_backward_dq = BackwardDq(state.range(2));
+  BackwardDq& dq = g_backward_dq[int(W)];
+  const BackwardDq prev = dq;
+  dq = BackwardDq(state.range(2));
   const Problem p = make_problem(state);
   const double ms = time_branch<W, true>(state, p);
   state.counters["dq_in_dkdv"] = last_dq_in_dkdv();
-  g_backward_dq = prev;
+  dq = prev;
   report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
 void BM_LayerFwdBwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
-  const BackwardDq prev = g_backward_dq;
-  g_backward_dq = BackwardDq(state.range(2));
+  BackwardDq& dq = g_backward_dq[int(Which::Selected)];
+  const BackwardDq prev = dq;
+  dq = BackwardDq(state.range(2));
   const Problem p = make_problem(state);
   double flops;
   const double ms = time_layer(state, p, true, &flops);
-  g_backward_dq = prev;
+  dq = prev;
   report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
 }
 // The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
