@@ -140,36 +140,29 @@ TEST(Flags, EveryRegisteredFlagHasADocAndAValidDefault) {
   }
 }
 
-TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
-  ::setenv("NSA_WINDOW_BWD", "atomic", 1);
+// A string flag from the environment: `bad` refused with `message`, `good` kept.
+void expect_environment_choices(const char* flag, const char* bad, const char* message, const char* good) {
+  SCOPED_TRACE(flag);
+  ::setenv(flag, bad, 1);
   try {
     Flags::from_environment();
-    ::unsetenv("NSA_WINDOW_BWD");
-    FAIL() << "accepted";
+    ::unsetenv(flag);
+    ADD_FAILURE() << "accepted " << bad;
   } catch (const FlagError& e) {
-    ::unsetenv("NSA_WINDOW_BWD");
-    EXPECT_STREQ(e.what(), "NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'");
+    ::unsetenv(flag);
+    EXPECT_STREQ(e.what(), message);
   }
-  ::setenv("NSA_WINDOW_BWD", "cudnn_atomic", 1);
+  ::setenv(flag, good, 1);
   Flags f = Flags::from_environment();
-  ::unsetenv("NSA_WINDOW_BWD");
-  EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "cudnn_atomic");
+  ::unsetenv(flag);
+  EXPECT_EQ(f.get_string(flag), good);
 }
 
-TEST(Flags, EnvironmentBackwardDqOutsideTheChoicesIsRefused) {
-  ::setenv("NSA_SELECTED_DQ", "atomics", 1);
-  try {
-    Flags::from_environment();
-    ::unsetenv("NSA_SELECTED_DQ");
-    FAIL() << "accepted";
-  } catch (const FlagError& e) {
-    ::unsetenv("NSA_SELECTED_DQ");
-    EXPECT_STREQ(e.what(), "NSA_SELECTED_DQ: expected kernel or atomic, got 'atomics'");
-  }
-  ::setenv("NSA_SELECTED_DQ", "atomic", 1);
-  Flags f = Flags::from_environment();
-  ::unsetenv("NSA_SELECTED_DQ");
-  EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "atomic");
+TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
+  expect_environment_choices("NSA_WINDOW_BWD", "atomic",
+                             "NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'", "cudnn_atomic");
+  expect_environment_choices("NSA_SELECTED_DQ", "atomics", "NSA_SELECTED_DQ: expected kernel or atomic, got 'atomics'",
+                             "atomic");
 }
 
 }  // namespace

@@ -25,6 +25,15 @@ testing::AttnFn reference(const at::Tensor& block_idx, int64_t sel_block, double
   };
 }
 
+// Block choices as the layer might make them: select_blocks on q and, standing
+// in for the compressed keys, the means of k over blocks of l with stride d.
+at::Tensor blocks_from_select(const testing::AttnInputs& in, int64_t l, int64_t d, int64_t sel_block, int64_t n,
+                              double scale) {
+  const int64_t S = in.k.size(1), S_cmp = S >= l ? (S - l) / d + 1 : 0;
+  const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
+  return select_blocks(in.q, kc, l, d, sel_block, n, scale);
+}
+
 struct SelectedCase {
   const char* name;
   int64_t B, S, H, G, dk, dv, sel_block, n;
@@ -44,10 +53,7 @@ TEST_P(SelectedAttention, MatchesReference) {
   if (c.source == 0) {
     block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 77 + c.S);
   } else if (c.source == 1) {
-    // Compressed keys stand-in: mean of k over blocks of 8 with stride 4.
-    const int64_t l = 8, d = 4, S_cmp = c.S >= l ? (c.S - l) / d + 1 : 0;
-    const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
-    block_idx = select_blocks(in.q, kc, l, d, c.sel_block, c.n, scale);
+    block_idx = blocks_from_select(in, 8, 4, c.sel_block, c.n, scale);
   } else {
     block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
     block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
@@ -187,14 +193,8 @@ TEST_P(SelectedAtomicDq, MatchesReference) {
   const AtomicDqCase& c = GetParam();
   const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
   const double scale = 1.0 / std::sqrt(double(c.dk));
-  at::Tensor block_idx;
-  if (c.source == 0) {
-    block_idx = testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S);
-  } else {
-    const int64_t l = 16, d = 8, S_cmp = (c.S - l) / d + 1;
-    const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
-    block_idx = select_blocks(in.q, kc, l, d, c.sel_block, c.n, scale);
-  }
+  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S)
+                                             : blocks_from_select(in, 16, 8, c.sel_block, c.n, scale);
   BranchSpec spec;
   spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
   testing::check_atomic_dq(c.name, in, spec, kernel(block_idx, c.sel_block, scale, BackwardDq::atomic),
