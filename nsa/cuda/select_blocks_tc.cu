@@ -16,21 +16,33 @@
 //           domain; s = q.kc * scale * log2 e, masked to keys i < n_cmp(t)).
 //   pass 2  S tile again -> p = 2^(s - m) / l, written as fp32 into a ring of
 //           the last 128 keys' probabilities per row, P[64 rows][128].
-//           Then every selection block j whose last overlapping visible key
+//           Then each visible key's p is summed over the query's heads into
+//           head 0's ring entry, one thread per (query, key), and every
+//           selection block j whose last overlapping visible key
 //           min(hi_j, n_cmp(t)) - 1 falls in this tile is finished by one
-//           thread per (query, j), exactly in v1's order:
+//           thread per (query, j). With h < kColumnSumHeads heads per group,
+//           exactly in v1's order:
 //             score = 0; for head in order: { acc = 0; for i = lo_j .. ascending:
 //                                              acc += p[head][i]; score += acc; }
-//           so equal contributions give bitwise-equal scores (ties resolve as in
-//           the reference); up to four heads' sums run side by side (each still
-//           over i ascending, added to the score in head order: the same bits),
-//           and the queries' key and candidate counts and the tile's block
-//           ranges come from small shared tables (no integer division per
-//           (query, block): ncu had the finishing threads' divisions and the
-//           barrier behind their longest chains at a third of the kernel, m7c
-//           at 64k). The host checks that no block overlaps more than 64
-//           compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16, l'=64), so
-//           lo_j lies in this tile or the previous one, both still in the ring.
+//           up to four heads' sums side by side (each still over i ascending,
+//           added in head order: the same bits). With more heads, each visible
+//           key's p is first summed over the heads into head 0's ring entry,
+//           one thread per (query, key), then
+//             col[i] = 0; for head in order: col[i] += p[head][i];
+//             score = 0; for i = lo_j .. ascending: score += col[i];
+//           (even work across the CTA; the scores differ from v1's in the last
+//           bits, which only near-ties can see). Either way equal
+//           contributions give bitwise-equal scores (ties resolve as in the
+//           reference).
+//           The tile's first block and block count are computed once per
+//           tile; the queries' key and candidate counts and the tile's
+//           blocks' lo_j / hi_j come from small shared tables (no integer
+//           division per (query, block): ncu had the finishing threads'
+//           divisions and the barrier behind their longest chains at a third
+//           of the kernel, m7c at 64k). The host checks that no block overlaps
+//           more than 64 compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16,
+//           l'=64), so lo_j lies in this tile or the previous one, both still
+//           in the ring.
 // Pass 1 recomputes what the compressed forward already knows: given its
 // logsumexp (select_blocks' cmp_lse, the layer passes it), m = lse, l = 1 and
 // only pass 2 runs, one read of the compressed keys instead of two.
@@ -90,6 +102,23 @@ struct SelectTcParams {
   int cmp_block, cmp_stride, sel_block;
   int q_tile;
   float scale;
+};
+
+// Heads per group from which the finishing sums each key over the heads first
+// (column sums, above): H200, BM_SelectBlocksFromLse, the same run: at h = 16
+// (paper_kernel) −9 / −11 / −14 % at 2k / 8k / 64k, at h = 6 (m7c) +3 to +11 %
+// (the extra pass and barrier cost more than the uneven per-block sums they
+// replace over 6 heads). Between 7 and 15 unmeasured: the cut is at 8. The
+// kernel holding both orders (a launch-uniform branch) against the one-order
+// kernel, one machine: paper_kernel −8 / −9 / −12 %, m7c −0.3 / +1.5 / +2.8 %
+// (2k / 8k / 64k; the training shape +0.4 %, within its spread).
+constexpr int kColumnSumHeads = 8;
+
+// The selection blocks that key tile [k0, k1 = k0 + 64) finishes (tile_blocks
+// in the kernel): from jb = k0 d / l' on, at most J of them for any query of
+// the CTA; jk1 = k1 d / l' bounds those of queries that see keys past k1.
+struct TileBlocks {
+  int jb, jk1, J;
 };
 
 template <int DK>
@@ -214,29 +243,45 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
   // for query t those are jb <= j < j_end(t) (hi_j = ceil((j+1) l'/d) is
   // increasing in j; hi_j > k0 <=> j >= k0 d / l', hi_j <= k1 <=> j < k1 d / l').
-  // tile_blocks gives jb and J, a bound on j_end - jb over the CTA's queries:
-  // queries with n_cmp(t) <= k1 (t <= k1 d + l - 2) end at n_cand(t),
-  // increasing in t; the others at most at k1 d / l'.
-  const auto tile_blocks = [&](int k0, int* jb, int* J) {
-    const int k1 = k0 + kTcKeys;
-    *jb = k0 * p.cmp_stride / p.sel_block;
+  // tile_blocks gives jb, jk1 = k1 d / l' and J, a bound on j_end - jb over the
+  // CTA's queries: queries with n_cmp(t) <= k1 (t <= k1 d + l - 2) end at
+  // n_cand(t), increasing in t; the others at most at jk1. Computed once per
+  // tile (two integer divisions) for the block table and the finishing.
+  const auto tile_blocks = [&](int k0) {
+    const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.sel_block, jk1 = k1 * p.cmp_stride / p.sel_block;
     const int t_last = t0 + nq - 1, tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
-    *J = imax(imin(k1 * p.cmp_stride / p.sel_block, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - *jb;
+    return TileBlocks{jb, jk1, imax(imin(jk1, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - jb};
   };
   // The tile's lo_j / hi_j, one thread per block, before the barrier that
   // publishes P (the previous tile's readers passed the one after their reads).
-  const auto fill_block_table = [&](int k0) {
-    int jb, J;
-    tile_blocks(k0, &jb, &J);
-    if (tid < imin(J, kMaxTileBlocks)) {
-      blk_lo[tid] = overlap_lo(jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
-      blk_hi[tid] = overlap_hi(jb + tid, p.cmp_stride, p.sel_block);
+  const auto fill_block_table = [&](const TileBlocks& blocks) {
+    if (tid < imin(blocks.J, kMaxTileBlocks)) {
+      blk_lo[tid] = overlap_lo(blocks.jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
+      blk_hi[tid] = overlap_hi(blocks.jb + tid, p.cmp_stride, p.sel_block);
     }
   };
-  const auto finish_blocks = [&](int k0) {
-    const int k1 = k0 + kTcKeys, jk1 = k1 * p.cmp_stride / p.sel_block;
-    int jb, J;
-    tile_blocks(k0, &jb, &J);
+  // With h >= kColumnSumHeads: each visible key's probability summed over the
+  // query's heads (in head order), written over head 0's entry, one thread per
+  // (query, key), so the work is even across the CTA, where summing per
+  // (query, block) over heads and keys leaves most threads waiting at the next
+  // barrier for the few with two blocks (ncu: a quarter of the kernel at m7c
+  // 64k; there, with 6 heads, the extra pass still cost more). The block sums
+  // then add ~l'/d column sums each. Equal contributions still sum in one
+  // order, so ties stay exact; the scores differ from v1's (heads outer) in
+  // the last bits, which only near-ties can see.
+  const bool column_sums = p.h >= kColumnSumHeads;  // uniform: a launch's choice
+  const auto sum_columns = [&](int k0) {
+    for (int e = tid; e < nq * kTcKeys; e += kTcThreads) {
+      const int qi = e / kTcKeys, key = k0 + e % kTcKeys;
+      if (key >= q_nc[qi]) continue;  // never read: past the query's visible keys
+      float* col = P + qi * p.h * kLdP + key % kRing;
+      float s = 0.f;
+      for (int head = 0; head < p.h; ++head) s += col[head * kLdP];
+      col[0] = s;
+    }
+  };
+  const auto finish_blocks = [&](int k0, const TileBlocks& blocks) {
+    const int k1 = k0 + kTcKeys, jb = blocks.jb, jk1 = blocks.jk1, J = blocks.J;
     if (J <= 0) return;
     const bool tabled = J <= kMaxTileBlocks;
     const float inv_J = 1.f / float(J);
@@ -251,20 +296,25 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
       const float* prow = P + qi * p.h * kLdP;
       float s = 0.f;
-      int head = 0;
-      for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
-        const float* r = prow + head * kLdP;
-        float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-        for (int i = lo; i < hi; ++i) {
-          const int c = i % kRing;
-          a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
+      if (column_sums) {
+        // Head 0's row holds the column sums (sum_columns) of every key up to this tile.
+        for (int i = lo; i < hi; ++i) s += prow[i % kRing];
+      } else {
+        int head = 0;
+        for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
+          const float* r = prow + head * kLdP;
+          float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+          for (int i = lo; i < hi; ++i) {
+            const int c = i % kRing;
+            a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
+          }
+          s += a0, s += a1, s += a2, s += a3;
         }
-        s += a0, s += a1, s += a2, s += a3;
-      }
-      for (; head < p.h; ++head) {
-        float acc = 0.f;
-        for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
-        s += acc;
+        for (; head < p.h; ++head) {
+          float acc = 0.f;
+          for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
+          s += acc;
+        }
       }
       score[qi * p.n_blocks + j] = s;
     }
@@ -335,9 +385,14 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
         }
       }
       if (pass == 1) {
-        fill_block_table(k0);
+        const TileBlocks blocks = tile_blocks(k0);
+        fill_block_table(blocks);
         __syncthreads();  // P of tile i and its block table are complete
-        finish_blocks(k0);
+        if (column_sums) {
+          sum_columns(k0);
+          __syncthreads();  // the column sums of tile i are complete
+        }
+        finish_blocks(k0, blocks);
       }
       __syncthreads();  // every warp is done with stage i & 1 (and the ring) before reuse
     }
