@@ -28,11 +28,13 @@
 //
 // With BackwardDq::atomic (nsa_{window,compressed,selected}_bwd_dkdvdq_tc_kernel,
 // 3 CTAs per SM at 64/64) the kernel also makes dq, sparing the dq kernel's
-// second computation of S and dP: after each row tile the warps' dS^T (rounded as dK's operand) sits in shared memory,
-// each warp multiplies 16 of its rows by the key tile (dQ += dS K) and adds
-// them to an fp32 accumulator in 16-byte atomics (add_tile_dq); one kernel
-// then writes dq = scale * accumulator in the input dtype. The additions'
-// order varies from run to run: dq is not reproducible bit for bit.
+// second computation of S and dP: after each row tile the warps' dS^T (rounded
+// as dK's operand) sits in shared memory, each warp multiplies 16 of its rows
+// by the key tile (dQ += dS K) and adds them to an fp32 accumulator in 16-byte
+// atomics (add_tile_dq); one kernel then writes dq = scale * accumulator in the
+// input dtype. The additions' order varies from run to run: dq is not
+// reproducible bit for bit. The layer asks it of the selected branch only
+// (NSA_SELECTED_DQ): for the window and compressed branches it measured slower.
 //
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
