@@ -7,13 +7,11 @@ against the rounds' own figures, and training cells read from results.json.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-SCRIPT = os.path.join(HERE, "ab_table.py")
+from script_test_util import HERE, ROOT, load_json, run_script
+
 EVENING = os.path.join(ROOT, "docs", "perf", "2026-11-27-h200-evening")
 BASE = [os.path.join(EVENING, f"1-select-base-b88cec2-round{r}.json") for r in (1, 2)]
 NEW = [os.path.join(EVENING, f"1-select-new-round{r}.json") for r in (1, 2)]
@@ -21,14 +19,12 @@ RUN = os.path.join(EVENING, "3-window-bwd-machine-S-run1.json")
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=ROOT)
-    return p.returncode, p.stdout, p.stderr
+    return run_script("ab_table.py", *args)
 
 
 def medians_ms(path):
     """{benchmark: median ms} straight from the JSON (time_unit ms in these files)."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    data = load_json(path)
     out = {}
     for b in data["benchmarks"]:
         if b.get("aggregate_name") == "median":

@@ -14,9 +14,8 @@ import tarfile
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-SCRIPT = os.path.join(HERE, "perf_section.py")
+from script_test_util import HERE, ROOT, load_json, run_script
+
 EVENING = os.path.join(ROOT, "docs", "perf", "2026-11-27-h200-evening")
 BENCH = os.path.join(EVENING, "2-layer-vs-sdpa-d72d4d3.json")  # medians of 3 repetitions, peak_share
 RUN = os.path.join(EVENING, "3-window-bwd-machine-S-run1.json")  # two NSA cells, one dense
@@ -27,8 +26,7 @@ SHAPE_TITLES = {0: "paper_kernel", 1: "m7c_125m", 2: "m7c_125m, training batch (
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=ROOT)
-    return p.returncode, p.stdout, p.stderr
+    return run_script("perf_section.py", *args)
 
 
 def run_json(obj, name):
@@ -40,9 +38,7 @@ def run_json(obj, name):
         return run(path)
 
 
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+load = load_json
 
 
 def close_to(printed, value):
