@@ -59,4 +59,14 @@ std::vector<DenseComparison> dense_comparisons(const std::vector<CellResult>& ce
   return out;
 }
 
+void to_json(nlohmann::json& j, const DenseComparison& d) {
+  j = {{"nsa_cell", d.nsa_cell},
+       {"dense_cell", d.dense_cell},
+       {"layer_only_axes", d.layer_only_axes},
+       {"nsa_tok_s", d.nsa_tok_s},
+       {"dense_tok_s", d.dense_tok_s},
+       {"ratio", d.ratio},
+       {"noise", d.noise}};
+}
+
 }  // namespace harness

@@ -37,4 +37,8 @@ struct DenseComparison {
 // else the first such cell in cell order. In the NSA cells' order.
 std::vector<DenseComparison> dense_comparisons(const std::vector<CellResult>& cells);
 
+// As results.json carries it (`dense_comparisons`: output only, for readers of
+// the file alone; the report recomputes the pairing from the cells).
+void to_json(nlohmann::json& j, const DenseComparison& d);
+
 }  // namespace harness

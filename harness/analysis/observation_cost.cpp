@@ -150,4 +150,18 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
 
 double ObservationCost::noise() const { return std::hypot(bare_noise, estimate_noise); }
 
+void to_json(nlohmann::json& j, const ObservationCost& c) {
+  j = {{"cell", c.cell_id},
+       {"observed_cell", c.observed_cell},
+       {"bare_cell", c.bare_cell},
+       {"observed_step_ms", c.observed_step_ms},
+       {"observed_probe_ms", c.observed_probe_ms},
+       {"bare_ms", c.bare_ms},
+       {"cost", c.cost},
+       {"bare_noise", c.bare_noise},
+       {"estimate_noise", c.estimate_noise},
+       {"goal", c.goal},
+       {"met", c.cost <= c.goal}};
+}
+
 }  // namespace harness

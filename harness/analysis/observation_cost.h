@@ -48,4 +48,8 @@ struct ObservationCost {
 // `probes=alternate` cell (its even steps against its odd ones); in cell order.
 std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& cells);
 
+// As results.json carries it (`observation_costs`: output only), with `met`
+// (cost <= goal) and the observed cell's id as `cell`.
+void to_json(nlohmann::json& j, const ObservationCost& c);
+
 }  // namespace harness

@@ -16,29 +16,7 @@ namespace {
 // the report made instead of re-deriving it. Output only: load_results ignores
 // them and the report recomputes them from the cells.
 nlohmann::json derived_comparisons(const RunResult& run) {
-  nlohmann::json dense = nlohmann::json::array();
-  for (const DenseComparison& d : dense_comparisons(run.cells))
-    dense.push_back({{"nsa_cell", d.nsa_cell},
-                     {"dense_cell", d.dense_cell},
-                     {"layer_only_axes", d.layer_only_axes},
-                     {"nsa_tok_s", d.nsa_tok_s},
-                     {"dense_tok_s", d.dense_tok_s},
-                     {"ratio", d.ratio},
-                     {"noise", d.noise}});
-  nlohmann::json observation = nlohmann::json::array();
-  for (const ObservationCost& c : observation_costs(run.cells))
-    observation.push_back({{"cell", c.cell_id},
-                           {"observed_cell", c.observed_cell},
-                           {"bare_cell", c.bare_cell},
-                           {"observed_step_ms", c.observed_step_ms},
-                           {"observed_probe_ms", c.observed_probe_ms},
-                           {"bare_ms", c.bare_ms},
-                           {"cost", c.cost},
-                           {"bare_noise", c.bare_noise},
-                           {"estimate_noise", c.estimate_noise},
-                           {"goal", c.goal},
-                           {"met", c.cost <= c.goal}});
-  return {{"dense_comparisons", dense}, {"observation_costs", observation}};
+  return {{"dense_comparisons", dense_comparisons(run.cells)}, {"observation_costs", observation_costs(run.cells)}};
 }
 
 }  // namespace
