@@ -15,7 +15,8 @@
 # ..., each run with --only ONLY when given; empty: none), SCENARIO_ROUNDS (2);
 # CUDA_ARCH (90: the kernels for this GPU only, a shorter build), CUDA (ON; OFF
 # builds without the kernels, for a CPU scenario or a dry run of this script), JOBS (nproc);
-# TARGETS (nsa_cuda_bench nsa-harness). NSA_HARNESS_REVISION is set for each
+# TARGETS (nsa_cuda_bench nsa-harness); NEW_LABEL (the new side's name; unset:
+# this tree's git revision, -dirty when it has changes). NSA_HARNESS_REVISION is set for each
 # side (base: BASE, new: this tree's revision or "working-tree"), so reports
 # and benchmark JSON name the tree they measured.
 set -uo pipefail
@@ -42,8 +43,14 @@ else
   git archive "$BASE" | tar x -C "$BASE_SRC" || { log "cannot read revision $BASE"; exit 2; }
   base_rev=$(git rev-parse --short "$BASE")
 fi
-new_rev=$(git rev-parse --short HEAD 2>/dev/null || echo working-tree)
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && new_rev="$new_rev-dirty"
+# NEW_LABEL names the new side where this copy's git metadata may not describe
+# the tree (a copy of a working tree whose .git is older than its files).
+if [ -n "${NEW_LABEL:-}" ]; then
+  new_rev=$NEW_LABEL
+else
+  new_rev=$(git rev-parse --short HEAD 2>/dev/null || echo working-tree)
+  [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && new_rev="$new_rev-dirty"
+fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 log "machine: ${gpu:-no GPU} $(date -u +%FT%TZ)"
 log "base $base_rev, new $new_rev"

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/cuda/CUDAContextLight.h>
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -252,6 +253,26 @@ double rows_keys(const Problem& p, Which w) {
                                                    : keys_selected(p.block_idx);
   return per_head * double(p.sh.B * p.sh.H);
 }
+// One benchmark row's setting of a process-wide kernel choice (a tiling, a
+// dq path, the streams): set for the row, the previous value back when the
+// row ends, however it ends, so later rows see the defaults.
+template <typename T>
+class ScopedChoice {
+ public:
+  ScopedChoice(T previous, std::function<void(T)> set, T value) : set_(std::move(set)), previous_(previous) {
+    set_(value);
+  }
+  // A choice kept in a variable of the benchmark's own.
+  ScopedChoice(T& variable, T value) : ScopedChoice(variable, [&variable](T v) { variable = v; }, value) {}
+  ~ScopedChoice() { set_(previous_); }
+  ScopedChoice(const ScopedChoice&) = delete;
+  ScopedChoice& operator=(const ScopedChoice&) = delete;
+
+ private:
+  std::function<void(T)> set_;
+  T previous_;
+};
+
 // How each branch's backward makes dq in every benchmark (the default: its own
 // kernel), by Which; BM_*BwdDq sets its branch's, BM_LayerFwdBwdDq the selected
 // branch's (as the layer's NSA_SELECTED_DQ does).
@@ -445,24 +466,18 @@ void BM_LayerAttention(benchmark::State& state) {
 template <Which W>
 void BM_BwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
-  BackwardDq& dq = g_backward_dq[int(W)];
-  const BackwardDq prev = dq;
-  dq = BackwardDq(state.range(2));
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(W)], BackwardDq(state.range(2)));
   const Problem p = make_problem(state);
   const double ms = time_branch<W, true>(state, p);
   state.counters["dq_in_dkdv"] = last_dq_in_dkdv();
-  dq = prev;
   report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
 void BM_LayerFwdBwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
-  BackwardDq& dq = g_backward_dq[int(Which::Selected)];
-  const BackwardDq prev = dq;
-  dq = BackwardDq(state.range(2));
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq(state.range(2)));
   const Problem p = make_problem(state);
   double flops;
   const double ms = time_layer(state, p, true, &flops);
-  dq = prev;
   report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
 }
 // The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
@@ -527,11 +542,9 @@ void SizesV(benchmark::internal::Benchmark* b) {
 template <bool BWD>
 void BM_SelectedTiling(benchmark::State& state) {
   if (!require_device(state)) return;
-  const SelectedTiling prev = selected_tiling();
-  set_selected_tiling(SelectedTiling(state.range(2)));
+  const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling(state.range(2)));
   const Problem p = make_problem(state);
   const double ms = time_branch<Which::Selected, BWD>(state, p);
-  set_selected_tiling(prev);
   report(state, ms, branch_flops<Which::Selected, BWD>(p), dense_ms(p, BWD));
 }
 void SizesTiling(benchmark::internal::Benchmark* b) {
@@ -552,11 +565,9 @@ void BM_ForwardMma(benchmark::State& state) {
     state.SkipWithError(("wgmma declines: " + why).c_str());
     return;
   }
-  const bool prev = forward_wgmma();
-  set_forward_wgmma(state.range(2) == 1);
+  const ScopedChoice<bool> wgmma(forward_wgmma(), set_forward_wgmma, state.range(2) == 1);
   const Problem p = make_problem(state);
   const double ms = time_branch<W, false>(state, p);
-  set_forward_wgmma(prev);
   report(state, ms, branch_flops<W, false>(p), dense_ms(p, false));
 }
 void SizesForwardMma(benchmark::internal::Benchmark* b) { M7cChoices(b, "wg", 2); }
@@ -566,11 +577,9 @@ void SizesForwardMma(benchmark::internal::Benchmark* b) { M7cChoices(b, "wg", 2)
 template <Which W>
 void BM_DkdvSplits(benchmark::State& state) {
   if (!require_device(state)) return;
-  const int prev = dkdv_row_splits_forced();
-  set_dkdv_row_splits(int(state.range(2)));
+  const ScopedChoice<int> splits(dkdv_row_splits_forced(), set_dkdv_row_splits, int(state.range(2)));
   const Problem p = make_problem(state);
   const double ms = time_branch<W, true>(state, p);
-  set_dkdv_row_splits(prev);
   report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
 void SizesSplits(benchmark::internal::Benchmark* b) {
@@ -586,21 +595,17 @@ void SizesSplits(benchmark::internal::Benchmark* b) {
 template <Which W>
 void BM_BwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
-  const bool prev = stream_overlap();
-  set_stream_overlap(state.range(2) != 0);
+  const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
   const Problem p = make_problem(state);
   const double ms = time_branch<W, true>(state, p);
-  set_stream_overlap(prev);
   report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
 }
 void BM_LayerBwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
-  const bool prev = stream_overlap();
-  set_stream_overlap(state.range(2) != 0);
+  const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
   const Problem p = make_problem(state);
   double flops;
   const double ms = time_layer(state, p, true, &flops);
-  set_stream_overlap(prev);
   report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
 }
 void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }
@@ -1011,12 +1016,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("libtorch", TORCH_VERSION);
   if (const char* rev = std::getenv("NSA_HARNESS_REVISION"); rev && *rev) benchmark::AddCustomContext("revision", rev);
   if (nsa::cuda::kernels_available()) {
-    int dev = 0, driver = 0, runtime = 0;
-    cudaDeviceProp prop{};
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
-      benchmark::AddCustomContext("gpu", prop.name);
-      benchmark::AddCustomContext("sm", std::to_string(prop.major) + "." + std::to_string(prop.minor));
-    }
+    int driver = 0, runtime = 0;
+    const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();  // ATen's cached copy
+    benchmark::AddCustomContext("gpu", prop->name);
+    benchmark::AddCustomContext("sm", std::to_string(prop->major) + "." + std::to_string(prop->minor));
     const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
     if (cudaDriverGetVersion(&driver) == cudaSuccess) benchmark::AddCustomContext("cuda_driver_api", version(driver));
     if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) benchmark::AddCustomContext("cuda_runtime", version(runtime));
