@@ -82,6 +82,7 @@ class Bench:
     path: str
     date: str
     host: str
+    gpu: str  # the context's "gpu" (nsa_cuda_bench writes the device's name), "" if none
     ms: dict  # (kind, shape, S) -> median over repetitions
     reps: dict  # (kind, shape, S) -> repetitions
 
@@ -119,7 +120,7 @@ def load_bench(path: str) -> Bench:
             raise BadInput(f"{path}: benchmark {b['name']!r}: 'ms' counter is {ms!r}, not a positive time")
         samples.setdefault((kind, shape, S), []).append(float(ms))
     ctx = doc.get("context") if isinstance(doc.get("context"), dict) else {}
-    return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")),
+    return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")), str(ctx.get("gpu", "")),
                  {k: quantiles(v)["ms"] for k, v in samples.items()}, {k: len(v) for k, v in samples.items()})
 
 
@@ -379,9 +380,10 @@ def all_rows(bench: Bench, peer: PeerRun | None, peer_path: str, results: list) 
 
 
 def header(gpu_arg: str | None, bench: Bench, peer: PeerRun | None, results: list) -> dict:
-    """GPU and dates of every input: --gpu, else the peer run's GPU, else a results file's."""
+    """GPU and dates of every input: --gpu, else the peer run's GPU, else a results file's, else the bench's."""
     named = [r.platform["gpu"] for r in results if r.platform.get("gpu")]
-    gpu = gpu_arg or (peer.meta.gpu if peer else None) or (named[0] if named else None) or "GPU unknown"
+    gpu = (gpu_arg or (peer.meta.gpu if peer else None) or (named[0] if named else None) or bench.gpu
+           or "GPU unknown")
     dates = []
     if peer:
         dates.append(f"peer run {peer.meta.date_utc}")

@@ -193,6 +193,10 @@ class GoalsTableTest(unittest.TestCase):
         self.assertIn("2026-12-01T10:00:00+00:00", md)  # the bench's date
         _, rows, md, _ = self.run_table("--bench", self.bench, "--gpu", "Named GPU")
         self.assertIn("Named GPU", md)
+        # The bench's own context names its GPU (nsa_cuda_bench writes it) when nothing else does.
+        named = dict(BENCH, context=dict(BENCH["context"], gpu="Bench GPU"))
+        _, _, md, _ = self.run_table("--bench", self.write("named.json", named))
+        self.assertIn("Bench GPU", md.splitlines()[0])
 
     def test_header_names_gpu_and_dates(self):
         _, md = self.full()
