@@ -38,7 +38,10 @@
 //
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
-// cp.async; RT = 64, or 32 when dk + dv > 256) and per-row t / lse / delta:
+// cp.async; RT = 64, or 32 when dk + dv > 256) and per-row t / lse / delta
+// (lse and delta by cp.async in the rows' group, t computed, or for Selected
+// read from the reverse index one row tile ahead: no thread waits on a global
+// load between tiles):
 // 55 KB at 64/64, 104 KB at 128/128, 101 KB at 192/192, all <= kSmemBudget
 // (112 KB). The final reduction area (4 warps x 16 keys x (dk + dv) floats)
 // aliases it once the row loop is done.
@@ -47,8 +50,9 @@
 // the warp's K and V fragments (dk/4 + dv/4) for the whole kernel in its 168
 // registers (3 CTAs per SM: min_ctas_per_sm, launch.cuh); the others re-read
 // them from shared memory (ldmatrix) at every row step (Window / Compressed at
-// 64/64: 128 registers, 4 CTAs). ptxas -v (CUDA 13.0): <= 242 and no spill up
-// to 128/128; the pairs with dk or dv = 192 sit at the 255 cap with 0-124
+// 64/64: 128 registers, 4 CTAs). ptxas -v (CUDA 13.0, sm_90a): at 64/64 the
+// capped dk/dv kernels spill 28-36 bytes, those with dq 0-28; no spill up to
+// 128/128; the pairs with dk or dv = 192 sit at the 254-255 cap with 0-44
 // bytes of spill.
 #include <ATen/cuda/CUDAContextLight.h>  // getCurrentDeviceProperties
 #include <ATen/ops/empty.h>
@@ -86,7 +90,7 @@ struct DkdvLayout {
   static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
   static constexpr size_t kKvBytes = size_t(kKeys) * (kLdK + kLdV) * 2;
   static constexpr size_t kStageBytes = size_t(kRows) * (kLdK + kLdV) * 2;
-  static constexpr size_t kMetaBytes = 2 * size_t(kRows) * 3 * 4;  // [2][RT] t, lse2, delta
+  static constexpr size_t kMetaBytes = 2 * size_t(kRows) * 3 * 4;  // [2][RT] t, lse, delta
   static constexpr size_t kRedBytes = size_t(kTcWarps) * 16 * (DK + DV) * sizeof(float);
   static constexpr size_t kLoopBytes = kKvBytes + 2 * kStageBytes + kMetaBytes;
   static constexpr size_t kBytes = kLoopBytes > kRedBytes ? kLoopBytes : kRedBytes;
@@ -189,8 +193,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   T* Qs = Vs + kKeys * L::kLdV;                                 // [2][RT][kLdK]
   T* dOs = Qs + 2 * RT * L::kLdK;                               // [2][RT][kLdV]
   int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
-  float* row_lse2 = reinterpret_cast<float*>(row_t + 2 * RT);   // [2][RT], log2 domain
-  float* row_delta = row_lse2 + 2 * RT;                         // [2][RT]
+  float* row_lse = reinterpret_cast<float*>(row_t + 2 * RT);    // [2][RT], natural log as the forward wrote it
+  float* row_delta = row_lse + 2 * RT;                          // [2][RT]
   T* ds = reinterpret_cast<T*>(row_delta + 2 * RT);             // kDq: [64 keys][kLdS], dS^T of the row tile
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
@@ -223,10 +227,19 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int tile0 = int(int64_t(n_tiles_all) * blockIdx.z / p.row_splits);
   const int tile1 = int(int64_t(n_tiles_all) * (blockIdx.z + 1) / p.row_splits);
 
+  // The query of this thread's row in tile i (a thread copies the same row of
+  // every tile), -1 past the rows: for Selected a load from the reverse index,
+  // made one tile before the copies that need it (next_t).
+  const auto query_of = [&](int i) {
+    const int ri = i * RT + tid / kTpr;
+    return ri < n_rows ? cta.query(ri / p.h) : -1;
+  };
+  int next_t = tile0 < tile1 ? query_of(tile0) : -1;
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
     const bool valid = ri < n_rows;
-    const int t = valid ? cta.query(ri / p.h) : -1;
+    const int t = next_t;
+    next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
     const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
     T* qdst = Qs + (stage * RT + r) * L::kLdK;
     T* odst = dOs + (stage * RT + r) * L::kLdV;
@@ -236,13 +249,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     for (int c = part; c < DK / 8; c += kTpr) tc::cp_async_16(qdst + c * 8, qsrc + c * 8, valid);
 #pragma unroll
     for (int c = part; c < DV / 8; c += kTpr) tc::cp_async_16(odst + c * 8, osrc + c * 8, valid);
-    tc::cp_async_commit();
     if (part == 0) {
+      // A padding row's lse and delta arrive as zeros; its t = -1 masks it.
       const int64_t li = (int64_t(b) * p.S + ts) * p.H + hq;
       row_t[stage * RT + r] = t;
-      row_lse2[stage * RT + r] = valid ? p.lse[li] * kLog2e : INFINITY;
-      row_delta[stage * RT + r] = valid ? p.delta[li] : 0.f;
+      tc::cp_async_4(row_lse + stage * RT + r, p.lse + li, valid);
+      tc::cp_async_4(row_delta + stage * RT + r, p.delta + li, valid);
     }
+    tc::cp_async_commit();
   };
 
   float dk_acc[DK / 8][4], dv_acc[DV / 8][4];
@@ -285,7 +299,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const T* qs = Qs + stage * RT * L::kLdK;
     const T* os = dOs + stage * RT * L::kLdV;
     const int* ts = row_t + stage * RT;
-    const float* lse2 = row_lse2 + stage * RT;
+    const float* lse = row_lse + stage * RT;
     const float* delta = row_delta + stage * RT;
     for (int s = row_group; slice_active && s < RT / NR; s += n_groups) {
       const int row0 = s * NR;
@@ -325,11 +339,19 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       else
         warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
+      // The rows' logsumexp in the log2 domain (lse = +inf: P = 0), the thread's
+      // two rows per 8-row column block.
+      float lse2[NR / 8][2];
+#pragma unroll
+      for (int n = 0; n < NR / 8; ++n) {
+        lse2[n][0] = lse[row0 + 8 * n + 2 * tig] * kLog2e;
+        lse2[n][1] = lse[row0 + 8 * n + 2 * tig + 1] * kLog2e;
+      }
       if (all) {
 #pragma unroll
         for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[row0 + 8 * n + 2 * tig + j % 2]));
+          for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2]));
         }
       } else {
 #pragma unroll
@@ -338,7 +360,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
           for (int j = 0; j < 4; ++j) {
             const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
             const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
-            sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[r])) : 0.f;
+            sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2])) : 0.f;
           }
         }
       }

@@ -81,6 +81,12 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool v
                "r"(src_bytes)
                : "memory");
 }
+// 4 bytes (a per-row scalar: logsumexp, delta), through L1 (.ca: .cg takes 16 only); zeros when !valid.
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem, bool valid) {
+  const int src_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(src_bytes)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Wait until at most N of this thread's committed groups are still in flight.
 template <int N>
