@@ -217,8 +217,8 @@ class Section(unittest.TestCase):
         self.assertIn(load(DECODE)["context"]["date"][:10], out.splitlines()[0])
 
     def test_the_tables_are_bench_table_output(self):
-        table = subprocess.run([sys.executable, os.path.join(HERE, "bench_table.py"), BENCH],
-                               capture_output=True, text=True, check=True).stdout
+        rc, table, err = run_script("bench_table.py", BENCH)
+        self.assertEqual(rc, 0, err)
         self.assertIn(table, self.out)
 
 
