@@ -12,9 +12,13 @@
 // A replayed step runs exactly the kernels the eager step runs, in the same
 // order, on the same data — so it computes the same numbers (the GPU test
 // holds replay and eager bitwise equal). What it does not do is run host code:
-// observer hooks, per-step host decisions and planted faults act only while
-// capturing. That is why the harness replays only steps no probe watches from
-// inside (Probe::watches_inside) and records per step which way it ran.
+// per-step host decisions and planted faults act only while capturing, and
+// the observer hears of phases, routes and syncs only in eager steps. What a
+// replay does keep is the tensors: those the observer took during the capture
+// live in the graph's memory and each replay rewrites them, so a probe that
+// reads activations can watch a replayed step. The harness replays every step
+// no probe needs the host code of (Probe::watches_inside) and records per
+// step which way it ran.
 //
 // The capture itself is CUDA code (nsa/cuda/step_graph.cpp), registered like
 // the other CUDA paths; a build without it runs every step eagerly.

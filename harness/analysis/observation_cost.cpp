@@ -27,22 +27,34 @@ struct StepCost {
 // sqrt(pi / 2) σ / √n for normally distributed values.
 constexpr double kMedianSeFactor = 1.2533141373155;
 
+// The sampled probes (`every: N`, N > 1) that run at this step, by the rule
+// of probe_due (harness/probes/probe.h): their `every` divides the step.
+std::string sampled_at(const std::map<std::string, int>& sampled, int step) {
+  std::string due;
+  for (auto& [name, every] : sampled)
+    if (every > 1 && step % every == 0) due += name + " ";
+  return due;
+}
+
 // What an observed step costs on average, robustly: steps are grouped by how
-// they ran (eager, or replayed from the CUDA graph) and each group's median
-// weighted by how many steps it had. With probes sampled (`every: 50`) the
-// few steps a probe watched from inside run eagerly and cost more; a median
-// over all steps would not see them, a mean would be swayed by one step a
-// busy machine slowed. Warm-up and the capture step are not counted.
+// they ran (eager, or replayed from the CUDA graph) and by which sampled
+// probes ran at them (a cheap checksum every 10 steps is not the deep set
+// every 50), and each group's median weighted by how many steps it had. The
+// few steps a deep probe samples cost more (its own work, an eager step
+// where a probe needs one); a median over all steps would not see them, a
+// mean would be swayed by one step a busy machine slowed. Warm-up and the capture step are not counted.
 // se_ms: the estimate's standard error, each class's median's in quadrature
 // by its weight; a class of fewer than three steps takes `fallback_rel` (a
-// relative spread) as its own.
-StepCost amortized(const std::vector<const StepRecord*>& steps, double fallback_rel) {
-  std::map<bool, std::vector<const StepRecord*>> by_class;  // replayed or not
-  for (const StepRecord* s : steps) by_class[s->exec == StepExec::replay].push_back(s);
+// relative spread) as its own, two steps at least their own deviation.
+StepCost amortized(const std::vector<const StepRecord*>& steps, const std::map<std::string, int>& sampled,
+                   double fallback_rel) {
+  std::map<std::pair<bool, std::string>, std::vector<const StepRecord*>> by_class;  // (replayed, sampled due)
+  for (const StepRecord* s : steps)
+    by_class[{s->exec == StepExec::replay, sampled_at(sampled, s->step)}].push_back(s);
   StepCost out;
   if (steps.empty()) return out;
   double var = 0;
-  for (auto& [replayed, group] : by_class) {
+  for (auto& [cls, group] : by_class) {
     std::vector<double> step_ms, probe_ms, total_ms;
     for (const StepRecord* s : group) {
       step_ms.push_back(s->step_ms), probe_ms.push_back(s->probe_ms);
@@ -52,7 +64,11 @@ StepCost amortized(const std::vector<const StepRecord*>& steps, double fallback_
     out.step_ms += w * median(step_ms);
     out.probe_ms += w * median(probe_ms);
     const double n = double(group.size());
-    const double sigma = group.size() >= 3 ? mad_spread(total_ms) : fallback_rel * median(total_ms);
+    double sigma = group.size() >= 3 ? mad_spread(total_ms) : fallback_rel * median(total_ms);
+    // Two steps have no robust spread, but their difference bounds it from
+    // below (the sample deviation of two values): sampled steps that differ
+    // (the first one pays for warming its probes) must not look certain.
+    if (group.size() == 2) sigma = std::max(sigma, std::abs(total_ms[0] - total_ms[1]) / std::sqrt(2.0));
     const double se = kMedianSeFactor * sigma / std::sqrt(n);
     var += w * w * se * se;
   }
@@ -76,8 +92,8 @@ std::vector<const StepRecord*> timed_steps(const CellResult& c) {
 // `probes: alternate`: even steps observed, odd steps bare, in one process.
 // The first step is warm-up and the step that captured the CUDA graph is
 // set-up, as in step_ms_median. Each side is weighed as the all-vs-none pairs
-// are (amortized): with sampled probes the rare observed step that a probe
-// watched from inside runs eagerly, and a plain median would not count it.
+// are (amortized): with sampled probes the rare observed step where they ran
+// costs more, and a plain median would not count it.
 std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   std::vector<const StepRecord*> on, off;
   std::vector<double> off_step;
@@ -89,7 +105,7 @@ std::optional<ObservationCost> alternating_cost(const CellResult& c) {
   }
   if (on.empty() || off.empty()) return std::nullopt;
   const double off_noise = relative_spread(off_step);
-  const StepCost watched = amortized(on, off_noise), bare = amortized(off, off_noise);
+  const StepCost watched = amortized(on, c.sampled_probes, off_noise), bare = amortized(off, c.sampled_probes, off_noise);
   ObservationCost oc;
   oc.cell_id = c.id;
   oc.observed_cell = c.id + " (even steps)";
@@ -126,7 +142,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     const auto steps = timed_steps(observed);
     const StepCost on = steps.empty() ? StepCost{*observed.metrics.step_ms_median,
                                                  observed.metrics.probe_ms_median.value_or(0.0)}
-                                      : amortized(steps, oc.bare_noise);
+                                      : amortized(steps, observed.sampled_probes, oc.bare_noise);
     oc.observed_step_ms = on.step_ms;
     oc.observed_probe_ms = on.probe_ms;
     // The bare cell's probe_ms is the loop's own bookkeeping (a device sync):
@@ -136,7 +152,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     const auto bare_steps = timed_steps(*bare);
     const StepCost off = bare_steps.empty() ? StepCost{*bare->metrics.step_ms_median,
                                                        bare->metrics.probe_ms_median.value_or(0.0)}
-                                            : amortized(bare_steps, oc.bare_noise);
+                                            : amortized(bare_steps, bare->sampled_probes, oc.bare_noise);
     oc.bare_ms = off.step_ms + off.probe_ms;
     if (oc.bare_ms <= 0) continue;
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/testing/results.h"
@@ -83,6 +84,31 @@ TEST(ObservationCost, SampledProbesCostTheirWatchedStepsByTheirShare) {
   EXPECT_EQ(observation_costs({on, bare})[0].goal, kSampledObservationCostGoal);
 }
 
+// Sampled probes that run at replayed steps (the tensor probes read what the
+// graph rewrites): those steps are replays like the rest, but their probes'
+// work makes them a class of their own — by which sampled probes ran, so a
+// cheap one sampled often does not hide the deep set sampled rarely in its
+// median. Here steps 10 and 20 of 20 (every: 10) and a checksum every 2 steps.
+TEST(ObservationCost, SampledStepsThatReplayCountByTheirShare) {
+  CellResult on = timed({{"probes", "all"}}, 0.0, 0.0);
+  on.sampled_probes = {{"finite", 10}, {"gates", 10}, {"checksum", 2}};
+  for (int step = 1; step <= 20; ++step) {
+    StepRecord s{step, 1.0, step == 1 ? 900.0 : 100.0};
+    s.exec = step == 1 ? StepExec::eager : step == 2 ? StepExec::capture : StepExec::replay;
+    s.probe_ms = step % 10 == 0 ? 30.0 : step % 2 == 0 ? 0.6 : 0.5;
+    if (step % 10 == 0) s.step_ms = 101.0;
+    on.steps.push_back(s);
+  }
+  CellResult bare = timed({{"probes", "none"}}, 100.0, 0.0);
+  const auto costs = observation_costs({on, bare});
+  ASSERT_EQ(costs.size(), 1u);
+  // 18 timed steps: 9 plain replays (100 + 0.5), 7 with the checksum (100 +
+  // 0.6: steps 4, 6, 8, 12, 14, 16, 18) and 2 with the deep set (101 + 30).
+  EXPECT_NEAR(costs[0].observed_step_ms, (16 * 100.0 + 2 * 101.0) / 18, 1e-9);
+  EXPECT_NEAR(costs[0].observed_probe_ms, (9 * 0.5 + 7 * 0.6 + 2 * 30.0) / 18, 1e-9);
+  EXPECT_NEAR(costs[0].cost, ((9 * 100.5 + 7 * 100.6 + 2 * 131.0) / 18) / 100.0 - 1.0, 1e-9);
+}
+
 // The cost's own uncertainty: each class median's standard error, 1.2533 σ /
 // √n with σ the class's robust spread, weighted by the class's share, in
 // quadrature over classes and sides, over the bare step. Written out by hand
@@ -110,8 +136,9 @@ TEST(ObservationCost, EstimateNoiseIsTheStandardErrorOfTheWeightedMedians) {
   const double se_eager = k * 1.4826 * 10 / std::sqrt(3.0);
   EXPECT_NEAR(costs[0].estimate_noise, (3.0 / 10) * se_eager / 25.0, 1e-9);
   EXPECT_NEAR(costs[0].noise(), costs[0].estimate_noise, 1e-12);  // the bare cell has no spread
-  // Two eager steps only: their spread cannot be told, so they take the bare
-  // cell's (here 1.4826 × 1 ms of 25 ms) at their median (55 ms).
+  // Two eager steps only (50 and 60 ms): no robust spread, so they take the
+  // larger of the bare cell's (here 1.4826 × 1 ms of 25 ms) at their median
+  // (55 ms) and their own sample deviation, |60 - 50| / √2.
   on.steps.pop_back();
   bare.steps.clear();
   add(bare, 900, 0, StepExec::eager);
@@ -120,7 +147,8 @@ TEST(ObservationCost, EstimateNoiseIsTheStandardErrorOfTheWeightedMedians) {
   ASSERT_EQ(costs.size(), 1u);
   const double rel = 1.4826 * 1.0 / 25.0;
   EXPECT_NEAR(costs[0].bare_noise, rel, 1e-9);
-  const double se_two = k * rel * 55.0 / std::sqrt(2.0);
+  const double se_two = k * std::max(rel * 55.0, 10.0 / std::sqrt(2.0)) / std::sqrt(2.0);
+  EXPECT_GT(10.0 / std::sqrt(2.0), rel * 55.0) << "this case checks the two steps' own deviation";
   const double se_bare = k * 1.4826 / std::sqrt(7.0);
   EXPECT_NEAR(costs[0].estimate_noise, std::hypot((2.0 / 9) * se_two, se_bare) / 25.0, 1e-9);
   EXPECT_NEAR(costs[0].noise(), std::hypot(costs[0].bare_noise, costs[0].estimate_noise), 1e-12);

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "harness/child/dist_rank.h"
+#include "harness/child/graph_tap.h"
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
 #include "nsa/data_prefetch.h"
@@ -237,6 +238,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     std::map<std::string, std::vector<double>> costs;  // observing, per probe, ms per step
     std::vector<at::Tensor> snapshot;                   // the parameters before a step, when a probe asks
     CudaGraphRecord graph;                              // how the steps ran (nsa/step_graph.h)
+    // Does a probe want tensors at a step the graph may replay? Then the
+    // capture takes them for the replays (graph_tap.h).
+    bool tensors_later = false;
+    for (int s = nsa::kEagerStepsBeforeGraph + 1; s <= spec.train.steps && !tensors_later; ++s)
+      for (auto& p : probes) tensors_later |= p->wants_tensors(s);
+    GraphTap graph_tap(tensors_later);
     for (step = 1; step <= spec.train.steps; ++step) {
       // Time spent observing outside the timed step (parameter snapshots, the
       // probes' step-end hooks) is reported per step as the metric probe_ms, so
@@ -252,11 +259,13 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
           inside |= p->watches_inside(step);
         }
       }
-      inside |= capture || keep_params;
+      // Tensors come from a replay too, once the graph holds them; the
+      // parameter snapshot is taken outside the step either way.
+      inside |= capture && graph_tap.needs_eager_for_tensors();
       graph.watched_steps += inside ? 1 : 0;
       tap.clear();
       observer.set_step(step);
-      observer.set_capture(capture);
+      observer.set_capture(capture || graph_tap.arms_observer());
       events.emit(ev::step_begin, {{"step", step}});
       if (dist) dist->set_step(step);
       // data_ms: waiting for the batch and copying it to the device, synced
@@ -287,6 +296,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
       }
       sync_device(device);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      graph_tap.after_step(trainer.last_exec(), capture, tap);
       nlohmann::json e = {{"step", step},       {"step_ms", ms},              {"data_ms", data_ms},
                           {"tok_s", tokens / (ms / 1000.0)}, {"tokens", tokens},
                           {"skipped", st.skipped}, {"host_syncs", tap.sync_points},

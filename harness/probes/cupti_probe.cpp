@@ -81,9 +81,16 @@ class CuptiProbe : public Probe {
  public:
   explicit CuptiProbe(const ProbeSpec& spec) : every_(std::max(1, spec.every)) {}
   void set_observing(bool on) override { observing_ = on; }
-  // A traced step needs the kernels launched one by one under their ranges;
-  // between traced steps the flight recorder sees a graph replay as one launch.
-  bool watches_inside(int step) const override { return tracer_ && observing_ && traced_step(step); }
+  // The always-traced first steps need the kernels launched one by one under
+  // their layer and branch ranges (and run eagerly anyway); so does every
+  // step under `every: 1`. A sampled step later in the run is traced as it
+  // runs: CUPTI records each kernel a graph replay launches, charged to the
+  // step's "graph replay" range — the kernels and their times without the
+  // per-layer split, at the cost of a replay instead of an eager step.
+  // Between traced steps the flight recorder sees a graph replay as one launch.
+  bool watches_inside(int step) const override {
+    return tracer_ && observing_ && (every_ <= 1 || step <= kAlwaysTracedSteps);
+  }
   // Posted collections use tracer_ and retained_: the writer stops before they
   // go. Normally on_run_end closed it already; after an error nothing queued
   // runs (deadline 0) and a collection in hand gets a short grace.

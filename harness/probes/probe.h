@@ -63,12 +63,14 @@ class Probe {
   virtual bool wants_tensors(int /*step*/) const { return false; }
   // Asked before each step: does this probe need the parameters as they were before it?
   virtual bool wants_params_before(int /*step*/) const { return false; }
-  // Asked before each step: does this probe look inside the step — the model's
-  // tensors, phases, routes, kernel records — rather than only at what the step
-  // returned (loss, gradients, parameters, memory)? A step nobody watches from
-  // inside may run as a replay of the captured CUDA graph (nsa/step_graph.h),
-  // which runs no host code of the model.
-  virtual bool watches_inside(int step) const { return wants_tensors(step) || wants_params_before(step); }
+  // Asked before each step: does this probe need the model's host code to run
+  // this step — its phases, routes, kernels launched one by one under their
+  // ranges? A step nobody watches from inside may run as a replay of the
+  // captured CUDA graph (nsa/step_graph.h), which runs no host code. Tensors
+  // (wants_tensors) do not need it: the replay rewrites the ones the capture
+  // took (harness/child/graph_tap.h); nor does the parameter snapshot, taken
+  // before the step.
+  virtual bool watches_inside(int /*step*/) const { return false; }
   // Told before each step whether the probes watch it (always, except under
   // `probes: alternate`, where odd steps run unobserved as the yardstick). An
   // unobserved step gets no step-end hook; a probe that works during the step

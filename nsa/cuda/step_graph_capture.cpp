@@ -13,11 +13,31 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include "nsa/observer.h"
 #include "nsa/runtime.h"
 #include "nsa/trainer.h"
 
 namespace nsa::cuda {
 namespace {
+
+// The observer the capture runs under: it passes on the tensors the model
+// hands over and nothing else. Those tensors are the graph's own (allocated
+// from its pool during capture, kept alive by whoever took them), so each
+// replay rewrites them with that step's values: an observer that takes them
+// now reads every later replayed step's activations without an eager step.
+// Phases, routes and sync counts are host events of an eager step; the
+// capture must not report them as a step of its own.
+class TensorsOnly : public Observer {
+ public:
+  explicit TensorsOnly(Observer* inner) : inner_(inner) {}
+  bool wants_tensors() const override { return inner_ && inner_->wants_tensors(); }
+  void tensor(std::string_view name, int layer, int branch, const at::Tensor& t) override {
+    if (inner_) inner_->tensor(name, layer, branch, t);
+  }
+
+ private:
+  Observer* inner_;
+};
 
 // Makes `waiter` wait for the work queued so far on `on`.
 void order_after(const c10::cuda::CUDAStream& on, const c10::cuda::CUDAStream& waiter) {
@@ -30,10 +50,11 @@ class CudaStepGraph : public StepGraph {
  public:
   CudaStepGraph(Trainer& trainer, const at::Tensor& batch, Runtime& rt) {
     c10::cuda::CUDAGuard device(batch.device());
-    // Hooks, routes and sync counts belong to eager steps: the capture runs the
-    // model's host code once and must not report it as a step.
+    // The warm-up reports nothing (its tensors are not the graph's); the
+    // capture reports only tensors (TensorsOnly).
     Runtime quiet = rt;
     quiet.observer = nullptr;
+    TensorsOnly tensors_only(rt.observer);
     const auto caller = c10::cuda::getCurrentCUDAStream();
     const auto side = c10::cuda::getStreamFromPool();
     batch_ = batch.clone();
@@ -46,7 +67,9 @@ class CudaStepGraph : public StepGraph {
       // fails the capture; the batch prefetcher's thread may pin memory meanwhile.
       graph_.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
       try {
-        stats_ = trainer.device_step(quiet.step, batch_, quiet);
+        Runtime capturing = quiet;
+        capturing.observer = &tensors_only;
+        stats_ = trainer.device_step(quiet.step, batch_, capturing);
       } catch (...) {
         abandon_capture();
         throw;

@@ -14,6 +14,7 @@
 #include "nsa/cuda/test_util.h"
 #include "nsa/data.h"
 #include "nsa/model.h"
+#include "nsa/observer.h"
 #include "nsa/test_support.h"
 #include "nsa/trainer.h"
 
@@ -211,6 +212,73 @@ TEST(StepGraph, AFailedCaptureFallsBackToEagerStepsAndSaysWhy) {
   EXPECT_EQ(trainer.graph_captured_at(), 0);
   size_t i = 0;
   for (auto& [name, p] : m.parameters()) EXPECT_TRUE(at::equal(p.detach().cpu(), eager.params[i++])) << name;
+}
+
+// Takes every tensor the model hands over, by reference, as the harness's
+// tap does; `held` keeps the last step's (a replay hands over nothing).
+class TakeTensors : public Observer {
+ public:
+  bool wants_tensors() const override { return true; }
+  void tensor(std::string_view name, int layer, int branch, const at::Tensor& t) override {
+    taken.push_back({std::string(name) + " " + std::to_string(layer) + "/" + std::to_string(branch), t});
+  }
+  std::vector<std::pair<std::string, at::Tensor>> taken, held;
+};
+
+// Per step, host copies of the tensors the observer holds after it.
+std::vector<std::vector<std::pair<std::string, at::Tensor>>> tensors_per_step(bool may_replay, uint64_t seed,
+                                                                              int steps, std::vector<StepExec>& exec) {
+  register_with_layer();
+  at::manual_seed(seed);
+  TrainConfig tc;
+  tc.steps = steps, tc.lr = 3e-3, tc.warmup_steps = 2, tc.precision = Precision::bf16;
+  Model m(graph_case(), at::TensorOptions().dtype(param_dtype_for(tc)).device(at::kCUDA));
+  Trainer trainer(m, tc);
+  DataSource data("synthetic", 7);
+  auto rt = runtime_with();
+  TakeTensors obs;
+  rt.observer = &obs;
+  std::vector<std::vector<std::pair<std::string, at::Tensor>>> out;
+  for (int s = 1; s <= steps; ++s) {
+    obs.taken.clear();
+    trainer.step(s, data.next_batch(2, 256).to(at::kCUDA), rt, may_replay);
+    exec.push_back(trainer.last_exec());
+    if (!obs.taken.empty()) obs.held = obs.taken;
+    out.emplace_back();
+    for (auto& [name, t] : obs.held) out.back().push_back({name, t.detach().cpu().clone()});
+  }
+  return out;
+}
+
+// The tensors an observer took while the step was captured live in the
+// graph's memory: after each replay they hold that step's activations, the
+// same bits the eager step hands over (the eager run is the oracle). This is
+// what lets the harness's tensor probes watch a replayed step.
+TEST(StepGraph, TensorsTakenDuringTheCaptureHoldEachReplaysValues) {
+  if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
+  if (!testing::capture_possible()) GTEST_SKIP() << "capture needs the caching allocator";
+  DeterministicAlgorithms deterministic;
+  const uint64_t seed = fresh_seed();
+  const int steps = 5;
+  std::vector<StepExec> eager_exec, graphed_exec;
+  const auto eager = tensors_per_step(false, seed, steps, eager_exec);
+  const auto graphed = tensors_per_step(true, seed, steps, graphed_exec);
+  ASSERT_EQ(graphed_exec.back(), StepExec::replay);
+  ASSERT_EQ(graphed_exec[kEagerStepsBeforeGraph], StepExec::capture);
+  for (int s = kEagerStepsBeforeGraph; s < steps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s + 1));
+    ASSERT_EQ(graphed[s].size(), eager[s].size());
+    ASSERT_FALSE(eager[s].empty()) << "the model handed over no tensors";
+    for (size_t i = 0; i < eager[s].size(); ++i) {
+      EXPECT_EQ(graphed[s][i].first, eager[s][i].first);
+      EXPECT_TRUE(at::equal(graphed[s][i].second, eager[s][i].second)) << eager[s][i].first;
+    }
+  }
+  // Not the capture's values kept: the activations change from step to step.
+  bool changed = false;
+  for (size_t i = 0; i < eager[steps - 1].size(); ++i)
+    changed |= !at::equal(eager[steps - 1][i].second, eager[steps - 2][i].second);
+  EXPECT_TRUE(changed) << "the last two steps handed over the same tensors: the comparison would not see a stale replay";
 }
 
 // What keeps steps eager is read from the cell: NSA_CUDA_GRAPH=0 and fp16
