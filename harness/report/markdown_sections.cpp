@@ -143,8 +143,9 @@ std::string observation_section(const RunResult& r) {
       "What the probes cost per step (goal ≤ {:.0f} % watching every step, ≤ {:.0f} % with probes sampled by "
       "`every: N`): the timed step with the probes on plus the time the probes spent outside it, against the "
       "same cell with every probe off (for `probes=alternate`, the same process's unobserved odd steps). Steps "
-      "that ran eagerly and steps replayed from the CUDA graph each count by their median, weighted by their "
-      "share of the steps, so a sampled probe's rare expensive step is counted and one noisy step is not.\n\n"
+      "are grouped by how they ran (eagerly, or replayed from the CUDA graph) and by which sampled probes ran "
+      "at them; each group counts by its median, weighted by its share of the steps, so a sampled probe's rare "
+      "expensive step is counted and one noisy step is not.\n\n"
       "| Observed cell | Step ms (probes on) | Probe ms outside the step | Step ms (probes off) | Cost | "
       "Noise (probes off, ±1σ) | Estimate (±1σ) | Goal | Met |\n"
       "|---|---|---|---|---|---|---|---|---|\n",
@@ -160,7 +161,7 @@ std::string observation_section(const RunResult& r) {
                      c.cost <= c.goal ? "✅" : "❌");
   }
   s += "\nNoise: the unobserved cell's step-to-step spread; Estimate: the standard error of the cost itself, from "
-       "each class of steps' spread and count (a few watched eager steps make it wide).\n";
+       "each class of steps' spread and count (a class of a few sampled steps makes it wide).\n";
   if (within_noise)
     s += "\nA cost within twice the two noises together (in quadrature) cannot be told from them: more steps or "
          "more rounds (another `steps` value) narrow it.\n";
