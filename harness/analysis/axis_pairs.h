@@ -3,6 +3,7 @@
 // (probes all / none) and the dense comparison (attention nsa / dense) read;
 // and which other axes two cells differ on, for the dense comparison's pairs
 // across flags a dense cell does not read.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,29 @@ inline const CellResult* partner_on(const std::vector<CellResult>& cells, const 
   for (const auto& other : cells)
     if (axis_value(other, axis) == value && without_axis(other.axes, axis) == rest) return &other;
   return nullptr;
+}
+
+// How much one run of `c` differs from another of the same settings: the
+// sample standard deviation of the median steps of `c` and of the cells that
+// differ from it only in `repeat` (the matrix's `repeat: N`), over their mean;
+// 0 when fewer than two of them passed with a step median. Two processes on one
+// machine differ by more than one process's steps do (another placement, clock
+// or neighbour): a comparison of two runs carries this noise once per run.
+inline double run_to_run_spread(const std::vector<CellResult>& cells, const CellResult& c) {
+  if (!axis_value(c, "repeat")) return 0.0;
+  const AxisValues rest = without_axis(c.axes, "repeat");
+  std::vector<double> medians;
+  for (const auto& other : cells)
+    if (other.outcome == Outcome::pass && other.metrics.step_ms_median && axis_value(other, "repeat") &&
+        without_axis(other.axes, "repeat") == rest)
+      medians.push_back(*other.metrics.step_ms_median);
+  if (medians.size() < 2) return 0.0;
+  double mean = 0;
+  for (double m : medians) mean += m / double(medians.size());
+  if (mean <= 0) return 0.0;
+  double ss = 0;
+  for (double m : medians) ss += (m - mean) * (m - mean);
+  return std::sqrt(ss / double(medians.size() - 1)) / mean;
 }
 
 // The axes besides `axis` on which `a` and `b` take different values, in the

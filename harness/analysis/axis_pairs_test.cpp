@@ -74,5 +74,26 @@ TEST(AxesDiffering, NamesTheOtherAxesThatDifferAndNothingAcrossMatrices) {
 INSTANTIATE_TEST_SUITE_P(AxisPairs, PairedTable, ::testing::ValuesIn(kTables),
                          [](const ::testing::TestParamInfo<PairTable>& i) { return std::string(i.param.name); });
 
+// Run-to-run spread from `repeat` cells: the sample standard deviation of
+// their median steps over the mean, written out for three runs (100, 102, 104
+// ms: σ = 2); a failed run and a cell of other settings do not count; one run,
+// or a matrix without `repeat`, tells nothing (0).
+TEST(RunToRunSpread, IsTheSampleDeviationOfTheRepeatsMedianSteps) {
+  auto timed = [](AxisValues axes, double ms, Outcome o = Outcome::pass) {
+    CellResult c = make_cell(std::move(axes), o);
+    c.metrics.step_ms_median = ms;
+    return c;
+  };
+  std::vector<CellResult> cells = {timed({{"probes", "none"}, {"repeat", "1"}}, 100.0),
+                                   timed({{"probes", "none"}, {"repeat", "2"}}, 102.0),
+                                   timed({{"probes", "none"}, {"repeat", "3"}}, 104.0),
+                                   timed({{"probes", "none"}, {"repeat", "4"}}, 400.0, Outcome::hang),
+                                   timed({{"probes", "all"}, {"repeat", "1"}}, 300.0)};
+  EXPECT_NEAR(run_to_run_spread(cells, cells[1]), 2.0 / 102.0, 1e-12);
+  EXPECT_EQ(run_to_run_spread(cells, cells[4]), 0.0);  // one run of these settings
+  const std::vector<CellResult> plain = {timed({{"probes", "none"}}, 100.0), timed({{"probes", "all"}}, 101.0)};
+  EXPECT_EQ(run_to_run_spread(plain, plain[0]), 0.0);
+}
+
 }  // namespace
 }  // namespace harness

@@ -54,6 +54,7 @@ std::vector<DenseComparison> dense_comparisons(const std::vector<CellResult>& ce
     d.ratio = d.nsa_tok_s / d.dense_tok_s;
     const double a = relative_spread(warm_step_ms(sparse)), b = relative_spread(warm_step_ms(dense));
     d.noise = a > 0 && b > 0 ? std::hypot(a, b) : 0.0;
+    d.run_noise = std::hypot(run_to_run_spread(cells, sparse), run_to_run_spread(cells, dense));
     out.push_back(d);
   }
   return out;
@@ -66,7 +67,8 @@ void to_json(nlohmann::json& j, const DenseComparison& d) {
        {"nsa_tok_s", d.nsa_tok_s},
        {"dense_tok_s", d.dense_tok_s},
        {"ratio", d.ratio},
-       {"noise", d.noise}};
+       {"noise", d.noise},
+       {"run_noise", d.run_noise}};
 }
 
 }  // namespace harness

@@ -29,6 +29,9 @@ struct DenseComparison {
   // Relative noise of the ratio: the two cells' robust step-time spreads over
   // their medians, added in quadrature (0 when either has too few steps).
   double noise = 0;
+  // Run-to-run noise of the ratio: each cell's run_to_run_spread (its
+  // `repeat` cells), in quadrature; 0 when the matrix has no repeats.
+  double run_noise = 0;
 };
 
 // One entry per attention=nsa cell that passed with a measured tok/s and has a

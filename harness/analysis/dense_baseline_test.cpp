@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "harness/core/stats.h"
 #include "harness/testing/results.h"
 
 namespace harness {
@@ -131,6 +132,22 @@ TEST(DenseBaseline, WithoutAnExactMatchTheFirstPassingFlagOnlyMatchInCellOrder) 
 }
 
 // No partner, a failed one, another axis: axis_pairs_test.cpp, with the observation cost.
+
+// Two runs of each cell (`repeat: 2`): each side's run-to-run spread (NSA 50
+// and 52 ms, dense 12.5 and 12.5), in quadrature, is the ratio's run noise.
+TEST(DenseBaseline, RepeatedRunsGiveTheRatioItsRunToRunNoise) {
+  std::vector<CellResult> cells = {measured({{"attention", "nsa"}, {"repeat", "1"}}, 100.0, 50),
+                                   measured({{"attention", "dense"}, {"repeat", "1"}}, 400.0, 12.5),
+                                   measured({{"attention", "nsa"}, {"repeat", "2"}}, 96.0, 52),
+                                   measured({{"attention", "dense"}, {"repeat", "2"}}, 400.0, 12.5)};
+  for (auto& c : cells) c.metrics.step_ms_median = median(warm_step_ms(c));
+  const auto d = dense_comparisons(cells);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].dense_cell, "attention=dense,repeat=1");
+  EXPECT_NEAR(d[0].run_noise, std::sqrt(2.0) / 51.0, 1e-12);  // σ of 50, 52 = √2; dense: 0
+  EXPECT_NEAR(d[1].run_noise, d[0].run_noise, 1e-12);
+  EXPECT_EQ(dense_comparisons({cells[0], cells[1]})[0].run_noise, 0.0);
+}
 
 }  // namespace
 }  // namespace harness

@@ -158,13 +158,16 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     oc.cost = (oc.observed_step_ms + oc.observed_probe_ms) / oc.bare_ms - 1.0;
     // Unknown (0) unless both sides have per-step records to take it from.
     if (!steps.empty() && !bare_steps.empty()) oc.estimate_noise = std::hypot(on.se_ms, off.se_ms) / oc.bare_ms;
+    oc.run_noise = run_to_run_spread(cells, *bare);
     oc.goal = goal_for(observed);
     out.push_back(oc);
   }
   return out;
 }
 
-double ObservationCost::noise() const { return std::hypot(bare_noise, estimate_noise); }
+double ObservationCost::noise() const {
+  return std::hypot(std::hypot(bare_noise, estimate_noise), std::sqrt(2.0) * run_noise);
+}
 
 void to_json(nlohmann::json& j, const ObservationCost& c) {
   j = {{"cell", c.cell_id},
@@ -176,6 +179,7 @@ void to_json(nlohmann::json& j, const ObservationCost& c) {
        {"cost", c.cost},
        {"bare_noise", c.bare_noise},
        {"estimate_noise", c.estimate_noise},
+       {"run_noise", c.run_noise},
        {"goal", c.goal},
        {"met", c.cost <= c.goal}};
 }

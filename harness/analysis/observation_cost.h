@@ -37,9 +37,14 @@ struct ObservationCost {
   // spread cannot be told, borrows the bare cell's relative spread. 0 when
   // unknown (no per-step records).
   double estimate_noise = 0;
+  // Run-to-run noise of one run of the bare cell (run_to_run_spread: the
+  // spread of its `repeat` cells' median steps; 0 when the matrix has no
+  // repeats). The cost compares two runs, so it counts twice.
+  double run_noise = 0;
   double goal = kObservationCostGoal;  // kSampledObservationCostGoal when the observed cell samples probes
-  // What the cost is judged against: the two above in quadrature (a cost
-  // within about twice this is not measured).
+  // What the cost is judged against: the noises above in quadrature, the
+  // run-to-run one for each of the two runs (a cost within about twice this
+  // is not measured).
   double noise() const;
 };
 

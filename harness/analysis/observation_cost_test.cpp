@@ -109,6 +109,25 @@ TEST(ObservationCost, SampledStepsThatReplayCountByTheirShare) {
   EXPECT_NEAR(costs[0].cost, ((9 * 100.5 + 7 * 100.6 + 2 * 131.0) / 18) / 100.0 - 1.0, 1e-9);
 }
 
+// With `repeat: 2` the bare cell's two runs give the run-to-run noise (their
+// median steps 100 and 104 ms: σ = 2√2 over 102), and the cost, a comparison of
+// two runs, counts it twice in quadrature with the step noise and the estimate.
+TEST(ObservationCost, RepeatedRunsGiveTheRunToRunNoise) {
+  std::vector<CellResult> cells = {timed({{"probes", "all"}, {"repeat", "1"}}, 103.0, 0.0),
+                                   timed({{"probes", "none"}, {"repeat", "1"}}, 100.0, 0.0),
+                                   timed({{"probes", "all"}, {"repeat", "2"}}, 105.0, 0.0),
+                                   timed({{"probes", "none"}, {"repeat", "2"}}, 104.0, 0.0)};
+  const auto costs = observation_costs(cells);
+  ASSERT_EQ(costs.size(), 2u);
+  const double run = 2.0 * std::sqrt(2.0) / 102.0;
+  EXPECT_NEAR(costs[0].run_noise, run, 1e-12);
+  EXPECT_NEAR(costs[1].run_noise, run, 1e-12);
+  EXPECT_NEAR(costs[0].cost, 0.03, 1e-12);
+  // No per-step records: the step noise and the estimate are unknown (0), the runs' part is all there is.
+  EXPECT_NEAR(costs[0].noise(), std::sqrt(2.0) * run, 1e-12);
+  EXPECT_EQ(observation_costs({cells[0], cells[1]})[0].run_noise, 0.0) << "one run: not measured";
+}
+
 // The cost's own uncertainty: each class median's standard error, 1.2533 σ /
 // √n with σ the class's robust spread, weighted by the class's share, in
 // quadrature over classes and sides, over the bare step. Written out by hand

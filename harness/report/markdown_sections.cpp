@@ -37,6 +37,13 @@ std::string gpu_cell(const CellResult& c) {
 
 constexpr size_t kProbeCostRows = 6;
 
+// "±0.4 %", with the run-to-run part where repeats measured it: "±0.4 % (runs ±1.1 %)".
+std::string noise_text(double step_noise, double run_noise) {
+  std::string out = step_noise > 0 ? fmt::format("±{:.1f} %", step_noise * 100) : std::string("n/a");
+  if (run_noise > 0) out += fmt::format(" (runs ±{:.1f} %)", run_noise * 100);
+  return out;
+}
+
 }  // namespace
 
 bool has_step_data(const RunResult& run) {
@@ -130,9 +137,11 @@ std::string dense_section(const RunResult& r) {
       dense += (i == 0 ? " (differs in " : ", ") + code(d.layer_only_axes[i]);
     if (!d.layer_only_axes.empty()) dense += ", NSA layer only)";
     s += fmt::format("| {} | {} | {:.0f} | {:.0f} | {:.2f}× | {} |\n", table_cell(code(d.nsa_cell)), table_cell(dense),
-                     d.nsa_tok_s, d.dense_tok_s, d.ratio,
-                     d.noise > 0 ? fmt::format("±{:.1f} %", d.noise * 100) : std::string("n/a"));
+                     d.nsa_tok_s, d.dense_tok_s, d.ratio, noise_text(d.noise, d.run_noise));
   }
+  s += "\nNoise: the two cells' step-to-step spreads; runs: the spread between repeated runs of each (`repeat: N`). "
+       "The two cells are two processes, which can differ by more than one process's steps do: without repeats "
+       "that part is not measured.\n";
   return s;
 }
 
@@ -157,14 +166,17 @@ std::string observation_section(const RunResult& r) {
     const auto pct = [](double x) { return x > 0 ? fmt::format("±{:.1f} %", x * 100) : std::string("n/a"); };
     s += fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:+.1f} %{} | {} | {} | ≤ {:.0f} % | {} |\n",
                      table_cell(code(c.observed_cell)), c.observed_step_ms, c.observed_probe_ms, c.bare_ms, c.cost * 100,
-                     unresolved ? " (within noise)" : "", pct(c.bare_noise), pct(c.estimate_noise), c.goal * 100,
+                     unresolved ? " (within noise)" : "", noise_text(c.bare_noise, c.run_noise), pct(c.estimate_noise),
+                     c.goal * 100,
                      c.cost <= c.goal ? "✅" : "❌");
   }
-  s += "\nNoise: the unobserved cell's step-to-step spread; Estimate: the standard error of the cost itself, from "
-       "each class of steps' spread and count (a class of a few sampled steps makes it wide).\n";
+  s += "\nNoise: the unobserved cell's step-to-step spread; runs: the spread between its repeated runs (`repeat: "
+       "N`), counted for each of the two runs a cost compares (without repeats, two processes' difference is not "
+       "measured, and can be larger than a process's step noise); Estimate: the standard error of the cost itself, "
+       "from each class of steps' spread and count (a class of a few sampled steps makes it wide).\n";
   if (within_noise)
-    s += "\nA cost within twice the two noises together (in quadrature) cannot be told from them: more steps or "
-         "more rounds (another `steps` value) narrow it.\n";
+    s += "\nA cost within twice the noises together (in quadrature) cannot be told from them: more steps or "
+         "`repeat: N` narrow it.\n";
   // Where the time outside the step goes, as the observed child measured it.
   for (const auto& c : costs)
     for (const auto& cell : r.cells) {

@@ -170,7 +170,8 @@ const std::vector<AxisDef> kAxes = {
      },
      [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.seed = std::stoull(v); }},
     {"repeat", AxisTarget::cell, "one positive integer N (not a list)",
-     "nothing: every cell runs N times, as `repeat=1` … `repeat=N` (the run-to-run noise, seen side by side)", "",
+     "nothing: every cell runs N times, as `repeat=1` … `repeat=N` (the run-to-run noise, seen side by side; the "
+     "Observation Cost and Against Dense tables take its spread as their runs' noise)", "",
      positive_int, [](CellSpec&, const std::string&, const std::string&, ModelLibrary&) {}, /*count=*/true},
     {"lr", AxisTarget::train, "number", "`train.lr`", "",
      [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
