@@ -14,11 +14,15 @@
 //   3. partial   split-K partials of the selected branch, one CTA per chosen block.
 //   4. combine   per (b, head, branch): o = sum_s e^(m_s - m) o_s / sum_s e^(m_s - m) l_s,
 //                and, when asked, the branch's logsumexp m + log(sum_s e^(m_s - m) l_s).
+// On sm_90 and later, launches 2-4 are programmatic dependent launches of the
+// one before (chain_start, decode_kernels.cuh): at batch 1 the step is four
+// short dependent grids, and their start-up gaps were ~2 us of it.
 //
 // Why split-K (flash-decoding): one query has only B*G*ceil(h/16) independent
 // (b, g, head chunk) rows; at 64k keys that is 4 CTAs for the paper's shape, a
-// few % of an H100. Splitting the 4095 compressed keys over ~2 CTAs per SM and
-// combining keeps every SM streaming. The split count is fixed by the capacity
+// few % of an H100. Splitting the 4095 compressed keys over up to 32 CTAs per
+// (b, g, head chunk) (one per lane of the warps that merge them in launches 2
+// and 4) keeps the SMs streaming. The split count is fixed by the capacity
 // (the grid of a captured graph cannot change) and each CTA's share follows the
 // current length, read on the device.
 //
@@ -37,6 +41,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -46,6 +51,7 @@
 #include "nsa/cuda/decode_kernels.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/simt_tiles.cuh"
+#include "nsa/cuda/top_n.cuh"
 
 namespace nsa::cuda {
 namespace decode {
@@ -54,7 +60,7 @@ namespace {
 constexpr int kV1Threads = 256;
 constexpr int kV1Tile = 32;  // keys per tile: one per lane in the softmax step
 constexpr int kSelectThreads = kColChunk;
-constexpr int kCombineThreads = 128;
+constexpr int kCombineThreads = 256;  // 8 warps share the slots of one (head, branch)
 
 // v1 shared memory (floats): Q [hc][dk], K [32][dk+1], V [32][dv], S [hc][33],
 // O [hc][dv], row max / sum / rescale [hc] x 3. The +1 pads keep a warp's
@@ -76,6 +82,7 @@ __global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p
   float* row_m = Os + HC * DV;     // running max
   float* row_l = row_m + HC;       // running sum of exp
   float* row_a = row_l + HC;       // rescale factor of the current tile
+  chain_start();
 
   const int tid = threadIdx.x;
   const int slot = slot0 + blockIdx.x;
@@ -127,6 +134,35 @@ __global__ void __launch_bounds__(kV1Threads) nsa_decode_partial_kernel(Params p
   }
 }
 
+// `picks` rounds of a warp argmax over score[0 .. n_cand) into chosen[0 .. picks)
+// in the order taken (the reference's definition; taken blocks become -inf).
+// Lane owns candidates lane, lane+32, ... and caches its best (higher score,
+// then lower index); per round two warp reductions find the winner and only its
+// owner rescans. Scores are +0..+inf (or NaN), whose float bits order like the
+// values.
+__device__ __forceinline__ void top_n_by_rounds(float* score, int n_cand, int picks, int* chosen, int lane) {
+  float bs = 0.f;
+  int bi = -1;
+  const auto rescan = [&] {
+    bi = -1;
+    for (int j = lane; j < n_cand; j += 32) {
+      const float s = score[j];
+      if (s != -INFINITY && (bi < 0 || s > bs)) bs = s, bi = j;
+    }
+  };
+  rescan();
+  for (int round = 0; round < picks; ++round) {
+    const unsigned key = bi >= 0 ? __float_as_uint(bs) + 1u : 0u;
+    const unsigned best = __reduce_max_sync(0xffffffffu, key);
+    const unsigned win = __reduce_min_sync(0xffffffffu, (bi >= 0 && key == best) ? unsigned(bi) : 0xffffffffu);
+    if (lane == 0) chosen[round] = int(win);
+    if (bi == int(win)) {
+      score[win] = -INFINITY;
+      rescan();
+    }
+  }
+}
+
 // Grid (n_col_chunks, B*G). Shared: score [n_blocks], head max / den [h] x 2, chosen [n_sel].
 __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Params p) {
   extern __shared__ float sm[];
@@ -135,25 +171,32 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   float* head_den = head_m + p.h;
   int* chosen = reinterpret_cast<int*>(head_den + p.h);
   __shared__ bool last;
+  chain_start();
 
   const int tid = threadIdx.x, lane = tid % 32;
   const int bg = blockIdx.y, b = bg / p.G;
   const int t = step_t(p, b), nc = visible_cmp(p, t);
 
   // 1. Each head's softmax max and denominator over all compressed keys, from the
-  //    split partials (the max is exact; fixed summation order).
-  for (int head = tid; head < p.h; head += blockDim.x) {
-    float m = -INFINITY, den = 0.f;
-    for (int s = 0; s < p.n_cmp_split; ++s) {
+  //    split partials: a warp per head, its lanes over the splits (at 64k the
+  //    plan has ~124 of them; one thread walking them in series was most of
+  //    this kernel). The max is exact; the sum runs in a fixed order (each
+  //    lane's splits ascending, then the warp's butterfly), so it is the same
+  //    every run.
+  for (int head = tid / 32; head < p.h; head += blockDim.x / 32) {
+    float m = -INFINITY;
+    for (int s = lane; s < p.n_cmp_split; s += 32) {
       const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
       if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
     }
-    for (int s = 0; s < p.n_cmp_split; ++s) {
+    m = warp_max(m);
+    float den = 0.f;
+    for (int s = lane; s < p.n_cmp_split; s += 32) {
       const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
       if (ml[1] > 0.f) den += ml[1] * expf(ml[0] - m);
     }
-    head_m[head] = m;
-    head_den[head] = den;
+    den = warp_sum(den);
+    if (lane == 0) head_m[head] = m, head_den[head] = den;
   }
   __syncthreads();
   // 2. col[i] = sum over heads of p_cmp[head][i] (Eq. 10 before Eq. 9: both are
@@ -181,8 +224,17 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   for (int j = tid; j < n_cand; j += blockDim.x) {
     const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
     const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+    // Loads eight at a time (a loop of one load and one add waited on L2 per
+    // key), added in the same ascending order.
     float sc = 0.f;
-    for (int c = lo; c < hi; ++c) sc += __ldcg(col + c);
+    for (int c0 = lo; c0 < hi; c0 += 8) {
+      float v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = c0 + k < hi ? __ldcg(col + c0 + k) : 0.f;
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (c0 + k < hi) sc += v[k];
+    }
     score[j] = sc;
   }
   __syncthreads();
@@ -197,36 +249,35 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   }
   __syncthreads();
 
-  // 5. Top-n by one warp. Lane owns candidates lane, lane+32, ... and caches its
-  //    best (higher score, then lower index); per round two warp reductions find
-  //    the winner and only its owner rescans. Scores are +0..+inf, whose float
-  //    bits order like the values; taken blocks become -inf and are skipped.
+  // 5. Top-n by one warp, the set n rounds of an argmax take (higher score, then
+  //    lower index; top_n.cuh): with at most 32 candidates one per lane, else by
+  //    a threshold that leaves a few to rank (ncu: the 16 rounds over 1024
+  //    candidates, one lane rescanning its 32 after each, were a large part of
+  //    this kernel at 64k). The rounds stay for what the shortcuts do not take:
+  //    NaN scores (NaN inputs; the rounds' order for them is the reference's)
+  //    and many ties with the threshold.
   const int picks = imin(p.n_sel, n_cand);
+  int* out = p.block_idx + int64_t(bg) * p.n_sel;
+  __shared__ float cand_s[32];
+  __shared__ int cand_j[32];
+  __shared__ bool written;
   if (tid < 32) {
-    float bs = 0.f;
-    int bi = -1;
-    const auto rescan = [&] {
-      bi = -1;
-      for (int j = lane; j < n_cand; j += 32) {
-        const float s = score[j];
-        if (s != -INFINITY && (bi < 0 || s > bs)) bs = s, bi = j;
-      }
-    };
-    rescan();
-    for (int round = 0; round < picks; ++round) {
-      const unsigned key = bi >= 0 ? __float_as_uint(bs) + 1u : 0u;
-      const unsigned best = __reduce_max_sync(0xffffffffu, key);
-      const unsigned win = __reduce_min_sync(0xffffffffu, (bi >= 0 && key == best) ? unsigned(bi) : 0xffffffffu);
-      if (lane == 0) chosen[round] = int(win);
-      if (bi == int(win)) {
-        score[win] = -INFINITY;
-        rescan();
-      }
+    bool plain = true;
+    for (int j = lane; j < n_cand; j += 32) plain &= score[j] >= 0.f;
+    plain = __all_sync(0xffffffffu, plain);
+    bool done = false;
+    if (plain && n_cand <= 32) {
+      top_n_one_per_lane(score, n_cand, picks, p.n_sel, out, lane);
+      done = true;
+    } else if (plain) {
+      done = top_n_by_threshold(score, n_cand, picks, p.n_sel, out, cand_s, cand_j, lane);
     }
+    if (!done) top_n_by_rounds(score, n_cand, picks, chosen, lane);
+    if (lane == 0) written = done;
   }
   __syncthreads();
-  // 6. Sorted ascending by rank (picks are distinct), -1 after them.
-  int* out = p.block_idx + int64_t(bg) * p.n_sel;
+  if (written) return;
+  // 6. After the rounds: sorted ascending by rank (picks are distinct), -1 after them.
   for (int s = tid; s < p.n_sel; s += blockDim.x) {
     if (s < picks) {
       const int mine = chosen[s];
@@ -239,36 +290,65 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   }
 }
 
-// Grid (B*H, 3 branches). Shared: the weight e^(m_s - m) of each slot of the branch.
+// Grid (B*H, 3 branches). Shared: the weight e^(m_s - m) of each slot of the
+// branch, then each warp's partial output [warps][dv].
+// The slots are spread over the CTA (at 64k the compressed branch has ~124 of
+// them: one thread per output column walking them in series made this the
+// step's slowest kernel): the max is taken over every thread's slots; the sum
+// of l_s e^(m_s - m) and each output column's sum run in a fixed order (a
+// thread's slots ascending, then the warp's butterfly or the warps in order),
+// so they are the same every run.
 template <typename T>
 __global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Params p) {
   extern __shared__ float wgt[];
-  const int tid = threadIdx.x;
+  constexpr int kWarps = kCombineThreads / 32;
+  __shared__ float red[kWarps];
+  chain_start();
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int b = blockIdx.x / p.H, hq = blockIdx.x % p.H, g = hq / p.h, head = hq % p.h, bg = b * p.G + g;
   const Branch br = Branch(blockIdx.y);
   const int s0 = br == Branch::Compressed ? 0 : br == Branch::Window ? p.n_cmp_split : p.n_cmp_split + p.n_win_split;
   const int s1 = br == Branch::Compressed ? p.n_cmp_split
                  : br == Branch::Window   ? p.n_cmp_split + p.n_win_split
                                           : p.n_slots;
-  float m = -INFINITY, L = 0.f;
-  for (int s = s0; s < s1; ++s) {
+  const int ns = s1 - s0;
+  float* part = wgt + ns;  // [kWarps][dv]
+
+  float m = -INFINITY;
+  for (int s = s0 + tid; s < s1; s += blockDim.x) {
     const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
     if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
   }
-  for (int s = s0; s < s1; ++s) {
-    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-    if (ml[1] > 0.f) L += ml[1] * expf(ml[0] - m);
-  }
+  m = warp_max(m);
+  if (lane == 0) red[warp] = m;
+  __syncthreads();
+  m = red[0];
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red[w]);
+  __syncthreads();  // red is reused for the sum
+  float L = 0.f;
   for (int s = s0 + tid; s < s1; s += blockDim.x) {
     const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-    wgt[s - s0] = ml[1] > 0.f ? expf(ml[0] - m) : 0.f;  // empty slots: never read their o
+    const float w = ml[1] > 0.f ? expf(ml[0] - m) : 0.f;  // empty slots: never read their o
+    wgt[s - s0] = w;
+    L += w * ml[1];
+  }
+  L = warp_sum(L);
+  if (lane == 0) red[warp] = L;
+  __syncthreads();
+  L = 0.f;
+  for (int w = 0; w < kWarps; ++w) L += red[w];
+  // Warp w sums slots w, w + kWarps, ...; lane takes columns lane, lane + 32, ...
+  for (int e = lane; e < p.dv; e += 32) {
+    float acc = 0.f;
+    for (int s = s0 + warp; s < s1; s += kWarps)
+      if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
+    part[warp * p.dv + e] = acc;
   }
   __syncthreads();
   T* o = static_cast<T*>(p.o[int(br)]);
   for (int e = tid; e < p.dv; e += blockDim.x) {
     float acc = 0.f;
-    for (int s = s0; s < s1; ++s)
-      if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
+    for (int w = 0; w < kWarps; ++w) acc += part[w * p.dv + e];
     o[(int64_t(b) * p.H + hq) * p.dv + e] = T(L > 0.f ? acc / L : 0.f);  // no key: 0, never NaN
   }
   if (tid == 0 && p.lse[int(br)]) p.lse[int(br)][int64_t(b) * p.H + hq] = L > 0.f ? m + logf(L) : INFINITY;
@@ -353,20 +433,39 @@ size_t select_smem_bytes(const Dims& d, const DecodeHyper& hp) {
   return size_t(d.n_blocks + 2 * d.h) * sizeof(float) + size_t(hp.n_sel) * sizeof(int);
 }
 
+// The combine kernel's weights (one per slot of a branch) and its warps' partial outputs.
+size_t combine_smem_bytes(const DecodePlan& plan, const Dims& d) {
+  return (size_t(plan.n_slots) + size_t(kCombineThreads / 32) * size_t(d.dv)) * sizeof(float);
+}
+
 }  // namespace
 }  // namespace decode
 
-void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n) {
+void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained) {
   if (n == 0) return;
   const size_t smem = decode::v1_smem_floats(p.head_chunk, p.dk, p.dv) * sizeof(float);
   const dim3 grid(n, p.B * p.G * p.n_head_chunks);
   NSA_DISPATCH_FLOAT_TYPES(dtype, "decode_attention", [&] {
     auto kernel = decode::nsa_decode_partial_kernel<scalar_t>;
     NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    kernel<<<grid, decode::kV1Threads, smem, at::cuda::getCurrentCUDAStream()>>>(p, slot0);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    decode::launch_chained(kernel, grid, dim3(decode::kV1Threads), smem, at::cuda::getCurrentCUDAStream(), chained, p,
+                           slot0);
   });
 }
+
+namespace {
+std::atomic<int> g_cmp_split_keys{0};
+std::atomic<bool> g_chained{true};
+constexpr int64_t kMaxCmpSplits = 32;
+}  // namespace
+
+void set_decode_cmp_split_keys(int keys) {
+  TORCH_CHECK(keys >= 0, "set_decode_cmp_split_keys: keys must be >= 0 (0 = default), got ", keys);
+  g_cmp_split_keys = keys;
+}
+int decode_cmp_split_keys_forced() { return g_cmp_split_keys; }
+void set_decode_chained_launches(bool on) { g_chained = on; }
+bool decode_chained_launches() { return g_chained; }
 
 DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version) {
   using namespace decode;
@@ -391,13 +490,23 @@ DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version
     TORCH_CHECK(v1_smem_floats(plan.head_chunk, int(d.dk), int(d.dv)) * sizeof(float) <= optin,
                 "decode_attention: dk=", d.dk, ", dv=", d.dv, " do not fit shared memory");
   // Window: ~64 keys per CTA. Compressed: enough CTAs that launch 1 has ~2 per SM
-  // at full capacity, but at least 32 keys each (fewer keys per CTA only adds
-  // combine work).
+  // at full capacity, but at least kDefaultCmpSplitKeys keys each (fewer keys
+  // per CTA only adds combine work).
   plan.n_win_split = int(std::max<int64_t>(1, (std::min(hp.window, d.cap) + kWinChunk - 1) / kWinChunk));
   const int64_t rows = d.B * d.G * plan.n_head_chunks;
   const int64_t want = (2 * sms + rows - 1) / rows - plan.n_win_split;
-  const int64_t most = std::max<int64_t>(1, (d.cap_c + 31) / 32);
-  plan.n_cmp_split = int(std::clamp<int64_t>(want, 1, most));
+  // By default at most 32 splits, one per lane of the select and combine
+  // launches' warps: at 64k, 124 splits of 33 keys cost those two launches more
+  // than the partials saved (m7c 45.9 against 39.7 us a step with 32 of 128 keys,
+  // paper_kernel 59.4 against 52.6; H200, BM_DecodeLaunchChoices before the
+  // chained launches). A forced count of keys (set_decode_cmp_split_keys) lifts
+  // the cap.
+  const int64_t forced = decode_cmp_split_keys_forced();
+  const int64_t min_keys = forced > 0 ? forced : kDefaultCmpSplitKeys;
+  const int64_t most = std::max<int64_t>(1, (d.cap_c + min_keys - 1) / min_keys);
+  const int64_t cap = forced > 0 ? most : kMaxCmpSplits;
+  plan.n_cmp_split = int(std::clamp<int64_t>(std::min(want, cap), 1, most));
+  plan.chained = decode_chained_launches() && device_attr(cudaDevAttrComputeCapabilityMajor, device) >= 9;
   plan.n_slots = plan.n_cmp_split + plan.n_win_split + int(hp.n_sel);
   plan.n_col_chunks = int(std::max<int64_t>(1, (d.cap_c + kColChunk - 1) / kColChunk));
   TORCH_CHECK(rows <= 65535 && d.B * d.G <= 65535, "decode_attention: B*G*ceil(h/16)=", rows, " too large");
@@ -476,26 +585,28 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   p.head_chunk = plan.head_chunk, p.n_head_chunks = plan.n_head_chunks, p.n_col_chunks = plan.n_col_chunks;
   p.scale = float(hp.scale > 0 ? hp.scale : 1.0 / std::sqrt(double(d.dk)));
 
-  const auto partial = [&](int slot0, int n) {
-    if (plan.version == 2) launch_decode_partial_v2(c.q.scalar_type(), p, slot0, n);
-    else launch_decode_partial_v1(c.q.scalar_type(), p, slot0, n);
+  // Launches 2-4 as programmatic dependent launches of the one before (chain_start,
+  // decode_kernels.cuh) where the plan says so; launch 1 follows whatever the
+  // stream held before in plain stream order.
+  const auto partial = [&](int slot0, int n, bool chained) {
+    if (plan.version == 2) launch_decode_partial_v2(c.q.scalar_type(), p, slot0, n, chained);
+    else launch_decode_partial_v1(c.q.scalar_type(), p, slot0, n, chained);
   };
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int first = plan.n_cmp_split + plan.n_win_split;
-  partial(0, first);  // 1. compressed + window partials (and the raw compressed scores)
+  partial(0, first, false);  // 1. compressed + window partials (and the raw compressed scores)
 
   const size_t sel_smem = select_smem_bytes(d, hp);  // 2. block choice
   NSA_CUDA_CHECK(cudaFuncSetAttribute(nsa_decode_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       int(sel_smem)));
-  nsa_decode_select_kernel<<<dim3(plan.n_col_chunks, p.B * p.G), kSelectThreads, sel_smem, stream>>>(p);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_chained(nsa_decode_select_kernel, dim3(plan.n_col_chunks, p.B * p.G), dim3(kSelectThreads), sel_smem, stream,
+                 plan.chained, p);
 
-  partial(first, int(hp.n_sel));  // 3. selected partials
+  partial(first, int(hp.n_sel), plan.chained);  // 3. selected partials
 
   NSA_DISPATCH_FLOAT_TYPES(c.q.scalar_type(), "decode_attention", [&] {  // 4. combine
-    nsa_decode_combine_kernel<scalar_t>
-        <<<dim3(p.B * p.H, 3), kCombineThreads, plan.n_slots * sizeof(float), stream>>>(p);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_chained(nsa_decode_combine_kernel<scalar_t>, dim3(p.B * p.H, 3), dim3(kCombineThreads),
+                   combine_smem_bytes(plan, d), stream, plan.chained, p);
   });
 }
 

@@ -56,6 +56,7 @@ struct DecodePlan {
   int head_chunk = 1;     // query heads per CTA (<= 16)
   int n_head_chunks = 1;  // ceil(h / head_chunk)
   int n_col_chunks = 1;   // select kernel CTAs per (b, g)
+  bool chained = false;   // launches 2-4 as programmatic dependent launches (sm_90+)
 };
 
 // Scratch between the launches (fp32 scores/partials, int32 counters that start
@@ -64,6 +65,21 @@ struct DecodeWorkspace {
   at::Tensor f32;
   at::Tensor counters;
 };
+
+// The fewest compressed keys one split-K CTA of launch 1 takes (0 = the
+// default: kDefaultCmpSplitKeys, and at most 32 CTAs per (b, g, head chunk)):
+// more CTAs start the compressed keys sooner, fewer leave the select and
+// combine launches fewer partials to merge. A forced count has no cap. The
+// result is the same function; for benchmarks and bisection. Next plan on.
+constexpr int kDefaultCmpSplitKeys = 32;
+void set_decode_cmp_split_keys(int keys);
+int decode_cmp_split_keys_forced();  // 0: the default
+// Launches 2-4 of a step as programmatic dependent launches of the one before
+// (on by default where the device has them, sm_90 and later): each may start
+// while its predecessor ends, and waits for it before touching memory. Off: plain
+// stream order. The result is the same; for benchmarks and bisection.
+void set_decode_chained_launches(bool on);
+bool decode_chained_launches();
 
 // version: 0 = best available (2 for fp16/bf16, else 1); 1 or 2 forces one
 // (2 on fp32 is an error).

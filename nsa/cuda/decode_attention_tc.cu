@@ -58,6 +58,7 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   T* Qs = reinterpret_cast<T*>(smem + q_off);
   T* Ks = reinterpret_cast<T*>(smem + tiles_off) + warp * kKeys * (ldq + ldv);  // this warp's [16][DK+8]
   T* Vs = Ks + kKeys * ldq;                                                      // this warp's [16][DV+8]
+  chain_start();
   float* Ox = reinterpret_cast<float*>(smem + tiles_off);  // [4][16][DV] after the key loop
   float* wm = reinterpret_cast<float*>(smem + rows_off);   // [4][16] row max per warp
   float* wl = wm + kWarps * 16;                            // [4][16] row sum per warp
@@ -216,21 +217,21 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
 }
 
 template <typename T, int NT>
-void launch(const Params& p, int slot0, int n) {
+void launch(const Params& p, int slot0, int n, bool chained) {
   const int q_off = 0, tiles_off = int(q_bytes(p.dk)), rows_off = int(q_bytes(p.dk) + tiles_bytes(p.dk, p.dv));
   const size_t smem = smem_bytes(p.dk, p.dv);
   auto kernel = nsa_decode_partial_tc_kernel<T, NT>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(n, p.B * p.G * p.n_head_chunks);
-  kernel<<<grid, kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p, slot0, q_off, tiles_off, rows_off);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_chained(kernel, grid, dim3(kThreads), smem, at::cuda::getCurrentCUDAStream(), chained, p, slot0, q_off,
+                 tiles_off, rows_off);
 }
 
 template <typename T>
-void launch_for_dv(const Params& p, int slot0, int n) {
-  if (p.dv <= 64) launch<T, 8>(p, slot0, n);
-  else if (p.dv <= 128) launch<T, 16>(p, slot0, n);
-  else launch<T, 32>(p, slot0, n);
+void launch_for_dv(const Params& p, int slot0, int n, bool chained) {
+  if (p.dv <= 64) launch<T, 8>(p, slot0, n, chained);
+  else if (p.dv <= 128) launch<T, 16>(p, slot0, n, chained);
+  else launch<T, 32>(p, slot0, n, chained);
 }
 
 }  // namespace
@@ -238,12 +239,12 @@ void launch_for_dv(const Params& p, int slot0, int n) {
 
 size_t decode_v2_smem_bytes(int dk, int dv) { return decode::smem_bytes(dk, dv); }
 
-void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n) {
+void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained) {
   if (n == 0) return;
   TORCH_CHECK(p.head_chunk <= 16 && p.dk % 16 == 0 && p.dv % 16 == 0 && p.dv <= 256,
               "decode_attention v2: unsupported tiling");
-  if (dtype == at::kBFloat16) decode::launch_for_dv<c10::BFloat16>(p, slot0, n);
-  else if (dtype == at::kHalf) decode::launch_for_dv<c10::Half>(p, slot0, n);
+  if (dtype == at::kBFloat16) decode::launch_for_dv<c10::BFloat16>(p, slot0, n, chained);
+  else if (dtype == at::kHalf) decode::launch_for_dv<c10::Half>(p, slot0, n, chained);
   else TORCH_CHECK(false, "decode_attention v2: float16 / bfloat16 only, got ", dtype);
 }
 

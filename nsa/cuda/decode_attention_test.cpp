@@ -168,6 +168,32 @@ TEST_P(DecodeAttention, MatchesReference) {
   EXPECT_LE(excused, 1) << "near-tie rows: " << excused << " of " << c.B * c.G;
 }
 
+// The launch choices are not part of the function: the compressed keys' split
+// count forced to one key per CTA (the most partials the select and combine
+// launches merge) and to 100 (a few CTAs), and the launches chained or in plain
+// stream order, the step still matches the reference.
+TEST(DecodeAttentionLaunchChoices, AnySplitOrChainingGivesTheReferencesResult) {
+  NSA_REQUIRE_CUDA();
+  const DecodeCase c{"bf16_v2_B2_len_3000_700", 2, 8, 2, 64, 64, 3000, {3000, 700}, kPaper, at::kBFloat16, 2};
+  const Inputs in = make_inputs(c, 7301);
+  for (const auto& [keys, chained] : {std::pair{1, true}, {100, true}, {1, false}, {0, false}}) {
+    SCOPED_TRACE(::testing::Message() << "keys per split " << keys << ", chained " << chained);
+    set_decode_cmp_split_keys(keys);
+    set_decode_chained_launches(chained);
+    const DecodePlan plan = plan_decode(in.dev, c.hp, c.version);
+    set_poison_outputs(true);
+    const DecodeResult got = decode_attention(in.dev, c.hp, c.version);
+    set_poison_outputs(false);
+    set_decode_cmp_split_keys(0);
+    set_decode_chained_launches(true);
+    EXPECT_GT(plan.n_cmp_split, 1);
+    EXPECT_FALSE(!chained && plan.chained);
+    int64_t excused = 0;
+    for (int64_t b = 0; b < c.B; ++b) check_row(c, in, got, b, excused);
+    EXPECT_LE(excused, 1);
+  }
+}
+
 // The lengths the brief names for the paper's hyper-parameters (l=32): 1, l-1,
 // l, 17, 63, 64, 65, 1000 and the capacity (1100: the last selection block is
 // partial); dk != dv.
@@ -210,6 +236,13 @@ std::vector<DecodeCase> shape_cases() {
       {"bf16_v2_tiny_len300", 1, 4, 2, 16, 16, 300, {300}, kTiny, at::kBFloat16, 2},
       {"fp32_v1_tiny_len9", 1, 4, 2, 16, 16, 300, {9}, kTiny, at::kFloat, 1},
       {"bf16_v2_tiny_B2_len_7_161", 2, 4, 2, 16, 16, 300, {7, 161}, kTiny, at::kBFloat16, 2},
+      // More than 32 candidate blocks (the select kernel's threshold path; at 5000 two
+      // select CTAs per row, the last one choosing), random and tied.
+      {"bf16_v2_paper_len3000", 1, 8, 2, 64, 64, 3000, {3000}, kPaper, at::kBFloat16, 2},
+      {"fp32_v1_paper_B2_len_5000_2100", 2, 8, 2, 64, 64, 5000, {5000, 2100}, kPaper, at::kFloat, 1},
+      {"bf16_v2_tiny_len1000", 1, 4, 2, 16, 16, 1000, {1000}, kTiny, at::kBFloat16, 2},
+      {"bf16_v2_ties_paper_len5000", 1, 8, 2, 64, 64, 5000, {4999}, kPaper, at::kBFloat16, 2, true},
+      {"fp32_v1_ties_tiny_len1000", 1, 4, 2, 16, 16, 1000, {1000}, kTiny, at::kFloat, 1, true},
       // Exact ties (every compressed key identical): lower indices win, bitwise like the reference.
       {"fp32_v1_ties_paper_n6", 1, 8, 2, 64, 64, 1100, {1100}, paper_n6, at::kFloat, 1, true},
       {"bf16_v2_ties_paper_n6", 1, 8, 2, 64, 64, 1100, {1037}, paper_n6, at::kBFloat16, 2, true},

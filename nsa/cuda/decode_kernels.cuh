@@ -12,6 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
 
 #include "nsa/cuda/attention_common.cuh"
 
@@ -86,6 +90,22 @@ __device__ __forceinline__ SlotKeys slot_keys(const Params& p, int b, int g, int
   return r;
 }
 
+// Programmatic dependent launch (sm_90 and later): the step's four launches are
+// dependent and each is short, so the gap between one grid's end and the next
+// one's start is a large part of the step. A kernel launched "after the
+// previous" (launch_chained) may start while its predecessor still runs: it
+// first lets its own successor be launched, then waits until the predecessor
+// has completed and its memory is visible, before it reads or writes anything.
+// Correctness is stream order's: each wait returns only after the predecessor
+// (which itself waited for its own) has finished. Elsewhere, and in a kernel
+// launched plainly, both instructions do nothing.
+__device__ __forceinline__ void chain_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Workspace offsets.
 __device__ __forceinline__ int64_t part_row(const Params& p, int bg, int slot, int head) {
   return (int64_t(bg) * p.n_slots + slot) * p.h + head;
@@ -95,10 +115,33 @@ __device__ __forceinline__ int64_t part_row(const Params& p, int bg, int slot, i
 }  // namespace nsa::cuda::decode
 
 namespace nsa::cuda {
+namespace decode {
+#if defined(__CUDACC__)
+// Launches kernel<<<grid, block, smem, stream>>>(args...), where `chained` as a
+// programmatic dependent launch of the stream's previous kernel (chain_start).
+template <typename... Params, typename... Args>
+void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                    bool chained, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = chained ? attr : nullptr;
+  cfg.numAttrs = chained ? 1 : 0;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+#endif
+}  // namespace decode
+
 // Launchers of the split-K partial kernels for slots [slot0, slot0 + n) of every
 // (b, g, head chunk), on the current stream.
-void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n);
-void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n);
+// (chained: as a programmatic dependent launch of the stream's previous kernel.)
+void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained);
+void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained);
 // Shared memory the v2 kernel needs (bytes), for the planner's checks.
 size_t decode_v2_smem_bytes(int dk, int dv);
 }  // namespace nsa::cuda

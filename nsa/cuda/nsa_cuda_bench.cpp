@@ -946,6 +946,38 @@ void BM_DecodeStepGraph(benchmark::State& state) {
   }
 }
 
+// The decode step's launch choices (decode_attention.h): the fewest compressed
+// keys per split-K CTA (set_decode_cmp_split_keys; 0 = the default) and the
+// chained launches (set_decode_chained_launches; 1 = on, the default where the
+// GPU has them). Args {shape, S, keys, chained}, v2; step time only (the
+// speedup is BM_DecodeStepGraph's).
+void BM_DecodeLaunchChoices(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<int> keys(decode_cmp_split_keys_forced(), set_decode_cmp_split_keys, int(state.range(2)));
+  const ScopedChoice<bool> chained(decode_chained_launches(), set_decode_chained_launches, state.range(3) != 0);
+  const Shape& sh = kShapes[state.range(0)];
+  const int64_t S = state.range(1);
+  DecodeShape ds;
+  ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
+  DecodeHyper hp;
+  hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
+  DecodeGraph graph(ds, hp, 2);
+  const DecodeCaches& in = graph.inputs();
+  for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
+    t->normal_();
+  const double ms = time_it(state, [&] { graph.replay(S); });
+  state.counters["us"] = 1e3 * ms;
+  state.counters["us_back_to_back"] = back_to_back_us([&] { graph.replay(S); });
+  state.counters["cmp_split"] = graph.plan().n_cmp_split;
+  state.counters["chained"] = graph.plan().chained;
+}
+BENCHMARK(BM_DecodeLaunchChoices)->Apply([](benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 65536}, {1, 8192}, {1, 65536}})
+    for (int64_t chained : {1, 0})
+      for (int64_t keys : {0, 64, 128}) b->Args({shape, S, keys, chained});
+  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ArgNames({"shape", "S", "keys", "chained"});
+});
+
 void DecodeSizes(benchmark::internal::Benchmark* b, bool versions) {
   for (int shape : {0, 1})
     for (int64_t S : {8192, 16384, 32768, 65536}) {

@@ -79,6 +79,7 @@
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/packs.cuh"
+#include "nsa/cuda/top_n.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -130,70 +131,6 @@ struct SelLayout {
   static constexpr size_t kFixed = kKBytes + kPBytes + kTableBytes;  // scores follow
   static_assert(kFixed < kSmemBudget, "select v2 tiles exceed the shared-memory budget");
 };
-
-// (score, index) a beats b: higher score, then lower index; index -1 never wins.
-__device__ __forceinline__ bool beats(float sa, int ia, float sb, int ib) {
-  if (ia < 0) return false;
-  if (ib < 0) return true;
-  return sa > sb || (sa == sb && ia < ib);
-}
-
-// The top `picks` of sc[0 .. nca), nca > 32, for one warp: the same set as
-// `picks` rounds of a warp argmax under `beats`, written ascending into out
-// with -1 after, but without the rounds. Each lane's best candidate is one of
-// 32 distinct ones (lane l holds the blocks l mod 32); the picks-th best of
-// them (the pivot) is beaten by at most picks - 1 others of them, and every
-// candidate the pivot beats is beaten by at least picks: those are out. The
-// rest (the pivot and whatever beats it; usually a few more than picks) are
-// listed in ascending order in cand_s / cand_j (32 entries) and each ranked
-// against the others, as the one-candidate-per-lane path does. False, with
-// nothing written, where the shortcut does not hold and the rounds must run:
-// picks > 32, a score that is NaN or negative (a sum of probabilities is
-// neither; NaN inputs make the rounds' order the definition), or more than
-// 32 candidates the pivot does not beat (many ties with it).
-__device__ __forceinline__ bool top_n_by_threshold(const float* sc, int nca, int picks, int n_sel, int* out,
-                                                   float* cand_s, int* cand_j, int lane) {
-  constexpr unsigned kAll = 0xffffffffu;
-  if (picks < 1 || picks > 32) return false;
-  float bs = 0.f;
-  int bi = -1;
-  bool plain = true;
-  for (int j = lane; j < nca; j += 32) {
-    const float s = sc[j];
-    plain &= s >= 0.f;
-    if (beats(s, j, bs, bi)) bs = s, bi = j;
-  }
-  if (!__all_sync(kAll, plain)) return false;
-  int rank = 0;  // lane bests that beat this lane's (every lane has one: nca > 32)
-  for (int i = 0; i < 32; ++i) rank += beats(__shfl_sync(kAll, bs, i), __shfl_sync(kAll, bi, i), bs, bi);
-  const int pivot = __ffs(__ballot_sync(kAll, rank == picks - 1)) - 1;
-  const float ps = __shfl_sync(kAll, bs, pivot);
-  const int pi = __shfl_sync(kAll, bi, pivot);
-  __syncwarp();  // the previous query's lists are read
-  int count = 0;
-  for (int j0 = 0; j0 < nca; j0 += 32) {
-    const int j = j0 + lane;
-    const float s = j < nca ? sc[j] : 0.f;
-    const bool in = j < nca && !beats(ps, pi, s, j);
-    const unsigned mask = __ballot_sync(kAll, in);
-    const int pos = count + __popc(mask & ((1u << lane) - 1u));
-    if (in && pos < 32) cand_s[pos] = s, cand_j[pos] = j;
-    count += __popc(mask);
-  }
-  if (count > 32) return false;
-  __syncwarp();
-  const bool mine = lane < count;
-  const float s = mine ? cand_s[lane] : 0.f;
-  const int j = mine ? cand_j[lane] : -1;
-  int r = 0;
-  for (int i = 0; i < count; ++i) r += beats(__shfl_sync(kAll, s, i), __shfl_sync(kAll, j, i), s, j);
-  const bool taken = mine && r < picks;
-  const unsigned mask = __ballot_sync(kAll, taken);
-  const int pos = __popc(mask & ((1u << lane) - 1u));  // the lists are ascending: so is out
-  if (taken && pos < n_sel) out[pos] = j;
-  for (int slot = __popc(mask) + lane; slot < n_sel; slot += 32) out[slot] = -1;
-  return true;
-}
 
 template <typename T, int DK>
 __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(SelectTcParams p) {
@@ -420,23 +357,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
     const int picks = imin(p.n_sel, nca);
     int* out = p.out + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
     if (nca <= 32) {
-      // One candidate per lane (every row up to 32 l' tokens, the whole m7c
-      // training step): a block is taken iff fewer than `picks` candidates beat
-      // it, the same set as `picks` rounds of argmax under the same total order
-      // (beats: higher score, ties to the lower index), with 32 independent
-      // broadcasts instead of picks x 5 dependent shuffle levels.
-      const bool mine = lane < nca;
-      const float s = mine ? sc[lane] : -INFINITY;
-      int rank = 0;
-      for (int i = 0; i < nca; ++i) rank += beats(__shfl_sync(0xffffffffu, s, i), i, s, lane);
-      const bool taken = mine && rank < picks;
-      const unsigned mask = __ballot_sync(0xffffffffu, taken);
-      // Ascending (lanes are block indices). A NaN score (NaN inputs) beats
-      // nothing and is beaten by nothing, so more than `picks` may be taken:
-      // the slots still bound what is written.
-      const int pos = __popc(mask & ((1u << lane) - 1u));
-      if (taken && pos < p.n_sel) out[pos] = lane;
-      for (int slot = __popc(mask) + lane; slot < p.n_sel; slot += 32) out[slot] = -1;
+      top_n_one_per_lane(sc, nca, picks, p.n_sel, out, lane);
       continue;
     }
     // The P ring is free now: each warp's candidate lists (32 scores, 32 indices).
