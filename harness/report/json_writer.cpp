@@ -4,6 +4,7 @@
 
 #include "harness/analysis/dense_baseline.h"
 #include "harness/analysis/observation_cost.h"
+#include "harness/analysis/repeat_agreement.h"
 #include "harness/core/atomic_file.h"
 #include "harness/report/render_all.h"
 #include "harness/report/report_writer.h"
@@ -11,12 +12,14 @@
 namespace harness {
 namespace {
 
-// The report's two comparisons across cells, as typed records, so a reader of
+// The report's comparisons across cells (against dense, observation cost, repeated runs), as typed records, so a reader of
 // results.json alone (scripts/perf_section.py, a dashboard) takes the pairing
 // the report made instead of re-deriving it. Output only: load_results ignores
 // them and the report recomputes them from the cells.
 nlohmann::json derived_comparisons(const RunResult& run) {
-  return {{"dense_comparisons", dense_comparisons(run.cells)}, {"observation_costs", observation_costs(run.cells)}};
+  return {{"dense_comparisons", dense_comparisons(run.cells)},
+          {"observation_costs", observation_costs(run.cells)},
+          {"repeat_agreements", repeat_agreements(run.cells)}};
 }
 
 }  // namespace

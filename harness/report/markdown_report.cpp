@@ -138,6 +138,7 @@ std::string render_markdown(const RunResult& r) {
   section("Acceptance Gates", unmet_gates(r));
   section("Observation Cost", observation_section(r));
   section("Against Dense Attention", dense_section(r));
+  section("Reproducibility", reproducibility_section(r, true));
   section("Reproduce", repro_section(r, true) + (d.failures.size() > 1 ? fmt::format("\nEvery failing cell's command is in the {}.\n", md_link("appendix", kAppendixFile, "reproduce")) : ""));
   section("Charts", charts_section(r));
   section("Next Actions", actions_section(r, kTopActions));

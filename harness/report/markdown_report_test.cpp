@@ -4,6 +4,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/report/golden.h"
+#include "harness/report/markdown_appendix.h"
 #include "harness/testing/report_fixtures.h"
 
 namespace harness {
@@ -160,6 +161,41 @@ TEST(MarkdownReport, DenseTableNamesTheBaselineAndTheNsaLayerOnlyFlagItDiffersIn
                     "`NSA_WINDOW_BWD`, NSA layer only) | 60000 | 200000 | 0.30× | n/a |\n"),
             std::string::npos)
       << md;
+}
+
+// `repeat: 2`: the top page counts the settings whose runs computed the same
+// losses and names the earliest parting (precision=bf16's runs differ at step
+// 2: |4.5 - 4.0| / 4.0 = 0.125); the appendix lists each setting. Without
+// repeats neither appears.
+TEST(MarkdownReport, RepeatedRunsGetAReproducibilityLineAndTable) {
+  RunResult r;
+  auto cell = [](const std::string& precision, const std::string& repeat, std::vector<double> losses) {
+    CellResult c;
+    c.axes = {{"precision", precision}, {"repeat", repeat}};
+    c.id = "precision=" + precision + ",repeat=" + repeat;
+    c.outcome = Outcome::pass;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      StepRecord s;
+      s.step = int(i) + 1, s.loss = losses[i];
+      c.steps.push_back(s);
+    }
+    return c;
+  };
+  r.cells = {cell("fp32", "1", {5.0, 4.0}), cell("fp32", "2", {5.0, 4.0}), cell("bf16", "1", {5.0, 4.0}),
+             cell("bf16", "2", {5.0, 4.5})};
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("\n## Reproducibility\n\n1 of 2 settings run more than once (`repeat: N`) computed the same "
+                    "losses bit for bit in every run; the others' runs part, the earliest at step 2 (relative "
+                    "1.2e-01) in `precision=bf16` ([table](appendix.md#reproducibility))."),
+            std::string::npos)
+      << md;
+  const std::string appendix = render_appendix(r, [](const std::string&) { return true; });
+  EXPECT_NE(appendix.find("| `precision=fp32` | 2 | 2 | yes | — |\n| `precision=bf16` | 2 | 2 | no | step 2 (relative "
+                          "1.2e-01) |\n"),
+            std::string::npos)
+      << appendix;
+  for (auto& c : r.cells) c.axes.pop_back();
+  EXPECT_EQ(render_markdown(r).find("Reproducibility"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "harness/analysis/dense_baseline.h"
 #include "harness/analysis/judgement.h"
 #include "harness/analysis/observation_cost.h"
+#include "harness/analysis/repeat_agreement.h"
 #include "harness/analysis/root_cause.h"
 #include "harness/report/markdown_findings.h"
 #include "harness/report/markdown_report.h"
@@ -185,6 +186,42 @@ std::string observation_section(const RunResult& r) {
       s += render_table(nlohmann::json(cell.probe_costs), kProbeCostRows);
     }
   return s;
+}
+
+std::string reproducibility_section(const RunResult& r, bool summary) {
+  const auto agreements = repeat_agreements(r.cells);
+  if (agreements.empty()) return "";
+  const auto parting = [](const RepeatAgreement& a) {
+    return fmt::format("step {} ({})", *a.first_difference_step,
+                       std::isfinite(a.first_difference) ? fmt::format("relative {:.1e}", a.first_difference)
+                                                         : std::string("a non-finite loss"));
+  };
+  const auto settings = [](const RepeatAgreement& a) { return code(a.settings.empty() ? "(all)" : a.settings); };
+  if (!summary) {
+    std::string s = "Each setting's repeated runs (`repeat: N`), loss by loss over the steps every run recorded:\n\n"
+                    "| Settings | Runs | Steps compared | Losses equal bit for bit | First difference |\n"
+                    "|---|---|---|---|---|\n";
+    for (const auto& a : agreements)
+      s += fmt::format("| {} | {} | {} | {} | {} |\n", table_cell(settings(a)), a.cells.size(), a.steps_compared,
+                       a.first_difference_step ? "no" : "yes", a.first_difference_step ? parting(a) : "—");
+    return s;
+  }
+  size_t equal = 0;
+  const RepeatAgreement* earliest = nullptr;
+  for (const auto& a : agreements) {
+    if (!a.first_difference_step) ++equal;
+    else if (!earliest || *a.first_difference_step < *earliest->first_difference_step) earliest = &a;
+  }
+  std::string s = fmt::format("{} of {} settings run more than once (`repeat: N`) computed the same losses bit for "
+                              "bit in every run",
+                              equal, agreements.size());
+  if (earliest)
+    s += fmt::format("; the others' runs part, the earliest at {} in {}", parting(*earliest), settings(*earliest));
+  s += fmt::format(" ({}).", md_link("table", kAppendixFile, "reproducibility"));
+  if (earliest)
+    s += " Where runs part, a repro command reruns the settings, not the bits: a failure after that step can come "
+         "back later, earlier or not at all.";
+  return s + "\n";
 }
 
 std::string repro_section(const RunResult& r, bool root_cause_only) {

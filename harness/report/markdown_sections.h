@@ -23,6 +23,10 @@ std::string gates_section(const RunResult& r);
 // Only for matrices with an attention (nsa/dense) or probes axis; "" otherwise.
 std::string dense_section(const RunResult& r);
 std::string observation_section(const RunResult& r);
+// Only for matrices with `repeat: N`: whether each setting's runs computed the
+// same losses bit for bit (repeat_agreement.h). `summary` is the top page's
+// paragraph (counts, the earliest parting, a link to the appendix's table); else the table.
+std::string reproducibility_section(const RunResult& r, bool summary);
 // The repro command of every failing cell, or (`root_cause_only`) of the root cause's first cell.
 std::string repro_section(const RunResult& r, bool root_cause_only);
 std::string charts_section(const RunResult& r);
