@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "harness/child/determinism.h"
 #include "harness/child/dist_rank.h"
 #include "harness/child/graph_tap.h"
 #include "harness/child/phase_stack.h"
@@ -186,6 +187,9 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     // 2 threads and 18 s with 1 on a 2-core machine at load 2, and cells side by
     // side (--jobs) each want a core of their own.
     if (device.is_cpu() && std::getenv("OMP_NUM_THREADS") == nullptr) at::set_num_threads(1);
+    // Before the model's first CUDA work: cuBLAS reads its workspace setting
+    // when it creates a handle.
+    if (spec.train.deterministic) use_deterministic_algorithms();
 #ifdef NSA_WITH_CUDA_KERNELS
     nsa::cuda::register_with_layer();
 #endif

@@ -12,7 +12,7 @@ void visit_train(T& t, Visit&& visit) {
   visit("steps", t.steps); visit("batch", t.batch); visit("seq_len", t.seq_len); visit("lr", t.lr);
   visit("warmup_steps", t.warmup_steps); visit("weight_decay", t.weight_decay); visit("grad_clip", t.grad_clip);
   visit("precision", t.precision); visit("master_weights", t.master_weights); visit("data", t.data);
-  visit("seed", t.seed); visit("world_size", t.world_size);
+  visit("seed", t.seed); visit("world_size", t.world_size); visit("deterministic", t.deterministic);
 }
 
 template <class T, class Visit>

@@ -137,6 +137,12 @@ std::optional<AxisValue> one_of(const YNode& v, const std::string& path, AxisChe
 std::optional<AxisValue> positive_int(const std::string&, const YNode& v, const std::string& path, AxisCheck& c) {
   return integer_value(c.check.positive_int(v, path));
 }
+// `true` / `false`, written and set as those words.
+std::optional<AxisValue> boolean_value(const std::string&, const YNode& v, const std::string& path, AxisCheck& c) {
+  auto b = c.check.boolean(v, path);
+  if (!b) return std::nullopt;
+  return AxisValue{*b ? "true" : "false", *b ? "true" : "false"};
+}
 
 const std::vector<AxisDef> kAxes = {
     {"prefill", AxisTarget::flags, "`sequential`, `batched`", "`NSA_PREFILL_BATCHED` = 0 / 1",
@@ -180,13 +186,14 @@ const std::vector<AxisDef> kAxes = {
      },
      [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) { s.train.lr = *parse_number(v); }},
     {"master_weights", AxisTarget::train, "`true`, `false`", "`train.master_weights`", "train.master_weights",
-     [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {
-       auto b = c.check.boolean(v, p);
-       if (!b) return std::nullopt;
-       return AxisValue{*b ? "true" : "false", *b ? "true" : "false"};
-     },
+     boolean_value,
      [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
        s.train.master_weights = v == "true";
+     }},
+    {"deterministic", AxisTarget::train, "`true`, `false`", "`train.deterministic`", "train.deterministic",
+     boolean_value,
+     [](CellSpec& s, const std::string&, const std::string& v, ModelLibrary&) {
+       s.train.deterministic = v == "true";
      }},
     {"data", AxisTarget::train, "as `train.data`", "`train.data`", "",
      [](const std::string&, const YNode& v, const std::string& p, AxisCheck& c) -> std::optional<AxisValue> {

@@ -103,6 +103,7 @@ train:
   precision: fp16
   master_weights: false
   seed: 99
+  deterministic: true
 flags:
   NSA_USE_CUDA_SEL: 0
   NSA_HEARTBEAT_EVERY: 8
@@ -130,6 +131,7 @@ expect: {outcome: fail, reason: parity, step: 1, location: "layer 0"}
   EXPECT_FALSE(c.probes.at("checksum").enabled);
   EXPECT_EQ(c.probes.at("checksum").every, kChecksumEveryDefault);  // the default, not a made-up 0
   EXPECT_TRUE(c.observe_alternate);
+  EXPECT_TRUE(c.train.deterministic);
   expect_round_trip(c);
 }
 

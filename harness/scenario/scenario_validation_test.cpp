@@ -159,6 +159,10 @@ TEST(ScenarioValidation, Yaml11BooleanWordsInAxesAndSettings) {
             "meaning depends on the parser, so it is not guessed)\n"
             "train: {precision: bf16, master_weights: no}\n"
             "                                         ^\n");
+  EXPECT_EQ(text_problems("name: t\ntrain: {deterministic: 1}\n"),
+            "t.yaml:2:24: train.deterministic: expected true or false, got '1'\n"
+            "train: {deterministic: 1}\n"
+            "                       ^\n");
   // A string flag takes the word in quotes only.
   EXPECT_NE(text_problems("name: t\nflags: {NSA_FAULT: off}\n").find("quote it if the text is meant"),
             std::string::npos);

@@ -29,7 +29,7 @@ const std::map<std::string, std::vector<std::string>>& probe_options() {
 void parse_train(const YNode& n, Checker& check, CellDraft& base) {
   if (!check.expect_map(n, "train")) return;
   check.check_keys(n, "train", {"steps", "batch", "seq_len", "lr", "warmup_steps", "weight_decay", "grad_clip",
-                                "precision", "master_weights", "data", "seed", "world_size"});
+                                "precision", "master_weights", "data", "seed", "world_size", "deterministic"});
   TrainSpec& t = base.spec.train;
   for (auto& e : n.entries) {
     const std::string path = "train." + e.key;
@@ -55,6 +55,10 @@ void parse_train(const YNode& n, Checker& check, CellDraft& base) {
     else if (e.key == "data") { if (auto x = check_data(v, path, check)) t.data = *x; }
     else if (e.key == "world_size") { if (auto x = check.positive_int(v, path, kMaxWorldSize)) t.world_size = int(*x); }
     else if (e.key == "seed") { if (auto x = check.non_negative_int(v, path)) t.seed = static_cast<unsigned long long>(*x); }
+    else if (e.key == "deterministic") {
+      if (auto x = check.boolean(v, path)) t.deterministic = *x;
+      base.origins[path] = Origin{v.pos, path};
+    }
   }
 }
 
