@@ -54,6 +54,7 @@ std::string render_appendix(const RunResult& r, const FileExists& exists) {
   section("Findings", findings_index(r));
   if (auto sk = skipped_cells(r, cell_link); !sk.empty()) section("Skipped Cells", sk);
   section("Acceptance Gates", gates_section(r));
+  if (auto hooks = probe_hooks_section(r); !hooks.empty()) section("Time Outside the Step", hooks);
   if (auto rep = reproducibility_section(r, false); !rep.empty()) section("Reproducibility", rep);
   section("Reproduce", repro_section(r, false));
   section("Artifacts", artifacts_section(r, exists));

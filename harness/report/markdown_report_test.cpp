@@ -87,7 +87,14 @@ TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
   r.cells = {cell("all", 103.0, 2.0), cell("none", 99.5, 0.5)};
   r.cells[0].probe_costs = {ProbeCost{"finite", 1.5, 8}};
   std::string md = render_markdown(r);
-  EXPECT_NE(md.find("| name | median_ms | steps |\n|---|---|---|\n| finite | 1.5 | 8 |"), std::string::npos) << md;
+  // The hooks' table is the appendix's; the top page links to it.
+  EXPECT_EQ(md.find("| name | median_ms | steps |"), std::string::npos) << md;
+  EXPECT_NE(md.find("[appendix](appendix.md#time-outside-the-step)"), std::string::npos) << md;
+  const std::string appendix = render_appendix(r, [](const std::string&) { return true; });
+  EXPECT_NE(appendix.find("\n## Time Outside the Step\n\nStep-end hooks of `probes=all` (median ms per step, largest "
+                          "first):\n\n| name | median_ms | steps |\n|---|---|---|\n| finite | 1.5 | 8 |"),
+            std::string::npos)
+      << appendix;
   // (103 + 2) / (99.5 + 0.5) - 1 = +5.0 %: over the 3 % goal.
   EXPECT_NE(md.find("\n## Observation Cost\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| `probes=all` | 103.0 | 2.00 | 100.0 | +5.0 % | n/a | n/a | ≤ 3 % | ❌ |"), std::string::npos) << md;

@@ -178,11 +178,19 @@ std::string observation_section(const RunResult& r) {
   if (within_noise)
     s += "\nA cost within twice the noises together (in quadrature) cannot be told from them: more steps or "
          "`repeat: N` narrow it.\n";
-  // Where the time outside the step goes, as the observed child measured it.
-  for (const auto& c : costs)
+  if (!probe_hooks_section(r).empty())
+    s += fmt::format("\nWhere the time outside the step goes, hook by hook: {}.\n",
+                     md_link("appendix", kAppendixFile, "time-outside-the-step"));
+  return s;
+}
+
+std::string probe_hooks_section(const RunResult& r) {
+  std::string s;
+  for (const auto& c : observation_costs(r.cells))
     for (const auto& cell : r.cells) {
       if (cell.id != c.cell_id || cell.probe_costs.empty()) continue;
-      s += fmt::format("\nStep-end hooks of {} (median ms per step, largest first):\n\n", code(c.observed_cell));
+      s += fmt::format("{}Step-end hooks of {} (median ms per step, largest first):\n\n", s.empty() ? "" : "\n",
+                       code(c.observed_cell));
       s += render_table(nlohmann::json(cell.probe_costs), kProbeCostRows);
     }
   return s;

@@ -23,6 +23,9 @@ std::string gates_section(const RunResult& r);
 // Only for matrices with an attention (nsa/dense) or probes axis; "" otherwise.
 std::string dense_section(const RunResult& r);
 std::string observation_section(const RunResult& r);
+// The observed cells' step-end hooks (what the probes cost outside the timed
+// step, as the child measured it), for the appendix; "" when none.
+std::string probe_hooks_section(const RunResult& r);
 // Only for matrices with `repeat: N`: whether each setting's runs computed the
 // same losses bit for bit (repeat_agreement.h). `summary` is the top page's
 // paragraph (counts, the earliest parting, a link to the appendix's table); else the table.
