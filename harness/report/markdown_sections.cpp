@@ -178,7 +178,12 @@ std::string observation_section(const RunResult& r) {
   if (within_noise)
     s += "\nA cost within twice the noises together (in quadrature) cannot be told from them: more steps or "
          "`repeat: N` narrow it.\n";
-  if (!probe_hooks_section(r).empty())
+  const auto has_hooks = [&](const ObservationCost& c) {
+    for (const auto& cell : r.cells)
+      if (cell.id == c.cell_id && !cell.probe_costs.empty()) return true;
+    return false;
+  };
+  if (std::any_of(costs.begin(), costs.end(), has_hooks))
     s += fmt::format("\nWhere the time outside the step goes, hook by hook: {}.\n",
                      md_link("appendix", kAppendixFile, "time-outside-the-step"));
   return s;
