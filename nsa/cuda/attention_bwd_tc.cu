@@ -185,10 +185,17 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
 
 NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body, TcFamily::Dq)
 
+std::atomic<int> g_last_dq_columns{0};
+
 struct LaunchDq {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
+    const bool columns = br == Branch::Selected && selected_query_columns(p);
+    g_last_dq_columns.store(columns ? 1 : 0);
+    if (columns)
+      launch_selected_columns<T, DK, DV>(p, /*dq=*/true);
+    else
+      launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
     return true;
   }
 };
@@ -198,6 +205,7 @@ std::atomic<int> g_last_dq_version{0};
 }  // namespace
 
 int last_dq_kernel_version() { return g_last_dq_version.load(); }
+bool last_dq_used_query_columns() { return g_last_dq_version.load() == 2 && g_last_dq_columns.load() == 1; }
 
 bool launch_attention_bwd_dq_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDq>(br, dtype, p, {p.k, p.v, p.q, p.dout, p.dq_out}, g_last_dq_version);

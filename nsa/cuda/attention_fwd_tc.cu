@@ -306,6 +306,7 @@ NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, TcFamily::Forward)
 
 std::atomic<int> g_forward_wgmma{0};
 std::atomic<int> g_last_fwd_wgmma{0};
+std::atomic<int> g_last_fwd_columns{0};
 
 // Does this forward run on wgmma? Only when switched on (set_forward_wgmma),
 // where wgmma_declines() has nothing against it, at dk = dv = 64, and not for
@@ -325,6 +326,13 @@ bool use_wgmma(Branch br, const AttnParams& p) {
 struct LaunchFwd {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
+    const bool columns = br == Branch::Selected && selected_query_columns(p);
+    g_last_fwd_columns.store(columns ? 1 : 0);
+    if (columns) {
+      g_last_fwd_wgmma.store(0);
+      launch_selected_columns<T, DK, DV>(p, /*dq=*/false);
+      return true;
+    }
     const bool wg = use_wgmma(br, p);
     g_last_fwd_wgmma.store(wg ? 1 : 0);
     if constexpr (DK == 64 && DV == 64) {
@@ -361,6 +369,9 @@ int last_forward_kernel_version() { return g_last_fwd_version.load(); }
 void set_forward_wgmma(bool on) { g_forward_wgmma.store(on ? 1 : 0); }
 bool forward_wgmma() { return g_forward_wgmma.load() == 1; }
 bool last_forward_used_wgmma() { return g_last_fwd_version.load() == 2 && g_last_fwd_wgmma.load() == 1; }
+bool last_forward_used_query_columns() {
+  return g_last_fwd_version.load() == 2 && g_last_fwd_columns.load() == 1;
+}
 
 std::string wgmma_declines() {
 #ifndef NSA_CUDA_SM90A

@@ -51,8 +51,29 @@ void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const Att
 // at n = 16, l' = 64) is from the v2 benchmark (docs/performance.md).
 inline bool selected_split_keys(const AttnParams& p) {
   const SelectedTiling forced = selected_tiling();
-  if (forced != SelectedTiling::Auto) return forced == SelectedTiling::SplitKeys;
+  if (forced == SelectedTiling::SharedRows || forced == SelectedTiling::SplitKeys)
+    return forced == SelectedTiling::SplitKeys;
   return ceil_div(p.Sk, p.sel_block) > 8 * p.n_sel;
+}
+
+// The QueryColumns kernels (selected_columns.cu): the (dk, dv) pairs they
+// tile, and their launcher (sets the query tiling, launches the forward, or
+// dq when `dq`).
+bool selected_query_columns_tiles(int dk, int dv);
+template <typename T, int DK, int DV>
+void launch_selected_columns(AttnParams& p, bool dq);
+
+// Do the selected forward and dq run with each query's heads as the MMA columns?
+// Where it applies: a group of at most 8 heads (one 8-column n-tile per
+// query) and blocks of whole 64-key tiles (one chooser mask per tile). By
+// default from 4 n candidate blocks on: measured faster at 8 n and 64 n (m7c
+// 8k, 64k: -22 %, -25 %), slower at 2 n (the m7c training shape, +6 %), where
+// every query chooses most of the blocks it sees (selected_columns.cu).
+inline bool selected_query_columns(const AttnParams& p) {
+  const bool fits = p.h <= 8 && p.sel_block % tc::kTcKeys == 0 && selected_query_columns_tiles(p.dk, p.dv);
+  const SelectedTiling forced = selected_tiling();
+  if (forced != SelectedTiling::Auto) return fits && forced == SelectedTiling::QueryColumns;
+  return fits && ceil_div(p.Sk, p.sel_block) >= 4 * p.n_sel;
 }
 
 // v2 query tiling (tc kernels), every branch: `rows` rows of queries × heads per

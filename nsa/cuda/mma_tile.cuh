@@ -129,6 +129,17 @@ __device__ __forceinline__ void mma_16816<c10::Half>(float (&d)[4], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The 8 x 8 matrix of 16-bit elements the warp holds one register per lane
+// (row gid, columns 2tig..+1) transposed: afterwards the lane holds row gid,
+// columns 2tig..+1 of the transpose (sm_75+). Turns a C fragment whose rows
+// are the reduction dimension (keys of S^T) into the B fragment of the next
+// product (P^T as B of O^T = V^T P^T), without shared memory.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // Two floats -> one register of two 16-bit values (lo in the low half), round to nearest.
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi);

@@ -142,11 +142,18 @@ bool last_forward_used_wgmma();
 // v2 Selected's tiling (forward and dq; launch.cuh, tc_query_grid): Auto picks
 // from the shape; SharedRows = 64 rows (queries x heads) per CTA, each warp
 // owning 16, one union of chosen blocks per CTA; SplitKeys = <= 16 rows held by
-// all 4 warps, which split each tile's keys. The result is the same function;
-// for benchmarks and bisection. Takes effect at the next launch.
-enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2 };
+// all 4 warps, which split each tile's keys; QueryColumns (selected_columns.cu)
+// = each query's heads as the MMA columns, so a query skips every block it did
+// not choose (h <= 8, sel_block a multiple of 64, dk and dv in {64, 128};
+// elsewhere Auto's choice runs). The result
+// is the same function; for benchmarks and bisection. Takes effect at the next
+// launch.
+enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2, QueryColumns = 3 };
 void set_selected_tiling(SelectedTiling t);
 SelectedTiling selected_tiling();
+// Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
+bool last_forward_used_query_columns();
+bool last_dq_used_query_columns();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces

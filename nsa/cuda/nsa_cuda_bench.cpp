@@ -538,7 +538,8 @@ void SizesV(benchmark::internal::Benchmark* b) {
 }
 
 // Selected v2 under each tiling (nsa_cuda.h, SelectedTiling): arg tiling 1 =
-// SharedRows, 2 = SplitKeys; the BM_Selected rows run the automatic choice.
+// SharedRows, 2 = SplitKeys, 3 = QueryColumns (the forward; its backward rows
+// run the automatic dq tiling); the BM_Selected rows run the automatic choice.
 template <bool BWD>
 void BM_SelectedTiling(benchmark::State& state) {
   if (!require_device(state)) return;
@@ -550,7 +551,8 @@ void BM_SelectedTiling(benchmark::State& state) {
 void SizesTiling(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
     for (int64_t S : {2048, 8192, 16384, 32768, 65536})
-      for (int64_t tiling : {1, 2}) b->Args({shape, S, tiling});
+      for (int64_t tiling : {1, 2, 3}) b->Args({shape, S, tiling});
+  for (int64_t tiling : {1, 2, 3}) b->Args({2, 2048, tiling});  // m7c as its training step runs it (batch 8)
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "tiling"});
 }
 

@@ -365,6 +365,29 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
   return (nb - 1) * p.sel_block + (hi - lo);
 }
 
+// Selected: tile i of the pass's virtual key list (the union's blocks
+// [c0, ..) concatenated) into stage i & 1: each tile row's key and chooser mask
+// (u.tile_key / tile_mask; INT_MAX and 0 past the n_keys keys), then its K and
+// V rows by cp.async (zeros past the end), committed as one group.
+template <typename T, int DK, int DV, typename Layout, typename Union>
+__device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcThread& cta, Union& u, T* Ks, T* Vs,
+                                                 int c0, int n_keys, int i) {
+  const int r = cta.tid / 2, pos = i * kTcKeys + r;
+  const bool valid = pos < n_keys;
+  const int j = valid ? u.block[pos / p.sel_block] : 0;
+  const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
+  if ((cta.tid & 1) == 0) {
+    u.tile_key[i & 1][r] = valid ? key : INT_MAX;
+    u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
+  }
+  __syncwarp();  // the warp copies the rows its lanes just keyed (rows 16 warp ..)
+  issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
+    const int kk = u.tile_key[i & 1][rr];
+    *kr = kk == INT_MAX ? 0 : kk;
+    return kk != INT_MAX;
+  });
+}
+
 // Selected: the walk over the CTA's union of chosen blocks, concatenated into
 // one virtual key list (so a 64-key tile is full whatever sel_block is), in
 // passes of Union::kChunk blocks. Each K/V tile is loaded once for all the CTA's
@@ -389,22 +412,7 @@ __device__ __forceinline__ void walk_selected_keys(const AttnParams& p, unsigned
   const bool one_block = p.sel_block % kTcKeys == 0;
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
-    const auto issue = [&](int i) {
-      const int r = cta.tid / 2, pos = i * kTcKeys + r;
-      const bool valid = pos < n_keys;
-      const int j = valid ? u.block[pos / p.sel_block] : 0;
-      const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
-      if ((cta.tid & 1) == 0) {
-        u.tile_key[i & 1][r] = valid ? key : INT_MAX;
-        u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
-      }
-      __syncwarp();  // the warp copies the rows its lanes just keyed (rows 16 warp ..)
-      issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
-        const int kk = u.tile_key[i & 1][rr];
-        *kr = kk == INT_MAX ? 0 : kk;
-        return kk != INT_MAX;
-      });
-    };
+    const auto issue = [&](int i) { issue_union_tile<T, DK, DV, Layout>(p, cta, u, Ks, Vs, c0, n_keys, i); };
     const auto compute = [&](int i) {
       // Split keys: warp w takes columns 16 w .. 16 w + 15; else all 64.
       const int col0 = p.sel_split_keys ? cta.warp * 16 : 0;

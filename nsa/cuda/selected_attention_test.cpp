@@ -58,14 +58,29 @@ TEST_P(SelectedAttention, MatchesReference) {
     block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
     block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
   }
-  // v2 has two tilings (nsa_cuda.h, SelectedTiling); each must compute the same
-  // function, whatever the automatic choice would be for this shape.
+  // v2 has three tilings (nsa_cuda.h, SelectedTiling); each must compute the
+  // same function, whatever the automatic choice would be for this shape.
+  // QueryColumns applies to groups of <= 8 heads, blocks of
+  // whole 64-key tiles and dk, dv in {64, 128}; elsewhere the automatic choice
+  // runs in its place, which the hook tells apart.
   const SelectedTiling prev = selected_tiling();
-  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys}) {
+  const bool columns_apply = c.dtype != at::kFloat && c.H / c.G <= 8 && c.sel_block % 64 == 0 &&
+                             (c.dk == 64 || c.dk == 128) && (c.dv == 64 || c.dv == 128);
+  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys, SelectedTiling::QueryColumns}) {
     set_selected_tiling(tiling);
-    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows ? "/shared_rows" : "/split_keys");
+    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows  ? "/shared_rows"
+                                                    : tiling == SelectedTiling::SplitKeys ? "/split_keys"
+                                                                                          : "/query_columns");
     testing::check_branch(name.c_str(), in, kernel(block_idx, c.sel_block, scale),
                           reference(block_idx, c.sel_block, scale));
+    if (tiling == SelectedTiling::QueryColumns) {
+      BranchSpec spec;
+      spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+      const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
+      EXPECT_EQ(last_forward_used_query_columns(), columns_apply) << name;
+      (void)attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
+      EXPECT_EQ(last_dq_used_query_columns(), columns_apply) << name;
+    }
   }
   set_selected_tiling(prev);
 }
@@ -100,6 +115,12 @@ INSTANTIATE_TEST_SUITE_P(
         // m7c's heads per group, the last block cut, random and selected indices.
         SelectedCase{"bf16_B2_S333_h6_d64_l64_n4_one_block_tiles", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0},
         SelectedCase{"fp16_S333_h6_d64_l64_n3_one_block_tiles_selected", 1, 333, 6, 1, 64, 64, 64, 3, at::kHalf, 1},
+        // QueryColumns' own edges: 8 heads (every column), 3 (odd, padding
+        // columns), dk != dv, 128-key blocks (two tiles a block), n above the
+        // visible blocks, one query past the end in the last CTA of 16.
+        SelectedCase{"bf16_S700_h8_d64_dv128_l64_n5_columns", 1, 700, 16, 2, 64, 128, 64, 5, at::kBFloat16, 0},
+        SelectedCase{"fp16_B2_S255_h3_d128_dv64_l128_n16_columns", 2, 255, 3, 1, 128, 64, 128, 16, at::kHalf, 1},
+        SelectedCase{"bf16_S2047_h6_d64_l64_n16_columns", 1, 2047, 12, 2, 64, 64, 64, 16, at::kBFloat16, 0},
         // v2 walks the union of a CTA's queries' blocks in passes of at most 1024
         // blocks (query_tiles.cuh): 1100 blocks of one key take two passes whatever
         // the head dims; h = 1 puts 64 queries in a CTA (every bit of the chooser
