@@ -30,6 +30,26 @@ struct Recorder : Observer {
   }
 };
 
+// The first rows (b, t, g) whose choices differ, each as "got | want", so a
+// failure shows whether one block traded places (a near tie) or more.
+std::string differing_choices(const at::Tensor& got, const at::Tensor& want) {
+  std::string out;
+  const at::Tensor g = got.to(at::kLong), w = want.to(at::kLong);
+  int shown = 0;
+  for (int64_t b = 0; b < g.size(0) && shown < 5; ++b)
+    for (int64_t t = 0; t < g.size(1) && shown < 5; ++t)
+      for (int64_t k = 0; k < g.size(2) && shown < 5; ++k) {
+        const at::Tensor gr = g[b][t][k], wr = w[b][t][k];
+        if (at::equal(gr, wr)) continue;
+        out += "\n  b " + std::to_string(b) + " t " + std::to_string(t) + " g " + std::to_string(k) + ":";
+        for (int64_t i = 0; i < gr.size(0); ++i) out += " " + std::to_string(gr[i].item<int64_t>());
+        out += " |";
+        for (int64_t i = 0; i < wr.size(0); ++i) out += " " + std::to_string(wr[i].item<int64_t>());
+        ++shown;
+      }
+  return out;
+}
+
 TEST(CudaSequentialPrefill, MatchesTheReferenceWithEveryGradient) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();
   register_with_layer();
@@ -65,7 +85,8 @@ TEST(CudaSequentialPrefill, MatchesTheReferenceWithEveryGradient) {
 
     // The choices must be the reference's exactly: a differing choice would
     // make every comparison below about different functions.
-    ASSERT_TRUE(at::equal(got.block_idx.cpu(), ref.block_idx)) << "selected blocks differ from the reference";
+    ASSERT_TRUE(at::equal(got.block_idx.cpu(), ref.block_idx))
+        << "selected blocks differ from the reference:" << differing_choices(got.block_idx.cpu(), ref.block_idx);
     for (int b = 0; b < 3; ++b) EXPECT_LE(rel_max_err(got.o[b].cpu(), ref.o[b]), 1e-5) << nsa::branch_name(nsa::Branch(b));
     EXPECT_LE(rel_max_err(y.cpu(), y_ref), 1e-5);
 
