@@ -36,6 +36,10 @@ struct Projected {
 struct BranchOutputs {
   at::Tensor o[3];        // [B,S,H,dv]
   at::Tensor block_idx;   // [B,S,G,n] int64, selection-block indices ascending, -1 padded
+  // The reference path only (CPU, float64, [B,S,G]): select_top_n's margin for
+  // each row, so a test can tell a choice another precision may make
+  // differently (a near tie) from a wrong one. Undefined elsewhere.
+  at::Tensor selection_margin;
 };
 
 // x [B,S,D] (compute dtype) → Projected. `pos0` is the position of x's first token.

@@ -23,7 +23,11 @@ BranchOutputs nsa_batched(const Projected& p, const NsaWeights& w, const ModelCo
 // ⌊t/l'⌋ and ⌊t/l'⌋−1, then the highest other candidates, ties → lower index.
 // Returns ascending block indices (at most n). Shared by reference and decode,
 // which compute the scores independently.
-std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, const NsaParams& p);
+// `margin`, when given, receives how close the choice came to another: the
+// relative gap between the lowest score taken by rank and the highest left
+// out, +inf when no block was ranked against another (all taken, or none).
+std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, const NsaParams& p,
+                                  double* margin = nullptr);
 
 // Incremental state of one layer for decoding: raw compression tokens, emitted
 // compressed blocks, selection/window keys and values. Out-of-place appends so

@@ -1,12 +1,14 @@
 // The oracle: every quantity of DESIGN.md §2 computed for one query at a time,
 // with explicit loops and no cleverness. Tests compare every other path to this.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "nsa/nsa_paths.h"
 
 namespace nsa {
 
-std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, const NsaParams& p) {
+std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, const NsaParams& p, double* margin) {
   const int64_t cur = t / p.sel_block;         // the block holding t
   const int64_t n_cand = cur + 1;              // blocks j with j·l' ≤ t
   std::vector<int64_t> chosen;
@@ -21,6 +23,14 @@ std::vector<int64_t> select_top_n(const std::vector<double>& scores, int64_t t, 
     if (std::find(chosen.begin(), chosen.end(), j) == chosen.end()) rest.push_back(j);
   // Highest score first; equal scores keep ascending index (stable sort).
   std::stable_sort(rest.begin(), rest.end(), [&](int64_t a, int64_t b) { return scores[a] > scores[b]; });
+  if (margin) {
+    const int64_t k = p.sel_count - static_cast<int64_t>(chosen.size());  // slots filled by rank
+    *margin = std::numeric_limits<double>::infinity();
+    if (k > 0 && k < static_cast<int64_t>(rest.size())) {
+      const double in = scores[rest[k - 1]], out = scores[rest[k]];
+      *margin = (in - out) / std::max({std::abs(in), std::abs(out), 1e-300});
+    }
+  }
   for (int64_t j : rest) {
     if (static_cast<int64_t>(chosen.size()) >= p.sel_count) break;
     chosen.push_back(j);
@@ -64,6 +74,7 @@ BranchOutputs nsa_reference(const Projected& pj, const NsaWeights& w, const Mode
 
   std::vector<at::Tensor> out[3];
   std::vector<at::Tensor> idx_rows;
+  std::vector<double> margins;  // [B,S,G]
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < S; ++t) {
       const int64_t n_vis = num_visible_cmp(t, P);
@@ -87,7 +98,9 @@ BranchOutputs nsa_reference(const Projected& pj, const NsaWeights& w, const Mode
       // Top-n per group, then selected and window attention per head.
       std::vector<int64_t> row(G * P.sel_count, -1);
       for (int64_t g = 0; g < G; ++g) {
-        auto chosen = select_top_n(group_scores[g], t, P);
+        double margin;
+        auto chosen = select_top_n(group_scores[g], t, P, &margin);
+        margins.push_back(margin);
         std::vector<int64_t> tokens;
         for (size_t s = 0; s < chosen.size(); ++s) {
           row[g * P.sel_count + s] = chosen[s];
@@ -111,6 +124,7 @@ BranchOutputs nsa_reference(const Projected& pj, const NsaWeights& w, const Mode
   const auto dt = pj.q.scalar_type();
   for (int br = 0; br < 3; ++br) r.o[br] = at::stack(out[br]).view({B, S, H, c.d_v}).to(dt);
   r.block_idx = at::stack(idx_rows).view({B, S, G, P.sel_count}).to(q.device());
+  r.selection_margin = at::tensor(margins, at::kDouble).view({B, S, G});
   return r;
 }
 

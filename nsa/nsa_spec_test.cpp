@@ -3,6 +3,7 @@
 // two-key softmax), and the block selection recomputed with plain loops.
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "nsa/nsa_paths.h"
 #include "nsa/test_support.h"
@@ -189,6 +190,23 @@ TEST(SelectTopN, TiesGoToLowerIndexAndForcedBlocksAlwaysStay) {
   // Fewer candidates than n: take all, never index past them.
   EXPECT_EQ(select_top_n({0.0, 0.0}, 20, P), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(select_top_n({0.0}, 3, P), (std::vector<int64_t>{0}));
+}
+
+TEST(SelectTopN, MarginIsTheRelativeGapAtTheCut) {
+  NsaParams P;
+  P.sel_block = 16;
+  P.sel_count = 4;
+  double margin = 0.0;
+  // t = 100: forced {0, 5, 6}, one slot by rank among blocks 1..4: 0.9 taken,
+  // 0.3 the best left out: (0.9 - 0.3) / 0.9.
+  EXPECT_EQ(select_top_n({0, 0.1, 0.2, 0.9, 0.3, 0, 0}, 100, P, &margin), (std::vector<int64_t>{0, 3, 5, 6}));
+  EXPECT_DOUBLE_EQ(margin, (0.9 - 0.3) / 0.9);
+  // An exact tie at the cut: margin 0.
+  EXPECT_EQ(select_top_n(std::vector<double>(7, 0.5), 100, P, &margin), (std::vector<int64_t>{0, 1, 5, 6}));
+  EXPECT_EQ(margin, 0.0);
+  // Every candidate taken (t = 40: blocks 0, 1, 2): nothing was ranked against another.
+  EXPECT_EQ(select_top_n({0.2, 0.1, 0.3}, 40, P, &margin), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(margin, std::numeric_limits<double>::infinity());
 }
 
 }  // namespace

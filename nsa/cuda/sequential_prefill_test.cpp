@@ -4,6 +4,7 @@
 // decode step must run instead.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -55,55 +56,73 @@ TEST(CudaSequentialPrefill, MatchesTheReferenceWithEveryGradient) {
   register_with_layer();
   // tiny: l = 8, d = 4, l' = 16, n = 4, w = 32. S = 5: no compressed block;
   // 40: the window still holds every token; 107, 130: all branches partial.
+  // The decode kernels rank fp32 scores, the reference float64 ones: where two
+  // blocks' scores lie within fp32's rounding of each other the two may
+  // rightly choose differently, and comparing their outputs would compare
+  // different functions. Such a draw (every differing row a near tie by the
+  // reference's own margin) is replaced by a fresh one; any other difference
+  // fails.
+  constexpr double kNearTie = 1e-5;
   for (int64_t S : {5, 40, 107, 130}) {
-    const uint64_t seed = fresh_seed();
-    SCOPED_TRACE("S=" + std::to_string(S) + " seed=" + std::to_string(seed));
-    auto lc = make_case(tiny(), 2, S, at::kDouble, seed);
-    auto rt = runtime_with();
-    Recorder rec;
-    rt.observer = &rec;
-    rt.heartbeat_every = 16;
+    for (int attempt = 0;; ++attempt) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("S=" + std::to_string(S) + " seed=" + std::to_string(seed));
+      auto lc = make_case(tiny(), 2, S, at::kDouble, seed);
+      auto rt = runtime_with();
+      Recorder rec;
+      rt.observer = &rec;
+      rt.heartbeat_every = 16;
 
-    auto w_ref = lc.w.to(at::kCPU, at::kDouble, /*requires_grad=*/true);
-    auto x_ref = lc.x.clone().requires_grad_();
-    BranchOutputs ref, got;
-    auto y_ref = nsa_attention(w_ref, x_ref, lc.cfg, rt, 0, Path::reference, &ref);
-    y_ref.pow(2).sum().backward();
+      auto w_ref = lc.w.to(at::kCPU, at::kDouble, /*requires_grad=*/true);
+      auto x_ref = lc.x.clone().requires_grad_();
+      BranchOutputs ref, got;
+      auto y_ref = nsa_attention(w_ref, x_ref, lc.cfg, rt, 0, Path::reference, &ref);
+      y_ref.pow(2).sum().backward();
 
-    rec.routes.clear();
-    auto w = lc.w.to(at::kCUDA, at::kFloat, /*requires_grad=*/true);
-    auto x = lc.x.to(at::kCUDA, at::kFloat).requires_grad_();
-    auto y = nsa_attention(w, x, lc.cfg, rt, 0, Path::sequential, &got);
-    for (const char* b : {"cmp", "slc", "win"})
-      EXPECT_NE(std::find(rec.routes.begin(), rec.routes.end(), std::string(b) + "=cuda.decode"), rec.routes.end())
-          << b << " did not run through the decode kernels";
-    // Progress every 16 tokens and at the end, in order, as the ATen route reports it.
-    std::vector<int64_t> want;
-    for (int64_t t = 16; t < S; t += 16) want.push_back(t);
-    want.push_back(S);
-    EXPECT_EQ(rec.tokens_done, want);
+      rec.routes.clear();
+      auto w = lc.w.to(at::kCUDA, at::kFloat, /*requires_grad=*/true);
+      auto x = lc.x.to(at::kCUDA, at::kFloat).requires_grad_();
+      auto y = nsa_attention(w, x, lc.cfg, rt, 0, Path::sequential, &got);
+      for (const char* b : {"cmp", "slc", "win"})
+        EXPECT_NE(std::find(rec.routes.begin(), rec.routes.end(), std::string(b) + "=cuda.decode"), rec.routes.end())
+            << b << " did not run through the decode kernels";
+      // Progress every 16 tokens and at the end, in order, as the ATen route reports it.
+      std::vector<int64_t> want;
+      for (int64_t t = 16; t < S; t += 16) want.push_back(t);
+      want.push_back(S);
+      EXPECT_EQ(rec.tokens_done, want);
 
-    // The choices must be the reference's exactly: a differing choice would
-    // make every comparison below about different functions.
-    ASSERT_TRUE(at::equal(got.block_idx.cpu(), ref.block_idx))
-        << "selected blocks differ from the reference:" << differing_choices(got.block_idx.cpu(), ref.block_idx);
-    for (int b = 0; b < 3; ++b) EXPECT_LE(rel_max_err(got.o[b].cpu(), ref.o[b]), 1e-5) << nsa::branch_name(nsa::Branch(b));
-    EXPECT_LE(rel_max_err(y.cpu(), y_ref), 1e-5);
-
-    y.pow(2).sum().backward();
-    EXPECT_LE(rel_max_err(x.grad().cpu().to(at::kDouble), x_ref.grad()), 1e-4) << "input";
-    auto ref_named = w_ref.named();
-    for (auto& [name, t] : w.named()) {
-      const at::Tensor* want_grad = nullptr;
-      for (auto& [rn, rt_] : ref_named)
-        if (rn == name) want_grad = &rt_.grad();
-      ASSERT_NE(want_grad, nullptr) << name;
-      if (!want_grad->defined()) {  // S < l: the compression weights rightly get nothing
-        EXPECT_TRUE(!t.grad().defined() || t.grad().abs().max().item<double>() == 0.0) << name;
+      // The choices must be the reference's exactly: a differing choice would
+      // make every comparison below about different functions.
+      if (!at::equal(got.block_idx.cpu(), ref.block_idx)) {
+        const at::Tensor differs = (got.block_idx.cpu() != ref.block_idx.cpu()).any(-1);  // [B,S,G]
+        const bool near_ties = (ref.selection_margin.masked_select(differs) < kNearTie).all().item<bool>();
+        ASSERT_TRUE(near_ties && attempt < 3)
+            << "selected blocks differ from the reference" << (near_ties ? " at near ties in 4 draws" : "") << ":"
+            << differing_choices(got.block_idx.cpu(), ref.block_idx);
+        std::printf("[ redraw   ] choices differ only where the reference's margin is < %g:%s\n", kNearTie,
+                    differing_choices(got.block_idx.cpu(), ref.block_idx).c_str());
         continue;
       }
-      ASSERT_TRUE(t.grad().defined()) << name;
-      EXPECT_LE(rel_max_err(t.grad().cpu().to(at::kDouble), *want_grad), 1e-4) << name;
+      for (int b = 0; b < 3; ++b) EXPECT_LE(rel_max_err(got.o[b].cpu(), ref.o[b]), 1e-5) << nsa::branch_name(nsa::Branch(b));
+      EXPECT_LE(rel_max_err(y.cpu(), y_ref), 1e-5);
+
+      y.pow(2).sum().backward();
+      EXPECT_LE(rel_max_err(x.grad().cpu().to(at::kDouble), x_ref.grad()), 1e-4) << "input";
+      auto ref_named = w_ref.named();
+      for (auto& [name, t] : w.named()) {
+        const at::Tensor* want_grad = nullptr;
+        for (auto& [rn, rt_] : ref_named)
+          if (rn == name) want_grad = &rt_.grad();
+        ASSERT_NE(want_grad, nullptr) << name;
+        if (!want_grad->defined()) {  // S < l: the compression weights rightly get nothing
+          EXPECT_TRUE(!t.grad().defined() || t.grad().abs().max().item<double>() == 0.0) << name;
+          continue;
+        }
+        ASSERT_TRUE(t.grad().defined()) << name;
+        EXPECT_LE(rel_max_err(t.grad().cpu().to(at::kDouble), *want_grad), 1e-4) << name;
+      }
+      break;
     }
   }
 }
