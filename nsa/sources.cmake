@@ -1,6 +1,6 @@
 # The model library (libtorch). Included from nsa/CMakeLists.txt.
 add_library(nsa STATIC
-  runtime.cpp nsa_weights.cpp nsa_ops.cpp linear_bias.cpp nsa_reference.cpp nsa_batched.cpp nsa_decode.cpp
+  runtime.cpp determinism.cpp nsa_weights.cpp nsa_ops.cpp linear_bias.cpp nsa_reference.cpp nsa_batched.cpp nsa_decode.cpp
   nsa_layer.cpp dense_attention.cpp model.cpp data.cpp data_prefetch.cpp optim.cpp trainer.cpp step_graph.cpp)
 target_link_libraries(nsa PUBLIC nsa_config ${TORCH_LIBRARIES})
 target_compile_options(nsa PUBLIC ${TORCH_CXX_FLAGS})
@@ -16,7 +16,7 @@ endif()
 
 # CPU tests of the model: every path against the reference, causality, gradients, training.
 nsa_add_test(nsa_model_test
-  SOURCES nsa_oracle_test.cpp nsa_paths_test.cpp nsa_spec_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp optim_test.cpp dense_attention_test.cpp
+  SOURCES nsa_oracle_test.cpp nsa_paths_test.cpp nsa_spec_test.cpp determinism_test.cpp nsa_causality_test.cpp nsa_gradcheck_test.cpp training_test.cpp optim_test.cpp dense_attention_test.cpp
           linear_bias_test.cpp
           test_support.cpp
   LIBS nsa)

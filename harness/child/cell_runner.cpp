@@ -12,12 +12,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "harness/child/determinism.h"
 #include "harness/child/dist_rank.h"
 #include "harness/child/graph_tap.h"
 #include "harness/child/phase_stack.h"
 #include "harness/probes/probe.h"
 #include "nsa/data_prefetch.h"
+#include "nsa/determinism.h"
 #include "nsa/faults.h"
 #include "nsa/mutations.h"
 #ifdef NSA_WITH_CUDA_KERNELS
@@ -189,7 +189,7 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
     if (device.is_cpu() && std::getenv("OMP_NUM_THREADS") == nullptr) at::set_num_threads(1);
     // Before the model's first CUDA work: cuBLAS reads its workspace setting
     // when it creates a handle.
-    if (spec.train.deterministic) use_deterministic_algorithms();
+    if (spec.train.deterministic) nsa::use_deterministic_algorithms();
 #ifdef NSA_WITH_CUDA_KERNELS
     nsa::cuda::register_with_layer();
 #endif

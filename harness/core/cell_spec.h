@@ -30,7 +30,7 @@ struct TrainSpec {
   // global batch, split evenly over them.
   int world_size = 1;
   // Bitwise-reproducible runs: ATen's deterministic algorithms and a fixed
-  // cuBLAS workspace (harness/child/determinism.h). Off by default: on CUDA
+  // cuBLAS workspace (nsa/determinism.h). Off by default: on CUDA
   // the model's backward then differs run to run from step 2 on (two runs of
   // production_125m on one H200 parted there by ~1e-5), so a repro reruns the
   // settings, not the bits.

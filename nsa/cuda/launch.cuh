@@ -67,8 +67,9 @@ void launch_selected_columns(AttnParams& p, bool dq);
 // Where it applies: a group of at most 8 heads (one 8-column n-tile per
 // query) and blocks of whole 64-key tiles (one chooser mask per tile). By
 // default from 4 n candidate blocks on: measured faster at 8 n and 64 n (m7c
-// 8k, 64k: -22 %, -25 %), slower at 2 n (the m7c training shape, +6 %), where
-// every query chooses most of the blocks it sees (selected_columns.cu).
+// 8k, 64k: forward -21 %, -25 %, dq + dk/dv -9 %, -21 %), slower at 2 n (the
+// m7c training shape: +7 %, +11 %), where every query chooses most of the
+// blocks it sees (selected_columns.cu).
 inline bool selected_query_columns(const AttnParams& p) {
   const bool fits = p.h <= 8 && p.sel_block % tc::kTcKeys == 0 && selected_query_columns_tiles(p.dk, p.dv);
   const SelectedTiling forced = selected_tiling();

@@ -538,8 +538,8 @@ void SizesV(benchmark::internal::Benchmark* b) {
 }
 
 // Selected v2 under each tiling (nsa_cuda.h, SelectedTiling): arg tiling 1 =
-// SharedRows, 2 = SplitKeys, 3 = QueryColumns (the forward; its backward rows
-// run the automatic dq tiling); the BM_Selected rows run the automatic choice.
+// SharedRows, 2 = SplitKeys, 3 = QueryColumns (forward and dq; where it does
+// not apply, the automatic choice); the BM_Selected rows run the automatic choice.
 template <bool BWD>
 void BM_SelectedTiling(benchmark::State& state) {
   if (!require_device(state)) return;

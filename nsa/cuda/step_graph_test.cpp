@@ -13,6 +13,7 @@
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/test_util.h"
 #include "nsa/data.h"
+#include "nsa/determinism.h"
 #include "nsa/model.h"
 #include "nsa/observer.h"
 #include "nsa/test_support.h"
@@ -28,8 +29,10 @@ ModelConfig graph_case() {
   return c;
 }
 
-// Deterministic algorithms for one test: ATen takes its deterministic kernels
-// (or throws, naming an op that has none) and cuBLAS a fixed workspace, so two
+// Deterministic algorithms for one test (nsa/determinism.h, the switch a
+// scenario's train.deterministic turns on; ATen's restored after): ATen takes
+// its deterministic kernels (or throws, naming an op that has none) and cuBLAS
+// a fixed workspace, so two
 // eager runs agree bit for bit — and a replay, which launches the same kernels
 // on the same data, must agree with them bit for bit too. Without it the
 // model's backward is not reproducible run to run (a gradient-norm difference
@@ -38,8 +41,7 @@ ModelConfig graph_case() {
 class DeterministicAlgorithms {
  public:
   DeterministicAlgorithms() : was_(at::globalContext().deterministicAlgorithms()) {
-    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 1);
-    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+    nsa::use_deterministic_algorithms();
   }
   ~DeterministicAlgorithms() { at::globalContext().setDeterministicAlgorithms(was_, false); }
 

@@ -1,14 +1,14 @@
-#include "harness/child/determinism.h"
+#include "nsa/determinism.h"
 
 #include <cstdlib>
 
 #include <ATen/Context.h>
 
-namespace harness {
+namespace nsa {
 
 void use_deterministic_algorithms() {
   ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
-}  // namespace harness
+}  // namespace nsa

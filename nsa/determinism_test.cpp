@@ -1,6 +1,6 @@
-// train.deterministic's effect in the child (determinism.h): ATen's switch on,
+// train.deterministic's effect (determinism.h): ATen's switch on,
 // cuBLAS's workspace fixed, and a workspace the environment chose kept.
-#include "harness/child/determinism.h"
+#include "nsa/determinism.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include <ATen/Context.h>
 
-namespace harness {
+namespace nsa {
 namespace {
 
 class Restore : public ::testing::Test {
@@ -38,4 +38,4 @@ TEST_F(Restore, KeepsTheWorkspaceTheEnvironmentChose) {
 }
 
 }  // namespace
-}  // namespace harness
+}  // namespace nsa
