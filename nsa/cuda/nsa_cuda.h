@@ -145,9 +145,8 @@ bool last_forward_used_wgmma();
 // all 4 warps, which split each tile's keys; QueryColumns (selected_columns.cu)
 // = each query's heads as the MMA columns, so a query skips every block it did
 // not choose (h <= 8, sel_block a multiple of 64, dk and dv in {64, 128};
-// elsewhere Auto's choice runs). The result
-// is the same function; for benchmarks and bisection. Takes effect at the next
-// launch.
+// elsewhere Auto's choice runs). The result is the same function; for
+// benchmarks and bisection. Takes effect at the next launch.
 enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2, QueryColumns = 3 };
 void set_selected_tiling(SelectedTiling t);
 SelectedTiling selected_tiling();

@@ -60,9 +60,9 @@ TEST_P(SelectedAttention, MatchesReference) {
   }
   // v2 has three tilings (nsa_cuda.h, SelectedTiling); each must compute the
   // same function, whatever the automatic choice would be for this shape.
-  // QueryColumns applies to groups of <= 8 heads, blocks of
-  // whole 64-key tiles and dk, dv in {64, 128}; elsewhere the automatic choice
-  // runs in its place, which the hook tells apart.
+  // QueryColumns applies to groups of <= 8 heads, blocks of whole 64-key
+  // tiles and dk, dv in {64, 128}; elsewhere the automatic choice runs in its
+  // place, which the hooks tell apart.
   const SelectedTiling prev = selected_tiling();
   const bool columns_apply = c.dtype != at::kFloat && c.H / c.G <= 8 && c.sel_block % 64 == 0 &&
                              (c.dk == 64 || c.dk == 128) && (c.dv == 64 || c.dv == 128);

@@ -33,16 +33,18 @@
 // spill); Q waits in shared memory (ColumnsShape), where in registers it
 // spilled.
 //
-// Measured (H200, BM_SelectedFwdTiling, docs/performance.md): m7c at 8k
-// 0.445 ms against SharedRows' 0.574, at 64k 5.29 against 7.03 (SplitKeys
-// 7.26); at the m7c training shape (S = 2048, batch 8) 0.433 against 0.407:
-// there a query sees at most 32 blocks and chooses 16 of them, every one
-// until t = 1024, so SharedRows' rows are mostly used and its K/V fragments
-// serve 16 rows per load where a column serves one query. (Sharing each K and
-// V fragment among 2 or 4 of a warp's queries, to load less, measured slower
-// still: 0.489 / 0.640 ms at 2k, with spills.) So the automatic choice takes
-// it from 4 n candidate blocks on (selected_query_columns, launch.cuh), where
-// it applies: h <= 8, sel_block a multiple of 64, dk and dv in {64, 128}.
+// Measured (H200, BM_Selected{Fwd,Bwd}Tiling, docs/performance.md): m7c at
+// 8k the forward 0.451 ms against SharedRows' 0.572 and the backward (dq
+// kernel + dk/dv) 0.954 against 1.05; at 64k 5.26 against 6.97 and 9.36
+// against 11.8. At the m7c training shape (S = 2048, batch 8) they lose,
+// 0.438 against 0.411 and 1.08 against 0.972: there a query sees at most 32
+// blocks and chooses 16 of them, every one until t = 1024, so SharedRows'
+// rows are mostly used and its K/V fragments serve 16 rows per load where a
+// column serves one query. (Sharing each K and V fragment among 2 or 4 of a
+// warp's queries, to load less, measured slower still: 0.489 / 0.640 ms
+// against 0.433 at 2k, with spills.) So the automatic choice takes them from
+// 4 n candidate blocks on (selected_query_columns, launch.cuh), where they
+// apply: h <= 8, sel_block a multiple of 64, dk and dv in {64, 128}.
 //
 // The dq kernel walks the same union with the same columns (a query's dq
 // never depends on another's; the row-tiled dq kernel, attention_bwd_tc.cu,
@@ -53,7 +55,7 @@
 //   (dP^T - delta), per column (lse, delta of the lane's two heads in registers)
 //   dQ^T += K^T dS^T               A: K^T by ldmatrix.trans, B: dS^T by movmatrix
 // and dq = scale dQ. 2 queries a warp (Q and dO in shared memory leave room
-// for 3 CTAs per SM at 64/64), 1 for wider heads.
+// for 3 CTAs per SM at 64/64), 1 at 128/128.
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
