@@ -132,7 +132,7 @@ std::string render_markdown(const RunResult& r) {
   section("Other Failures", render_other_failures(d));
   section(r.completion.end == RunEnd::cells_missing ? "Missing" : "Not Run", not_run_section(r));
   section("Comparison Matrix", matrix_section(r));
-  if (r.cells.size() <= kInlineCellsOnTop) section("Settings", settings_section(r));
+  if (r.cells.size() <= kInlineCellsOnTop) section("Settings", settings_section(r, /*top=*/true));
   if (r.cells.size() <= kInlineCellsOnTop) section("Ranks", render_ranks_section(r));
   section("Warnings", warnings_section(d));
   section("Acceptance Gates", unmet_gates(r));

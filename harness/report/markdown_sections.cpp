@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "harness/analysis/dense_baseline.h"
 #include "harness/analysis/judgement.h"
@@ -78,17 +80,51 @@ std::string matrix_table(const RunResult& r, bool failing_only) {
   return s;
 }
 
-std::string settings_section(const RunResult& r) {
+namespace {
+
+bool from_environment(const CellResult& c, const std::string& name) {
+  return std::find(c.from_environment.begin(), c.from_environment.end(), name) != c.from_environment.end();
+}
+
+// Does the cell's id say all there is to its settings: no fault, and every
+// flag one of the id's `K=V` parts, none from the environment?
+bool settings_in_id(const CellResult& c) {
+  if (!c.faults.empty()) return false;
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = c.id.find(',', start);
+    parts.push_back(c.id.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (auto& [k, v] : c.flags)
+    if (from_environment(c, k) || std::find(parts.begin(), parts.end(), k + "=" + v) == parts.end()) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string settings_section(const RunResult& r, bool top) {
   bool any = false;
-  for (auto& c : r.cells) any |= !c.flags.empty() || !c.faults.empty();
+  size_t named_by_id = 0;
+  for (auto& c : r.cells) {
+    any |= !c.flags.empty() || !c.faults.empty();
+    if (top && settings_in_id(c)) ++named_by_id;
+  }
   std::string s;
-  if (any) {
+  if (any && named_by_id == r.cells.size()) {
+    s += fmt::format("Every cell ran with the flags its id names as `K=V` and no others: none from the environment, "
+                     "no fault ({}).\n", md_link("table", kAppendixFile, "settings"));
+  } else if (any) {
     s += "Flags and faults as each cell ran them (scenario, matrix, include; *env* = from the environment, written "
-         "into the repro):\n\n| Cell | Flags | Faults |\n|---|---|---|\n";
+         "into the repro)";
+    s += named_by_id > 0 ? fmt::format(", where its id does not say them all ({} more in the {}):\n\n", named_by_id,
+                                       md_link("appendix", kAppendixFile, "settings"))
+                         : std::string(":\n\n");
+    s += "| Cell | Flags | Faults |\n|---|---|---|\n";
     for (auto& c : r.cells) {
-      auto from_env = [&](const std::string& name) {
-        return std::find(c.from_environment.begin(), c.from_environment.end(), name) != c.from_environment.end();
-      };
+      if (top && settings_in_id(c)) continue;
+      auto from_env = [&](const std::string& name) { return from_environment(c, name); };
       std::string flags, faults;
       for (auto& [k, v] : c.flags) flags += (flags.empty() ? "" : ", ") + code(k + "=" + v) + (from_env(k) ? " *env*" : "");
       for (auto& f : c.faults) faults += (faults.empty() ? "" : ", ") + code(f) + (from_env("NSA_FAULT=" + f) ? " *env*" : "");

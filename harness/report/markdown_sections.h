@@ -18,7 +18,10 @@ inline constexpr size_t kInlineCellsOnTop = 12;
 // pass (the top page of a large matrix); cell ids link to their pages.
 std::string matrix_table(const RunResult& r, bool failing_only);
 // Flags and faults per cell and the machine's load; "" when nothing to say.
-std::string settings_section(const RunResult& r);
+// `top` (report.md): only the cells whose settings their ids do not already
+// say — a fault, a flag from the environment, a flag the id does not name as
+// `K=V` — and one line for the rest; the appendix lists every cell.
+std::string settings_section(const RunResult& r, bool top = false);
 std::string gates_section(const RunResult& r);
 // Only for matrices with an attention (nsa/dense) or probes axis; "" otherwise.
 std::string dense_section(const RunResult& r);
