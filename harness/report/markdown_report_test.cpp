@@ -74,6 +74,41 @@ TEST(MarkdownReport, CellsOnGpusGetAGpuColumn) {
   EXPECT_EQ(render_markdown(r).find("| GPU |"), std::string::npos);
 }
 
+// The top page's Settings: a cell whose id names every flag it ran with (as
+// K=V) and no fault needs no row there; one with a flag from the environment,
+// a flag outside its id, or a fault keeps its row; the appendix lists all.
+TEST(MarkdownReport, SettingsOnTheTopPageListOnlyWhatTheIdsDoNotSay) {
+  RunResult r;
+  CellResult named, env, fault;
+  named.id = "attention=nsa,NSA_WINDOW_BWD=ours";
+  named.flags = {{"NSA_WINDOW_BWD", "ours"}};
+  env.id = "attention=dense,NSA_WINDOW_BWD=ours";
+  env.flags = {{"NSA_WINDOW_BWD", "ours"}, {"NSA_SELECTED_DQ", "atomic"}};
+  env.from_environment = {"NSA_SELECTED_DQ"};
+  fault.id = "attention=nsa,NSA_WINDOW_BWD=cudnn";
+  fault.flags = {{"NSA_WINDOW_BWD", "cudnn"}};
+  fault.faults = {"causal_leak"};
+  r.cells = {named};
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Settings\n\nEvery cell ran with the flags its id names as `K=V` and no others: none from the "
+                    "environment, no fault ([table](appendix.md#settings)).\n"),
+            std::string::npos) << md;
+  EXPECT_EQ(md.find("| Cell | Flags | Faults |"), std::string::npos) << md;
+
+  r.cells = {named, env, fault};
+  md = render_markdown(r);
+  EXPECT_NE(md.find("where its id does not say them all (1 more in the [appendix](appendix.md#settings)):"),
+            std::string::npos) << md;
+  EXPECT_EQ(md.find("| `attention=nsa,NSA_WINDOW_BWD=ours` |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `attention=dense,NSA_WINDOW_BWD=ours` | `NSA_SELECTED_DQ=atomic` *env*, `NSA_WINDOW_BWD=ours` | — |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| `attention=nsa,NSA_WINDOW_BWD=cudnn` | `NSA_WINDOW_BWD=cudnn` | `causal_leak` |"), std::string::npos)
+      << md;
+  const std::string appendix = render_appendix(r, [](const std::string&) { return true; });
+  EXPECT_NE(appendix.find("| `attention=nsa,NSA_WINDOW_BWD=ours` | `NSA_WINDOW_BWD=ours` | — |"), std::string::npos)
+      << appendix;
+}
+
 TEST(MarkdownReport, ProbesAxisPairsGetAnObservationCostTable) {
   RunResult r;
   auto cell = [](const std::string& probes, double step_ms, double probe_ms) {
