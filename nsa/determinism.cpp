@@ -1,6 +1,7 @@
 #include "nsa/determinism.h"
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include <ATen/Context.h>
 
@@ -9,6 +10,16 @@ namespace nsa {
 void use_deterministic_algorithms() {
   ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+}
+
+std::string backward_choice(const Flags& flags, std::string_view flag) {
+  for (const BackwardChoice& c : kBackwardChoices) {
+    if (c.flag != flag) continue;
+    const std::string value = flags.get_string(flag);
+    if (value != "auto") return value;
+    return std::string(at::globalContext().deterministicAlgorithms() ? c.reproducible : c.fast);
+  }
+  throw std::invalid_argument("backward_choice: " + std::string(flag) + " is not a backward choice");
 }
 
 }  // namespace nsa

@@ -36,6 +36,7 @@ struct LayerOnly {
 const std::string kCupti = "harness/probes/cupti_probe.cpp";
 const std::string kRoutingCheck = "harness/probes/routing_check.cpp";
 const std::string kRoutingProbe = "harness/probes/routing_probe.cpp";
+const std::string kDeterminism = "nsa/determinism.h";  // kBackwardChoices
 
 const std::vector<LayerOnly> kLayerOnly = {
     {"NSA_USE_SEL_PACK", "sel_pack", {"nsa/nsa_batched.cpp"}, "the batched path's selected branch"},
@@ -48,10 +49,12 @@ const std::vector<LayerOnly> kLayerOnly = {
      "the window branch's route; the CUPTI probe's window expectations"},
     {"NSA_WINDOW_CUDNN", "", {"nsa/cuda/layer_routing.cpp", kCupti},
      "the window branch's route; the CUPTI probe's window expectations"},
-    {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti},
-     "the window branch's backward; named in the CUPTI probe's window expectation"},
-    {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti},
-     "the selected branch's backward; named in the CUPTI probe's selected expectation"},
+    {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+     "the window branch's backward; named in the CUPTI probe's window expectation; `auto` resolved by the "
+     "table the layer and that probe read"},
+    {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+     "the selected branch's backward; named in the CUPTI probe's selected expectation; `auto` resolved by the "
+     "table the layer and that probe read"},
     {"NSA_HEARTBEAT_EVERY", "heartbeat_every", {"nsa/nsa_decode.cpp"}, "the NSA layer's sequential prefill"},
     {"NSA_USE_CUDA_SEL", "use_cuda_sel",
      {"nsa/nsa_layer.cpp", "nsa/cuda/layer_routing.cpp", kCupti, kRoutingCheck, kRoutingProbe},

@@ -48,25 +48,27 @@ const std::vector<FlagInfo> kFlags = {
      "kernels; deterministic backward) where cuDNN has an engine for the shape (fp16/bf16, head dims it supports; "
      "nsa/cuda/window_cudnn.h); 0, or a shape cuDNN declines, runs our window kernel. NSA_SDPA_NO_FLASH=0 asks "
      "for FlashAttention-2 explicitly and wins over this."},
-    {"NSA_WINDOW_BWD", T::string, "ours", R::nsa_layer_only,
+    {"NSA_WINDOW_BWD", T::string, "auto", R::nsa_layer_only,
      "The window branch's backward where its forward runs through cuDNN (NSA_WINDOW_CUDNN=1 and cuDNN takes the "
      "shape; our kernel's forward always has our backward): ours (our kernels from cuDNN's logsumexp, bitwise "
-     "reproducible), cudnn (cuDNN's backward, deterministic dq) or cudnn_atomic (cuDNN's backward with float "
-     "atomics in dq: not reproducible bit for bit, like libtorch's SDPA backward in the dense cell). Each call "
-     "keeps the choice made at its forward; a shape whose backward cuDNN declines runs our window kernel, "
-     "forward and backward (nsa/cuda/window_cudnn.h).",
+     "reproducible), cudnn (cuDNN's backward, deterministic dq), cudnn_atomic (cuDNN's backward with float "
+     "atomics in dq: not reproducible bit for bit, like libtorch's SDPA backward in the dense cell) or auto (the "
+     "default: ours when the run uses deterministic algorithms, train.deterministic, else cudnn_atomic; "
+     "nsa/determinism.h). Each call keeps the choice made at its forward; a shape whose backward cuDNN declines "
+     "runs our window kernel, forward and backward (nsa/cuda/window_cudnn.h).",
      false,
-     {"ours", "cudnn", "cudnn_atomic"}},
-    {"NSA_SELECTED_DQ", T::string, "kernel", R::nsa_layer_only,
+     {"auto", "ours", "cudnn", "cudnn_atomic"}},
+    {"NSA_SELECTED_DQ", T::string, "auto", R::nsa_layer_only,
      "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
-     "and dP; bitwise reproducible) or atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
+     "and dP; bitwise reproducible), atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
      "already computes: one kernel and one recompute fewer, not reproducible bit for bit, like libtorch's SDPA "
-     "backward in the dense cell). atomic applies to fp16/bf16 on the v2 kernels with sel_block a multiple of 64 "
-     "and room for dS in the key tile (not at dk = dv = 128); elsewhere, and in the sequential prefill's backward, "
-     "the kernel path runs. The window and compressed branches keep their dq kernels (the same path measured "
-     "slower there). Each call keeps the choice made at its forward.",
+     "backward in the dense cell) or auto (the default: kernel when the run uses deterministic algorithms, "
+     "train.deterministic, else atomic; nsa/determinism.h). atomic applies to fp16/bf16 on the v2 kernels with "
+     "sel_block a multiple of 64 and room for dS in the key tile (not at dk = dv = 128); elsewhere, and in the "
+     "sequential prefill's backward, the kernel path runs. The window and compressed branches keep their dq "
+     "kernels (the same path measured slower there). Each call keeps the choice made at its forward.",
      false,
-     {"kernel", "atomic"}},
+     {"auto", "kernel", "atomic"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", R::every_model, "Run backward with autograd anomaly detection."},

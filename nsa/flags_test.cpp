@@ -43,12 +43,12 @@ TEST(Flags, IntegerFlagsRejectText) {
   EXPECT_EQ(f.get_int("NSA_HEARTBEAT_EVERY"), 16);
 }
 
-TEST(Flags, WindowBackwardDefaultsToOurs) {
-  EXPECT_EQ(Flags().get_string("NSA_WINDOW_BWD"), "ours");
+TEST(Flags, WindowBackwardDefaultsToAuto) {
+  EXPECT_EQ(Flags().get_string("NSA_WINDOW_BWD"), "auto");
 }
 
-TEST(Flags, WindowBackwardTakesItsThreeChoices) {
-  for (const char* value : {"ours", "cudnn", "cudnn_atomic"}) {
+TEST(Flags, WindowBackwardTakesItsFourChoices) {
+  for (const char* value : {"auto", "ours", "cudnn", "cudnn_atomic"}) {
     SCOPED_TRACE(value);
     Flags f;
     f.set("NSA_WINDOW_BWD", value);
@@ -66,18 +66,18 @@ TEST(Flags, WindowBackwardRefusesOtherTextNamingTheChoices) {
       ADD_FAILURE() << "accepted";
     } catch (const FlagError& e) {
       EXPECT_EQ(std::string(e.what()),
-                std::string("NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got '") + value + "'");
+                std::string("NSA_WINDOW_BWD: expected auto, ours, cudnn or cudnn_atomic, got '") + value + "'");
     }
-    EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "ours");  // the refused value was not kept
+    EXPECT_EQ(f.get_string("NSA_WINDOW_BWD"), "auto");  // the refused value was not kept
   }
 }
 
-TEST(Flags, BackwardDqDefaultsToTheKernel) {
-  EXPECT_EQ(Flags().get_string("NSA_SELECTED_DQ"), "kernel");
+TEST(Flags, BackwardDqDefaultsToAuto) {
+  EXPECT_EQ(Flags().get_string("NSA_SELECTED_DQ"), "auto");
 }
 
-TEST(Flags, BackwardDqTakesItsTwoChoices) {
-  for (const char* value : {"kernel", "atomic"}) {
+TEST(Flags, BackwardDqTakesItsThreeChoices) {
+  for (const char* value : {"auto", "kernel", "atomic"}) {
     SCOPED_TRACE(value);
     Flags f;
     f.set("NSA_SELECTED_DQ", value);
@@ -94,9 +94,9 @@ TEST(Flags, BackwardDqRefusesOtherTextNamingTheChoices) {
       f.set("NSA_SELECTED_DQ", value);
       ADD_FAILURE() << "accepted";
     } catch (const FlagError& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("NSA_SELECTED_DQ: expected kernel or atomic, got '") + value + "'");
+      EXPECT_EQ(std::string(e.what()), std::string("NSA_SELECTED_DQ: expected auto, kernel or atomic, got '") + value + "'");
     }
-    EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "kernel");  // the refused value was not kept
+    EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "auto");  // the refused value was not kept
   }
 }
 
@@ -109,7 +109,7 @@ TEST(Flags, StringFlagsWithoutChoicesTakeAnyText) {
   EXPECT_FALSE(check_flag_value(*fault, "anything,at all").has_value());
   const FlagInfo* bwd = find_flag("NSA_WINDOW_BWD");
   ASSERT_NE(bwd, nullptr);
-  EXPECT_EQ(check_flag_value(*bwd, "x").value_or("(accepted)"), "expected ours, cudnn or cudnn_atomic, got 'x'");
+  EXPECT_EQ(check_flag_value(*bwd, "x").value_or("(accepted)"), "expected auto, ours, cudnn or cudnn_atomic, got 'x'");
 }
 
 TEST(Flags, EnvironmentIsValidated) {
@@ -160,8 +160,8 @@ void expect_environment_choices(const char* flag, const char* bad, const char* m
 
 TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
   expect_environment_choices("NSA_WINDOW_BWD", "atomic",
-                             "NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'", "cudnn_atomic");
-  expect_environment_choices("NSA_SELECTED_DQ", "atomics", "NSA_SELECTED_DQ: expected kernel or atomic, got 'atomics'",
+                             "NSA_WINDOW_BWD: expected auto, ours, cudnn or cudnn_atomic, got 'atomic'", "cudnn_atomic");
+  expect_environment_choices("NSA_SELECTED_DQ", "atomics", "NSA_SELECTED_DQ: expected auto, kernel or atomic, got 'atomics'",
                              "atomic");
 }
 

@@ -19,6 +19,7 @@
 #include "harness/trace/routing_check.h"
 #include "harness/trace/trace_processor.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/determinism.h"
 
 namespace harness {
 namespace {
@@ -279,7 +280,7 @@ class CuptiProbe : public Probe {
         // atomic path applies but may still run in the same cell (the fp32
         // checks, shapes it does not take), and the accumulator's conversion
         // (nsa_dq_accum_to_output_kernel) is a helper no branch pattern matches.
-        if (b == "slc") e.flag += ", NSA_SELECTED_DQ=" + rt.flags.get_string("NSA_SELECTED_DQ");
+        if (b == "slc") e.flag += ", NSA_SELECTED_DQ=" + nsa::backward_choice(rt.flags, "NSA_SELECTED_DQ");
         if (b == "win" && ctx.rt.flags.get_bool("NSA_SDPA_NO_FLASH")) {
           e.flag += ", NSA_SDPA_NO_FLASH=1";
           e.must_not_launch.push_back(kFlashForward);

@@ -172,20 +172,20 @@ TEST(ScenarioValidation, Yaml11BooleanWordsInAxesAndSettings) {
 // `flags:` and in a matrix axis alike.
 TEST(ScenarioValidation, StringFlagOutsideItsChoices) {
   EXPECT_EQ(text_problems("name: t\nflags: {NSA_WINDOW_BWD: atomic}\n"),
-            "t.yaml:2:25: flags.NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic, got 'atomic'\n"
+            "t.yaml:2:25: flags.NSA_WINDOW_BWD: expected auto, ours, cudnn or cudnn_atomic, got 'atomic'\n"
             "flags: {NSA_WINDOW_BWD: atomic}\n"
             "                        ^\n");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_WINDOW_BWD: [ours, cudnn_atomc]\n"),
-            "t.yaml:3:26: matrix.NSA_WINDOW_BWD[1]: expected ours, cudnn or cudnn_atomic, got 'cudnn_atomc'\n"
+            "t.yaml:3:26: matrix.NSA_WINDOW_BWD[1]: expected auto, ours, cudnn or cudnn_atomic, got 'cudnn_atomc'\n"
             "  NSA_WINDOW_BWD: [ours, cudnn_atomc]\n"
             "                         ^\n");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_WINDOW_BWD: [ours, cudnn, cudnn_atomic]\n"), "(no error)");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_SELECTED_DQ: [kernel, atomics]\n"),
-            "t.yaml:3:29: matrix.NSA_SELECTED_DQ[1]: expected kernel or atomic, got 'atomics'\n"
+            "t.yaml:3:29: matrix.NSA_SELECTED_DQ[1]: expected auto, kernel or atomic, got 'atomics'\n"
             "  NSA_SELECTED_DQ: [kernel, atomics]\n"
             "                            ^\n");
   EXPECT_EQ(text_problems("name: t\nflags: {NSA_SELECTED_DQ: cudnn_atomic}\n"),
-            "t.yaml:2:26: flags.NSA_SELECTED_DQ: expected kernel or atomic, got 'cudnn_atomic'\n"
+            "t.yaml:2:26: flags.NSA_SELECTED_DQ: expected auto, kernel or atomic, got 'cudnn_atomic'\n"
             "flags: {NSA_SELECTED_DQ: cudnn_atomic}\n"
             "                         ^\n");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_SELECTED_DQ: [kernel, atomic]\n"), "(no error)");

@@ -19,6 +19,7 @@
 #include "nsa/cuda/weight_copy.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
+#include "nsa/determinism.h"
 #include "nsa/faults.h"
 #include "nsa/model.h"
 #include "nsa/nsa_layer.h"
@@ -63,7 +64,9 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // its forward, so a later setting never changes the backward of a call
   // already made. The window and compressed backward keep their dq kernels:
   // their dk/dv kernels adding dq measured slower (BM_*BwdDq, docs/performance.md).
-  const BackwardDq selected_dq = parse_backward_dq(rt.flags.get_string("NSA_SELECTED_DQ"));
+  // `auto` (the default) is the reproducible kernel under deterministic
+  // algorithms, the fp32 atomics otherwise (nsa/determinism.h).
+  const BackwardDq selected_dq = parse_backward_dq(backward_choice(rt.flags, "NSA_SELECTED_DQ"));
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap())
     window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q_win, k_win, v_win});
@@ -114,12 +117,12 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     // FlashAttention-2's sliding window when NSA_SDPA_NO_FLASH=0 asks for it and
     // it applies (window_flash.h); else cuDNN's when NSA_WINDOW_CUDNN=1 (the
     // default) and cuDNN has an engine for the shape (window_cudnn.h), with the
-    // backward NSA_WINDOW_BWD names (asked of cuDNN too when it is cuDNN's); our
-    // kernel otherwise. All are the fused CUDA route; which kernels ran is in
+    // backward NSA_WINDOW_BWD names (`auto` resolved as the selected dq's; asked
+    // of cuDNN too when it is cuDNN's); our kernel otherwise. All are the fused CUDA route; which kernels ran is in
     // the CUPTI records.
     const bool flash =
         !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q_win, k, v, P.window).empty();
-    const CudnnWindowBackward cudnn_bwd = parse_cudnn_window_backward(rt.flags.get_string("NSA_WINDOW_BWD"));
+    const CudnnWindowBackward cudnn_bwd = parse_cudnn_window_backward(backward_choice(rt.flags, "NSA_WINDOW_BWD"));
     const bool cudnn = !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") &&
                        cudnn_window_declines(q_win, k, v, P.window, cudnn_bwd).empty();
     out.o[2] = flash   ? flash_window_attention(q_win, k, v, P.window, scale)

@@ -5,6 +5,7 @@
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/row_delta.h"
+#include "nsa/determinism.h"
 #include "nsa/flags.h"
 #include "nsa/model.h"
 #include "nsa/test_support.h"
@@ -45,20 +46,25 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
   }
 }
 
-// NSA_SELECTED_DQ's choices (nsa/flags.cpp) are the BackwardDq values the
-// layer passes, no more and no fewer, and any other text is refused naming the
-// flag. Runs without a device.
+// NSA_SELECTED_DQ's choices (nsa/flags.cpp) are `auto` and the BackwardDq
+// values the layer passes, no more and no fewer; `auto` resolves to the kernel
+// (reproducible) or atomics (fast) (nsa/determinism.h); any other text is
+// refused naming the flag. Runs without a device.
 TEST(CudaLayerPath, BackwardDqFlagValuesNameTheChoices) {
   const FlagInfo* flag = find_flag("NSA_SELECTED_DQ");
   ASSERT_NE(flag, nullptr);
   const std::vector<std::pair<std::string_view, BackwardDq>> expected = {{"kernel", BackwardDq::kernel},
                                                                          {"atomic", BackwardDq::atomic}};
-  ASSERT_EQ(flag->allowed.size(), expected.size());
+  ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
+  EXPECT_EQ(flag->allowed[0], "auto");
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(flag->allowed[i], expected[i].first);
+    EXPECT_EQ(flag->allowed[i + 1], expected[i].first);
     EXPECT_EQ(parse_backward_dq(expected[i].first), expected[i].second) << expected[i].first;
   }
-  EXPECT_EQ(parse_backward_dq(flag->default_value), BackwardDq::kernel);
+  const BackwardChoice& row = kBackwardChoices[1];
+  ASSERT_EQ(row.flag, "NSA_SELECTED_DQ");
+  EXPECT_EQ(parse_backward_dq(row.reproducible), BackwardDq::kernel);
+  EXPECT_EQ(parse_backward_dq(row.fast), BackwardDq::atomic);
   try {
     parse_backward_dq("atomics");
     ADD_FAILURE() << "accepted";

@@ -18,6 +18,7 @@
 #include "nsa/cuda/test_util.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
+#include "nsa/determinism.h"
 #include "nsa/flags.h"
 
 namespace nsa::cuda {
@@ -310,8 +311,9 @@ TEST(CudnnWindow, EachCallKeepsTheBackwardNamedWithItsForward) {
   }
 }
 
-// NSA_WINDOW_BWD's choices (nsa/flags.cpp) are the backwards the flag's doc
-// names, no more and no fewer, and any other text is refused naming the flag.
+// NSA_WINDOW_BWD's choices (nsa/flags.cpp) are `auto` and the backwards the
+// flag's doc names, no more and no fewer; `auto` resolves to ours (reproducible)
+// or cuDNN's with atomics (fast); any other text is refused naming the flag.
 // Runs without a device.
 TEST(CudnnWindow, FlagValuesNameTheBackwards) {
   const FlagInfo* flag = find_flag("NSA_WINDOW_BWD");
@@ -320,12 +322,16 @@ TEST(CudnnWindow, FlagValuesNameTheBackwards) {
       {"ours", CudnnWindowBackward::ours},
       {"cudnn", CudnnWindowBackward::cudnn_deterministic},
       {"cudnn_atomic", CudnnWindowBackward::cudnn_atomic}};
-  ASSERT_EQ(flag->allowed.size(), expected.size());
+  ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
+  EXPECT_EQ(flag->allowed[0], "auto");  // resolved before it is parsed (nsa/determinism.h)
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(flag->allowed[i], expected[i].first);
+    EXPECT_EQ(flag->allowed[i + 1], expected[i].first);
     EXPECT_EQ(parse_cudnn_window_backward(expected[i].first), expected[i].second) << expected[i].first;
   }
-  EXPECT_EQ(parse_cudnn_window_backward(flag->default_value), CudnnWindowBackward::ours);
+  const BackwardChoice& row = kBackwardChoices[0];
+  ASSERT_EQ(row.flag, "NSA_WINDOW_BWD");
+  EXPECT_EQ(parse_cudnn_window_backward(row.reproducible), CudnnWindowBackward::ours);
+  EXPECT_EQ(parse_cudnn_window_backward(row.fast), CudnnWindowBackward::cudnn_atomic);
   try {
     parse_cudnn_window_backward("cudnn_deterministic");
     ADD_FAILURE() << "accepted";

@@ -10,9 +10,10 @@
 // forward 0.107 ms against ours 0.197 and FA2's 0.234.
 //
 // The backward: cuDNN's forward writes the logsumexp in our layout ([B,S,H]
-// fp32), so by default our window backward kernels (bitwise reproducible)
-// run from it. cuDNN's own backward is there too (CudnnWindowBackward; the
-// layer's flag NSA_WINDOW_BWD); its deterministic algorithm measured slower
+// fp32), so our window backward kernels (bitwise reproducible) can run from
+// it. cuDNN's own backward is there too (CudnnWindowBackward; the layer's flag
+// NSA_WINDOW_BWD, whose `auto` takes ours under deterministic algorithms and
+// cuDNN's with atomics otherwise); its deterministic algorithm measured slower
 // than ours at every shape (m7c training shape 0.70 against 0.51 ms; batch 1
 // at 64k 49 ms against 2.0).
 #pragma once
@@ -27,7 +28,7 @@
 
 namespace nsa::cuda {
 
-// Which backward follows cuDNN's forward: our window kernels (the default),
+// Which backward follows cuDNN's forward: our window kernels (the C++ default),
 // cuDNN's backward graph with its deterministic dq, or cuDNN's backward with
 // float atomics in dq (not reproducible bit for bit). Chosen per call and saved
 // with the call's forward, so a later choice (another layer, another thread, a
