@@ -57,10 +57,12 @@ struct Shape {
   const char* name;
   int64_t B, G, H, dk, dv;
 };
-// Shape 2 is m7c_125m as its training step runs it (batch 8): the dk/dv split rows only.
+// Shape 2 is m7c_125m as its training step runs it (batch 8), shape 3 as
+// production_125m runs it (batch 4): the dk/dv split rows only.
 constexpr Shape kShapes[] = {{"paper_kernel", 1, 4, 64, 192, 128},
                              {"m7c_125m", 1, 2, 12, 64, 64},
-                             {"m7c_125m_b8", 8, 2, 12, 64, 64}};
+                             {"m7c_125m_b8", 8, 2, 12, 64, 64},
+                             {"m7c_125m_b4", 4, 2, 12, 64, 64}};
 constexpr int64_t kL = 32, kD = 16, kLp = 64, kN = 16, kW = 512;
 
 // Median milliseconds of `fn`, timed with events into Google Benchmark's manual time.
@@ -586,8 +588,8 @@ void BM_DkdvSplits(benchmark::State& state) {
 }
 void SizesSplits(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048},
-                                  {2, 8192}})
-    for (int64_t splits : {0, 1, 2, 4, 8, 16, 32}) b->Args({shape, S, splits});
+                                  {2, 8192}, {3, 2048}})
+    for (int64_t splits : {0, 1, 2, 4, 8, 16, 32, 64}) b->Args({shape, S, splits});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
 }
 
