@@ -2,7 +2,8 @@
 # One full GPU check: build with CUDA, GPU tests, sanitizer, kernel benchmarks,
 # scenarios. Everything it produces lands under $OUT.
 #
-# Knobs (environment): BUILD, BUILD_TARGETS; SKIP_CTEST, CTEST_ARGS, CTEST_TIMEOUT_S;
+# Knobs (environment): BUILD, BUILD_TARGETS; SKIP_CTEST, GPU_TEST_MODE (binaries: each GPU test
+# binary whole, the default; ctest: one process per case), GPU_TEST_TIMEOUT_S, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
 # SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_PEER_BENCH (PEER_* knobs: scripts/peer-bench.sh);
 # SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
@@ -37,9 +38,51 @@ else
 fi
 log "build rc=$? ($(( SECONDS / 60 )) min $(( SECONDS % 60 )) s)"
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
-  (cd "$BUILD" && timeout "${CTEST_TIMEOUT_S:-900}" ctest -L gpu --output-on-failure --timeout 300 -j1 ${CTEST_ARGS:-}) \
-    > "$WORK/ctest-gpu.log" 2>&1
-  log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
+  if [ "${GPU_TEST_MODE:-binaries}" = ctest ]; then
+    # One process per test case (each its own CUDA context: a crash or a hang
+    # takes only its case), ~280 of them: longer than one 10-minute budget.
+    (cd "$BUILD" && timeout "${CTEST_TIMEOUT_S:-900}" ctest -L gpu --output-on-failure --timeout 300 -j1 ${CTEST_ARGS:-}) \
+      > "$WORK/ctest-gpu.log" 2>&1
+    log "ctest gpu rc=$? $(grep -E 'tests passed|tests failed' "$WORK/ctest-gpu.log" | tail -1)"
+  else
+    # The default: each GPU-labelled test binary whole, in one process (all its
+    # cases in ~1-45 s on an H200, the lot in ~70 s), then the GPU tests that are
+    # not gtest cases through CTest. Which binaries, in which directory, comes
+    # from CTest's own list, so a new GPU test binary is picked up. A failing
+    # binary: rerun it with GPU_TEST_MODE=ctest (or CTEST_ARGS=-R ...) to isolate a case.
+    (cd "$BUILD" && ctest -N -L gpu --show-only=json-v1) > "$WORK/ctest-gpu-list.json" 2> /dev/null
+    python3 - "$WORK/ctest-gpu-list.json" > "$WORK/gpu-test-plan.txt" << 'PY'
+import json, sys
+seen, others = {}, []
+for t in json.load(open(sys.argv[1]))["tests"]:
+    cmd = t.get("command", [])
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    if any(a.startswith("--gtest_filter") for a in cmd):
+        seen.setdefault(cmd[0], props.get("WORKING_DIRECTORY", "."))
+    else:
+        others.append(t["name"])
+for binary, cwd in seen.items():
+    print("binary", binary, cwd)
+for name in others:
+    print("ctest", name)
+PY
+    failed=0
+    while read -r kind what cwd; do
+      if [ "$kind" = binary ]; then
+        name=$(basename "$what")
+        (cd "$cwd" && timeout "${GPU_TEST_TIMEOUT_S:-300}" "$what") > "$WORK/gpu-test-$name.log" 2>&1
+        rc=$?
+        [ $rc = 0 ] || failed=$((failed + 1))
+        log "gpu test $name rc=$rc $(grep -E '^\[  (PASSED|FAILED)  \]' "$WORK/gpu-test-$name.log" | tr '\n' ' ')"
+      else
+        (cd "$BUILD" && timeout 900 ctest -R "^${what//./\\.}\$" --output-on-failure) > "$WORK/gpu-test-$what.log" 2>&1
+        rc=$?
+        [ $rc = 0 ] || failed=$((failed + 1))
+        log "gpu test $what rc=$rc $(grep -E 'tests passed|tests failed' "$WORK/gpu-test-$what.log" | tail -1)"
+      fi
+    done < "$WORK/gpu-test-plan.txt"
+    log "gpu tests: $(grep -c . "$WORK/gpu-test-plan.txt") binaries and scripts, $failed failed"
+  fi
 fi
 # Sanitizers over the kernel tests' small cases and the layer test (every branch
 # through the model's CUDA path). SANITIZER_TESTS entries: "binary#tool,tool#gtest_filter".
