@@ -57,8 +57,12 @@ seen, others = {}, []
 for t in json.load(open(sys.argv[1]))["tests"]:
     cmd = t.get("command", [])
     props = {p["name"]: p["value"] for p in t.get("properties", [])}
-    if any(a.startswith("--gtest_filter") for a in cmd):
-        seen.setdefault(cmd[0], props.get("WORKING_DIRECTORY", "."))
+    # A gtest case: the binary with --gtest_filter, or (CMake >= 4 discovering
+    # at test time) CMake running GoogleTest/LaunchTest.cmake with -D TEST_EXECUTABLE=.
+    defs = dict(a.split("=", 1) for a in cmd if a.startswith(("TEST_EXECUTABLE=", "TEST_FILTER=")))
+    binary = cmd[0] if any(a.startswith("--gtest_filter") for a in cmd) else defs.get("TEST_EXECUTABLE")
+    if binary and (binary == cmd[0] or "TEST_FILTER" in defs):
+        seen.setdefault(binary, props.get("WORKING_DIRECTORY", "."))
     else:
         others.append(t["name"])
 for binary, cwd in seen.items():
@@ -75,10 +79,11 @@ PY
         [ $rc = 0 ] || failed=$((failed + 1))
         log "gpu test $name rc=$rc $(grep -E '^\[  (PASSED|FAILED)  \]' "$WORK/gpu-test-$name.log" | tr '\n' ' ')"
       else
-        (cd "$BUILD" && timeout 900 ctest -R "^${what//./\\.}\$" --output-on-failure) > "$WORK/gpu-test-$what.log" 2>&1
+        file="$WORK/gpu-test-${what//\//_}.log"
+        (cd "$BUILD" && timeout 900 ctest -R "^${what//./\\.}\$" --output-on-failure) > "$file" 2>&1
         rc=$?
         [ $rc = 0 ] || failed=$((failed + 1))
-        log "gpu test $what rc=$rc $(grep -E 'tests passed|tests failed' "$WORK/gpu-test-$what.log" | tail -1)"
+        log "gpu test $what rc=$rc $(grep -E 'tests passed|tests failed' "$file" | tail -1)"
       fi
     done < "$WORK/gpu-test-plan.txt"
     log "gpu tests: $(grep -c . "$WORK/gpu-test-plan.txt") binaries and scripts, $failed failed"
