@@ -118,8 +118,8 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     // it applies (window_flash.h); else cuDNN's when NSA_WINDOW_CUDNN=1 (the
     // default) and cuDNN has an engine for the shape (window_cudnn.h), with the
     // backward NSA_WINDOW_BWD names (`auto` resolved as the selected dq's; asked
-    // of cuDNN too when it is cuDNN's); our kernel otherwise. All are the fused CUDA route; which kernels ran is in
-    // the CUPTI records.
+    // of cuDNN too when it is cuDNN's); our kernel otherwise. All are the fused
+    // CUDA route; which kernels ran is in the CUPTI records.
     const bool flash =
         !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q_win, k, v, P.window).empty();
     const CudnnWindowBackward cudnn_bwd = parse_cudnn_window_backward(backward_choice(rt.flags, "NSA_WINDOW_BWD"));
