@@ -224,8 +224,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int n_rows = n_q * p.h;                             // row = (query index, head)
   // This CTA's row tiles [tile0, tile1): all of them, or its split's share.
   const int n_tiles_all = ceil_div(n_rows, RT);
-  const int tile0 = int(int64_t(n_tiles_all) * blockIdx.z / p.row_splits);
-  const int tile1 = int(int64_t(n_tiles_all) * (blockIdx.z + 1) / p.row_splits);
+  const int tile0 = int(int64_t(n_tiles_all) * cta.split / p.row_splits);
+  const int tile1 = int(int64_t(n_tiles_all) * (cta.split + 1) / p.row_splits);
 
   // The query of this thread's row in tile i (a thread copies the same row of
   // every tile), -1 past the rows: for Selected a load from the reverse index,
@@ -417,7 +417,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
       const float f = col < DK ? p.scale : 1.f;
       float2* dst = reinterpret_cast<float2*>(
-          p.dkdv_partial + ((int64_t(blockIdx.z) * p.B + b) * p.Sk + key) * p.G * kLdR + int64_t(g) * kLdR + col);
+          p.dkdv_partial + ((int64_t(cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR + int64_t(g) * kLdR + col);
       *dst = make_float2(s0 * f, s1 * f);
     } else if (col < DK) {
       *reinterpret_cast<uint32_t*>(dk + row_offset(b, key, g, p.Sk, p.G, DK) + col) =

@@ -66,6 +66,9 @@ struct AttnParams {
   // by it) and wrote dq_out from it; otherwise the caller runs the dq kernel.
   bool dq_in_dkdv = false, dq_done = false;
   float* dq_accum = nullptr;
+  // The order a grid starts its CTAs (GridSlot): the heaviest tiles first
+  // (true, the default), or blockIdx order (nsa_cuda.h, set_cta_order).
+  bool heavy_first = true;
 };
 
 // ---- shared-memory layouts (in floats; row pads of +1 avoid bank conflicts
@@ -98,16 +101,42 @@ __device__ __forceinline__ float to_f(T x) {
   return static_cast<float>(x);
 }
 
+// Which work a CTA of a 2- or 3-dimensional grid takes. The hardware starts
+// CTAs in linear blockIdx order (x fastest), so in `Grid` order the work
+// starts as blockIdx names it; `heavy_first` (AttnParams::heavy_first, the
+// default) re-reads the linear index with the tile dimension slowest, so that
+// the tiles with the most work start in the first wave, not the last: a long
+// CTA started late is the kernel's tail, with the SMs around it idle.
+//   query-tiled grids  the last query tile first: under the causal mask a later
+//                      query sees more compressed keys and chooses more blocks
+//   key-tiled grids    the first key tile first: selected block 0 is chosen by
+//                      every query (forced), a compressed key tile is seen by
+//                      every later query; the row splits of a tile adjacent
+// Each CTA's work is the same either way (no CTA reads another's result), so
+// results are the same bits; only the start order, and so the tail, changes.
+struct GridSlot {
+  int tile, y, z;  // the tile (x's range), then blockIdx.y's and .z's ranges
+  __device__ __forceinline__ static GridSlot of(bool heavy_first, bool last_tile_first) {
+    if (!heavy_first) return {int(blockIdx.x), int(blockIdx.y), int(blockIdx.z)};
+    const int lin = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    const int z = lin % int(gridDim.z), rest = lin / int(gridDim.z);
+    const int y = rest % int(gridDim.y), tile = rest / int(gridDim.y);
+    return {last_tile_first ? int(gridDim.x) - 1 - tile : tile, y, z};
+  }
+};
+
 // A CTA of the query-tiled grids (v1 forward and dq, v2 forward and dq):
 // blockIdx.y = (batch, KV group, head chunk), blockIdx.x = a tile of q_tile
-// consecutive queries t0..t_last (one query for Selected).
+// consecutive queries t0..t_last (one query for Selected), both as GridSlot
+// orders them.
 struct QueryCta {
   int b, g, chunk, t0, t_last;
   __device__ __forceinline__ explicit QueryCta(const AttnParams& p) {
+    const GridSlot slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/true);
     const int n_chunks = (p.h + p.head_chunk - 1) / p.head_chunk;
-    const int bg = blockIdx.y / n_chunks;
-    chunk = blockIdx.y % n_chunks, b = bg / p.G, g = bg % p.G;
-    t0 = blockIdx.x * p.q_tile;
+    const int bg = slot.y / n_chunks;
+    chunk = slot.y % n_chunks, b = bg / p.G, g = bg % p.G;
+    t0 = slot.tile * p.q_tile;
     t_last = (t0 + p.q_tile < p.S ? t0 + p.q_tile : p.S) - 1;
   }
   // Row r of the CTA = query t0 + r / head_chunk, head chunk * head_chunk +
@@ -123,25 +152,27 @@ struct QueryCta {
 // group); blockIdx.x = a tile of up to BK keys [k0, k1) — for Selected, of one
 // selected block j (a block wider than BK takes several tiles) — and the queries
 // that see them: q_list[0..n_q) from the reverse index (Selected), or
-// q_lo .. q_lo + n_q - 1. k0 >= k1: a tile past the end, owning no key.
+// q_lo .. q_lo + n_q - 1; blockIdx.z = the row split (v2); all three as
+// GridSlot orders them. k0 >= k1: a tile past the end, owning no key.
 struct KeyCta {
-  int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0;
+  int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0, split = 0;
   const int* q_list = nullptr;
   template <Branch BR>
   __device__ __forceinline__ static KeyCta make(const AttnParams& p, int BK) {
     KeyCta c;
-    c.b = blockIdx.y / p.G, c.g = blockIdx.y % p.G;
+    const GridSlot slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/false);
+    c.b = slot.y / p.G, c.g = slot.y % p.G, c.split = slot.z;
     if (BR == Branch::Selected) {
       const int tiles_per_block = (p.sel_block + BK - 1) / BK;
-      c.j = blockIdx.x / tiles_per_block;
-      c.k0 = c.j * p.sel_block + (blockIdx.x % tiles_per_block) * BK;
+      c.j = slot.tile / tiles_per_block;
+      c.k0 = c.j * p.sel_block + (slot.tile % tiles_per_block) * BK;
       c.k1 = imin(imin(c.k0 + BK, (c.j + 1) * p.sel_block), p.Sk);
       const int64_t key = (int64_t(c.b) * p.G + c.g) * p.n_blocks + c.j;
       const int64_t off = p.rev_offset[key];
       c.q_list = p.rev_query + off;
       c.n_q = int(p.rev_offset[key + 1] - off);
     } else {
-      c.k0 = blockIdx.x * BK;
+      c.k0 = slot.tile * BK;
       c.k1 = imin(c.k0 + BK, p.Sk);
       int q_hi;
       contiguous_query_range(BR, c.k0, c.k1, p.S, p.window, p.cmp_block, p.cmp_stride, &c.q_lo, &q_hi);

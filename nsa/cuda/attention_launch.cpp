@@ -20,6 +20,7 @@ namespace {
 std::atomic<bool> g_poison{false};
 std::atomic<bool> g_overlap{true};
 std::atomic<bool> g_last_dq_in_dkdv{false};
+std::atomic<int> g_cta_order{int(CtaOrder::HeavyFirst)};
 
 at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
 
@@ -68,6 +69,7 @@ AttnParams make_params(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   p.dk = int(dk), p.dv = int(dv);
   p.scale = float(spec.scale);
   p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr();
+  p.heavy_first = CtaOrder(g_cta_order.load()) == CtaOrder::HeavyFirst;
   switch (spec.branch) {
     case Branch::Window:
       TORCH_CHECK(spec.window >= 0 && spec.window < (int64_t(1) << 30), fn, ": bad window ", spec.window);
@@ -107,6 +109,8 @@ at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& opts) {
 }
 bool poison_outputs() { return g_poison.load(); }
 void set_stream_overlap(bool on) { g_overlap.store(on); }
+void set_cta_order(CtaOrder order) { g_cta_order.store(int(order)); }
+CtaOrder cta_order() { return CtaOrder(g_cta_order.load()); }
 bool last_dq_in_dkdv() { return g_last_dq_in_dkdv.load(); }
 bool stream_overlap() { return g_overlap.load(); }
 

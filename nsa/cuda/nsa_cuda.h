@@ -159,6 +159,14 @@ bool last_dq_used_query_columns();
 // n, for tests and bisection. The result is the same function. Next launch on.
 void set_dkdv_row_splits(int n);
 int dkdv_row_splits_forced();
+// The order the attention kernels' grids start their CTAs (attention_common.cuh,
+// GridSlot): HeavyFirst (the default) starts the tiles with the most work first
+// (the last query tiles, the first key tiles: selected block 0, which every
+// query chooses), so that no long CTA starts in the last wave; Grid = blockIdx
+// order. The same function, bit for bit; for benchmarks and bisection. Next launch on.
+enum class CtaOrder : int { HeavyFirst = 0, Grid = 1 };
+void set_cta_order(CtaOrder order);
+CtaOrder cta_order();
 
 // ---- availability and the kernel list (routing probe) --------------------------
 bool kernels_available();          // a CUDA device is present

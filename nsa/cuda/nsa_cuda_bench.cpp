@@ -593,6 +593,33 @@ void SizesSplits(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
 }
 
+// Each branch and the layer with the CTAs started heaviest tile first (arg
+// order 0, the default) or in blockIdx order (1; nsa_cuda.h, set_cta_order),
+// same inputs, same run: the m7c training shape at batch 4 and 8, m7c at 8k and
+// 64k, paper_kernel at 8k and 64k.
+template <Which W, bool BWD>
+void BM_CtaOrder(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, BWD>(state, p);
+  report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
+}
+void BM_LayerCtaOrder(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
+  const Problem p = make_problem(state);
+  double flops;
+  const double ms = time_layer(state, p, true, &flops);
+  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+}
+void SizesCtaOrder(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] :
+       {std::pair<int, int64_t>{3, 2048}, {2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
+    for (int64_t order : {0, 1}) b->Args({shape, S, order});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "order"});
+}
+
 // Backward with dk/dv on a second stream beside dq (arg overlap 1, the
 // default; nsa_cuda.h, set_stream_overlap) or one after the other (0): each
 // branch's backward and the layer's forward + backward, same inputs, same run.
@@ -637,6 +664,12 @@ BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(
 BENCHMARK(BM_Branch<Which::Compressed, true>)->Name("BM_CompressedBwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<false>)->Name("BM_LayerAttentionFwd")->Apply(SizesV);
 BENCHMARK(BM_LayerAttention<true>)->Name("BM_LayerAttentionFwdBwd")->Apply(SizesV);
+BENCHMARK(BM_CtaOrder<Which::Selected, false>)->Name("BM_SelectedFwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_CtaOrder<Which::Selected, true>)->Name("BM_SelectedBwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_CtaOrder<Which::Compressed, false>)->Name("BM_CompressedFwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_CtaOrder<Which::Compressed, true>)->Name("BM_CompressedBwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
