@@ -95,7 +95,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
   # Default: the small cases of every branch (window, compressed, selected under
   # both tilings, select_blocks) and the layer test but for its production-shape
   # decode cases (under memcheck the whole test ran past 180 s in the first of them).
-  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
     bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
     for tool in ${tools//,/ }; do
