@@ -51,25 +51,8 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
     # from CTest's own list, so a new GPU test binary is picked up. A failing
     # binary: rerun it with GPU_TEST_MODE=ctest (or CTEST_ARGS=-R ...) to isolate a case.
     (cd "$BUILD" && ctest -N -L gpu --show-only=json-v1) > "$WORK/ctest-gpu-list.json" 2> /dev/null
-    python3 - "$WORK/ctest-gpu-list.json" > "$WORK/gpu-test-plan.txt" << 'PY'
-import json, sys
-seen, others = {}, []
-for t in json.load(open(sys.argv[1]))["tests"]:
-    cmd = t.get("command", [])
-    props = {p["name"]: p["value"] for p in t.get("properties", [])}
-    # A gtest case: the binary with --gtest_filter, or (CMake >= 4 discovering
-    # at test time) CMake running GoogleTest/LaunchTest.cmake with -D TEST_EXECUTABLE=.
-    defs = dict(a.split("=", 1) for a in cmd if a.startswith(("TEST_EXECUTABLE=", "TEST_FILTER=")))
-    binary = cmd[0] if any(a.startswith("--gtest_filter") for a in cmd) else defs.get("TEST_EXECUTABLE")
-    if binary and (binary == cmd[0] or "TEST_FILTER" in defs):
-        seen.setdefault(binary, props.get("WORKING_DIRECTORY", "."))
-    else:
-        others.append(t["name"])
-for binary, cwd in seen.items():
-    print("binary", binary, cwd)
-for name in others:
-    print("ctest", name)
-PY
+    python3 scripts/gpu_test_plan.py "$WORK/ctest-gpu-list.json" > "$WORK/gpu-test-plan.txt" 2> "$WORK/gpu-test-plan.err" ||
+      log "gpu tests: no plan from CTest's list: $(cat "$WORK/gpu-test-plan.err")"
     failed=0
     while read -r kind what cwd; do
       if [ "$kind" = binary ]; then
