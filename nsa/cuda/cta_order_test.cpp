@@ -1,10 +1,12 @@
 // The CTA start order (nsa_cuda.h, set_cta_order) changes which CTA takes which
 // tile, never what a tile computes: forward and backward of every branch, v1
 // and v2, with the key tiles' rows split or not, give the same bits in
-// heavy-first and in blockIdx order. (That the default order computes the
-// right function is every other kernel test's job: they run in it.)
+// heavy-first and in blockIdx order, and select_blocks chooses the same blocks.
+// (That the default order computes the right function is every other kernel
+// test's job: they run in it.)
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/test_util.h"
@@ -79,6 +81,33 @@ INSTANTIATE_TEST_SUITE_P(
         OrderCase{"selected_fp32_v1_S150_l16", Branch::Selected, 2, 150, 4, 2, 32, 16, 16, at::kFloat},
         OrderCase{"compressed_fp32_v1_S200", Branch::Compressed, 1, 200, 4, 1, 16, 32, 0, at::kFloat}),
     [](const ::testing::TestParamInfo<OrderCase>& info) { return std::string(info.param.name); });
+
+// select_blocks (v2) chooses the same blocks in either order, with the
+// compressed forward's logsumexp and without it (its own first pass), at m7c's
+// 6 heads a group and at 16 (the per-key column sums).
+TEST(CtaOrder, SelectBlocksChoosesTheSameBlocksInEitherOrder) {
+  NSA_REQUIRE_CUDA();
+  const int64_t l = 32, d = 16, sel_block = 64, n = 8;
+  for (const auto& [H, G, dk] : {std::tuple<int64_t, int64_t, int64_t>{12, 2, 64}, {16, 1, 192}}) {
+    const auto in = testing::make_inputs(2, 900, 900, H, G, dk, dk, at::kBFloat16, 4300 + H);
+    const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).contiguous();  // [B, n_cmp, G, dk]
+    const double scale = 1.0 / std::sqrt(double(dk));
+    BranchSpec spec;
+    spec.branch = Branch::Compressed, spec.cmp_block = l, spec.cmp_stride = d, spec.scale = scale;
+    const at::Tensor lse = attention_forward(in.q, kc, kc, spec).lse;
+    const CtaOrder prev = cta_order();
+    for (const at::Tensor& given : {at::Tensor(), lse}) {
+      set_cta_order(CtaOrder::HeavyFirst);
+      const at::Tensor heavy = select_blocks(in.q, kc, l, d, sel_block, n, scale, given);
+      set_cta_order(CtaOrder::Grid);
+      const at::Tensor grid = select_blocks(in.q, kc, l, d, sel_block, n, scale, given);
+      set_cta_order(prev);
+      const std::string what = "H " + std::to_string(H) + (given.defined() ? ", lse given" : ", own lse");
+      EXPECT_TRUE(at::equal(heavy, grid)) << what;
+      EXPECT_GT(heavy.max().item<int>(), 0) << what;  // choices past the forced block 0
+    }
+  }
+}
 
 }  // namespace
 }  // namespace nsa::cuda

@@ -605,6 +605,15 @@ void BM_CtaOrder(benchmark::State& state) {
   const double ms = time_branch<W, BWD>(state, p);
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
+// select_blocks from the compressed forward's logsumexp, as the layer runs it.
+void BM_SelectBlocksCtaOrder(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
+  const Problem p = make_problem(state);
+  const at::Tensor lse = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)).lse;
+  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
+  report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
+}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -670,6 +679,7 @@ BENCHMARK(BM_CtaOrder<Which::Compressed, false>)->Name("BM_CompressedFwdOrder")-
 BENCHMARK(BM_CtaOrder<Which::Compressed, true>)->Name("BM_CompressedBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);

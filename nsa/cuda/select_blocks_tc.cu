@@ -67,7 +67,7 @@
 // the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 10 queries x
 // 1024 blocks = 40 KB) and runs v1 when not even one query fits.
 // The grid walks query tiles from the last (most keys) to the first so the long
-// CTAs start early.
+// CTAs start early, across every (batch, group) (GridSlot, attention_common.cuh).
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
@@ -78,6 +78,7 @@
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/top_n.cuh"
 
@@ -103,6 +104,7 @@ struct SelectTcParams {
   int cmp_block, cmp_stride, sel_block;
   int q_tile;
   float scale;
+  bool heavy_first;  // the CTA start order (GridSlot; nsa_cuda.h, set_cta_order)
 };
 
 // Heads per group from which the finishing sums each key over the heads first
@@ -147,8 +149,12 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   const T* kc = static_cast<const T*>(p.kc);
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  const int b = blockIdx.y / p.G, g = blockIdx.y % p.G;
-  const int t0 = (gridDim.x - 1 - blockIdx.x) * p.q_tile;  // last query tile first
+  // The last query tile first: it sees the most compressed keys. Heavy first
+  // (GridSlot) across every (batch, group); in blockIdx order (set_cta_order)
+  // within each, the tiles of the last (batch, group) starting last.
+  const GridSlot slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/true);
+  const int b = slot.y / p.G, g = slot.y % p.G;
+  const int t0 = (p.heavy_first ? slot.tile : int(gridDim.x) - 1 - int(blockIdx.x)) * p.q_tile;
   const int nq = imin(p.q_tile, p.S - t0), rows = nq * p.h;
   const auto n_cmp = [&](int t) { return imin(n_cmp_visible(t, p.cmp_block, p.cmp_stride), p.S_cmp); };
   const auto n_cand = [&](int t) { return imin(t / p.sel_block + 1, p.n_blocks); };
@@ -444,6 +450,7 @@ bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at
   p.cmp_stride = cmp_stride;
   p.sel_block = sel_block;
   p.scale = scale;
+  p.heavy_first = cta_order() == CtaOrder::HeavyFirst;
   if (p.h > kRows) return false;  // the group's heads must fit one CTA
   // 16-byte rows for cp.async (dk is a multiple of 64), 4-byte pairs for Q.
   if (!aligned16(p.q) || (p.S_cmp > 0 && !aligned16(p.kc))) return false;
