@@ -102,7 +102,8 @@ __device__ __forceinline__ float to_f(T x) {
 }
 
 // Which work a CTA of a 2- or 3-dimensional grid takes. The hardware starts
-// CTAs in linear blockIdx order (x fastest), so in `Grid` order the work
+// CTAs in linear blockIdx order (x fastest; what it does in practice, not a
+// documented guarantee: BM_*Order measure it), so in `Grid` order the work
 // starts as blockIdx names it; `heavy_first` (AttnParams::heavy_first, the
 // default) re-reads the linear index with the tile dimension slowest, so that
 // the tiles with the most work start in the first wave, not the last: a long
