@@ -316,6 +316,15 @@ void BM_Branch(benchmark::State& state) {
   report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
 }
 
+// A row of the benchmarks that time one choice against another (a
+// ScopedChoice set first): one branch, with TFLOP/s and the speedup over SDPA.
+template <Which W, bool BWD>
+void branch_row(benchmark::State& state) {
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, BWD>(state, p);
+  report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
+}
+
 // dq, dk, dv of one retained forward of `fn` through autograd, as the layer
 // runs a library's window (its backward, or ours from its logsumexp).
 template <typename Fn>
@@ -448,6 +457,14 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   });
 }
 
+// The same for the layer's forward + backward.
+void layer_fwd_bwd_row(benchmark::State& state) {
+  const Problem p = make_problem(state);
+  double flops;
+  const double ms = time_layer(state, p, true, &flops);
+  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+}
+
 template <bool BWD>
 void BM_LayerAttention(benchmark::State& state) {
   if (!require_device(state)) return;
@@ -477,10 +494,7 @@ void BM_BwdDq(benchmark::State& state) {
 void BM_LayerFwdBwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq(state.range(2)));
-  const Problem p = make_problem(state);
-  double flops;
-  const double ms = time_layer(state, p, true, &flops);
-  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+  layer_fwd_bwd_row(state);
 }
 // The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
 void SizesBackwardDq(benchmark::internal::Benchmark* b) {
@@ -546,9 +560,7 @@ template <bool BWD>
 void BM_SelectedTiling(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling(state.range(2)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<Which::Selected, BWD>(state, p);
-  report(state, ms, branch_flops<Which::Selected, BWD>(p), dense_ms(p, BWD));
+  branch_row<Which::Selected, BWD>(state);
 }
 void SizesTiling(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
@@ -570,9 +582,7 @@ void BM_ForwardMma(benchmark::State& state) {
     return;
   }
   const ScopedChoice<bool> wgmma(forward_wgmma(), set_forward_wgmma, state.range(2) == 1);
-  const Problem p = make_problem(state);
-  const double ms = time_branch<W, false>(state, p);
-  report(state, ms, branch_flops<W, false>(p), dense_ms(p, false));
+  branch_row<W, false>(state);
 }
 void SizesForwardMma(benchmark::internal::Benchmark* b) { M7cChoices(b, "wg", 2); }
 
@@ -582,9 +592,7 @@ template <Which W>
 void BM_DkdvSplits(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<int> splits(dkdv_row_splits_forced(), set_dkdv_row_splits, int(state.range(2)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<W, true>(state, p);
-  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
+  branch_row<W, true>(state);
 }
 void SizesSplits(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048},
@@ -601,9 +609,7 @@ template <Which W, bool BWD>
 void BM_CtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<W, BWD>(state, p);
-  report(state, ms, branch_flops<W, BWD>(p), dense_ms(p, BWD));
+  branch_row<W, BWD>(state);
 }
 // select_blocks from the compressed forward's logsumexp, as the layer runs it.
 void BM_SelectBlocksCtaOrder(benchmark::State& state) {
@@ -617,10 +623,7 @@ void BM_SelectBlocksCtaOrder(benchmark::State& state) {
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
-  const Problem p = make_problem(state);
-  double flops;
-  const double ms = time_layer(state, p, true, &flops);
-  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+  layer_fwd_bwd_row(state);
 }
 void SizesCtaOrder(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] :
@@ -636,17 +639,12 @@ template <Which W>
 void BM_BwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
-  const Problem p = make_problem(state);
-  const double ms = time_branch<W, true>(state, p);
-  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
+  branch_row<W, true>(state);
 }
 void BM_LayerBwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
-  const Problem p = make_problem(state);
-  double flops;
-  const double ms = time_layer(state, p, true, &flops);
-  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+  layer_fwd_bwd_row(state);
 }
 void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }
 
