@@ -52,6 +52,11 @@ const std::vector<LayerOnly> kLayerOnly = {
     {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
      "the window branch's backward; named in the CUPTI probe's window expectation; `auto` resolved by the "
      "table the layer and that probe read"},
+    {"NSA_COMPRESSED_CUDNN", "", {"nsa/cuda/layer_routing.cpp", kCupti},
+     "the compressed branch's route; the CUPTI probe's compressed and window expectations"},
+    {"NSA_COMPRESSED_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+     "the compressed branch's backward; named in the CUPTI probe's compressed expectation; `auto` resolved by "
+     "the table the layer and that probe read"},
     {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
      "the selected branch's backward; named in the CUPTI probe's selected expectation; `auto` resolved by the "
      "table the layer and that probe read"},

@@ -58,6 +58,24 @@ const std::vector<FlagInfo> kFlags = {
      "runs our window kernel, forward and backward (nsa/cuda/window_cudnn.h).",
      false,
      {"auto", "ours", "cudnn", "cudnn_atomic"}},
+    {"NSA_COMPRESSED_CUDNN", T::string, "auto", R::nsa_layer_only,
+     "The compressed branch's attention on CUDA through cuDNN's fused attention over the sequence folded by the "
+     "compression stride (query t = d·u + r sees key i iff i <= u + c_r: causal per run of residues; "
+     "nsa/cuda/compressed_cudnn.h), where cuDNN has an engine for the shape (fp16/bf16, S a multiple of d, head "
+     "dims it takes): 1 wherever it takes it, 0 never (our kernels), auto (the default) where the call's "
+     "B·H·S·S_cmp·(dk+dv) is at least 2^34 (below it cuDNN's fixed cost loses to ours: the m7c training shape "
+     "stays on our kernels). select_blocks reads cuDNN's logsumexp then.",
+     false,
+     {"auto", "1", "0"}},
+    {"NSA_COMPRESSED_BWD", T::string, "auto", R::nsa_layer_only,
+     "The compressed branch's backward where its forward runs through cuDNN (NSA_COMPRESSED_CUDNN): ours (our "
+     "kernels from cuDNN's logsumexp, bitwise reproducible), cudnn (cuDNN's backward, deterministic dq; bitwise "
+     "reproducible too, and faster than ours wherever the route pays), cudnn_atomic (cuDNN's backward with float "
+     "atomics in dq: not reproducible bit for bit) or auto (the default: cudnn when the run uses deterministic "
+     "algorithms, train.deterministic, else cudnn_atomic; nsa/determinism.h). Each call keeps the choice made at "
+     "its forward; a shape whose backward cuDNN declines runs our kernels, forward and backward.",
+     false,
+     {"auto", "ours", "cudnn", "cudnn_atomic"}},
     {"NSA_SELECTED_DQ", T::string, "auto", R::nsa_layer_only,
      "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
      "and dP; bitwise reproducible), atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "

@@ -3,6 +3,7 @@
 // routing check of the kernels that actually ran against the NSA_USE_CUDA_*
 // flags. All CUPTI handling stays in harness/trace; this file only wires it.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <ATen/cuda/CUDAContext.h>
@@ -73,6 +74,24 @@ bool window_expects_cudnn(const ProbeContext& ctx) {
   const auto& c = ctx.model.config();
   if (c.d_k != c.d_v || c.d_k % 16 != 0 || c.d_k > 128) return false;
   return at::cuda::getCurrentDeviceProperties()->major >= 9;
+}
+
+// May the compressed branch run cuDNN's attention in this cell? Written again
+// from NSA_COMPRESSED_CUDNN's documented meaning (nsa/flags.cpp), like the
+// window's: not 0, 16-bit, the sequence a multiple of the compression stride,
+// and under auto the layer's call of one rank at least 2^34 in
+// B·H·S·S_cmp·(dk+dv). cuDNN may still decline the shape: the probe then
+// requires nothing of either kernel family.
+bool compressed_may_run_cudnn(const ProbeContext& ctx) {
+  const std::string v = ctx.rt.flags.get_string("NSA_COMPRESSED_CUDNN");
+  if (v == "0" || !is_16bit(ctx.trainer.compute())) return false;
+  const auto& c = ctx.model.config();
+  const double S = ctx.spec.train.seq_len, d = c.nsa.cmp_stride, l = c.nsa.cmp_block;
+  if (ctx.spec.train.seq_len % c.nsa.cmp_stride != 0) return false;
+  if (v == "1") return true;
+  const double B = double(ctx.spec.train.batch) / std::max(1, ctx.spec.train.world_size);
+  const double S_cmp = S >= l ? std::floor((S - l) / d) + 1 : 0;
+  return B * c.n_heads * S * S_cmp * (c.d_k + c.d_v) >= 17179869184.0;
 }
 
 // `every: N` traces steps 1, 2 and every N-th step: CUPTI's records cost a few
@@ -273,7 +292,13 @@ class CuptiProbe : public Probe {
         // Our kernel, unless cuDNN was allowed a 16-bit window of a shape the
         // probe does not judge (cuDNN may or may not have taken it).
         const bool cudnn_may_have_run = b == "win" && !window_forbids_cudnn(ctx) && is_16bit(ctx.trainer.compute());
-        if (!cudnn_may_have_run) e.must_launch.push_back(branch_pattern(b));
+        // The compressed branch likewise, where cuDNN may have run it
+        // (compressed_may_run_cudnn); its backward is named for the record.
+        const bool cmp_cudnn = b == "cmp" && compressed_may_run_cudnn(ctx);
+        if (b == "cmp")
+          e.flag += std::string(", NSA_COMPRESSED_CUDNN=") + ctx.rt.flags.get_string("NSA_COMPRESSED_CUDNN") +
+                    (cmp_cudnn ? ", NSA_COMPRESSED_BWD=" + nsa::backward_choice(rt.flags, "NSA_COMPRESSED_BWD") : "");
+        if (!cudnn_may_have_run && !cmp_cudnn) e.must_launch.push_back(branch_pattern(b));
         // How the selected backward makes dq (NSA_SELECTED_DQ) is named for the record, not
         // checked by kernel name: the pattern matches the forward and dk/dv
         // kernels either way; with atomic the dq kernel is absent where the
@@ -287,7 +312,8 @@ class CuptiProbe : public Probe {
         }
         if (b == "win" && window_forbids_cudnn(ctx)) {
           e.flag += ", NSA_WINDOW_CUDNN=0";
-          e.must_not_launch.push_back(kCudnnAttention);
+          // cuDNN's kernels are the compressed branch's where it may run them.
+          if (!(rt.use_cuda_cmp && compressed_may_run_cudnn(ctx))) e.must_not_launch.push_back(kCudnnAttention);
         }
       }
       exp.push_back(e);

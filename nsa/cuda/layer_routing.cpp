@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "nsa/cuda/add_rms_norm.h"
+#include "nsa/cuda/compressed_cudnn.h"
 #include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/nsa_cuda.h"
@@ -82,8 +83,20 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
       on_side.emplace(cmp_stream->side());
     }
     const auto [kc, vc] = compress_sequence_pair(pj.k[0], pj.v[0], w.phi_k, w.phi_v, P);
+    // cuDNN's fused attention over the folded sequence (compressed_cudnn.h)
+    // where NSA_COMPRESSED_CUDNN allows it (auto: where it pays) and cuDNN takes
+    // the shape, with the backward NSA_COMPRESSED_BWD names (`auto` resolved
+    // like the window's); our kernels otherwise. One route either way: which
+    // kernels ran is in the CUPTI records.
+    const std::string cudnn_cmp = rt.flags.get_string("NSA_COMPRESSED_CUDNN");
+    const CudnnBackward cmp_bwd =
+        parse_cudnn_backward("NSA_COMPRESSED_BWD", backward_choice(rt.flags, "NSA_COMPRESSED_BWD"));
+    const bool cmp_cudnn = cudnn_cmp != "0" && (cudnn_cmp == "1" || cudnn_compressed_pays(q, kc, vc)) &&
+                           cudnn_compressed_declines(q, kc, vc, P.cmp_block, P.cmp_stride, cmp_bwd).empty();
     at::Tensor lse;
-    std::tie(out.o[0], lse) = compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
+    std::tie(out.o[0], lse) =
+        cmp_cudnn ? cudnn_compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale, cmp_bwd)
+                  : compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
     if (cmp_stream) {
       on_side.reset();
       cmp_stream->join({kc, vc, lse, out.o[0]});
@@ -122,7 +135,8 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     // CUDA route; which kernels ran is in the CUPTI records.
     const bool flash =
         !rt.flags.get_bool("NSA_SDPA_NO_FLASH") && flash_window_declines(q_win, k, v, P.window).empty();
-    const CudnnWindowBackward cudnn_bwd = parse_cudnn_window_backward(backward_choice(rt.flags, "NSA_WINDOW_BWD"));
+    const CudnnBackward cudnn_bwd =
+        parse_cudnn_backward("NSA_WINDOW_BWD", backward_choice(rt.flags, "NSA_WINDOW_BWD"));
     const bool cudnn = !flash && rt.flags.get_bool("NSA_WINDOW_CUDNN") &&
                        cudnn_window_declines(q_win, k, v, P.window, cudnn_bwd).empty();
     out.o[2] = flash   ? flash_window_attention(q_win, k, v, P.window, scale)

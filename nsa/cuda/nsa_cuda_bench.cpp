@@ -26,6 +26,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@
 #include <torch/version.h>
 
 #include "nsa/cuda/attention_ranges.h"
+#include "nsa/cuda/compressed_cudnn.h"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/decode_graph.h"
 #include "nsa/cuda/gate_combine.h"
@@ -289,16 +291,51 @@ BranchSpec spec_for(const Problem& p, Which w) {
   return s;
 }
 
+// Which implementation runs the compressed branch: our kernels, or cuDNN's
+// forward (compressed_cudnn.h) followed by our backward kernels from its
+// logsumexp or by cuDNN's backward (deterministic, or with atomics:
+// CudnnBackward's order, after `ours`). BM_CompressedImpl* set it for their
+// rows; unset, the branch rows run ours and the layer rows run what the layer
+// runs by default (layer_compressed_impl).
+enum class CompressedImpl { ours, cudnn_then_ours, cudnn_deterministic, cudnn_atomic };
+std::optional<CompressedImpl> g_compressed_impl;
+
+// The layer's default (NSA_COMPRESSED_CUDNN=auto, NSA_COMPRESSED_BWD=auto
+// without deterministic algorithms): cuDNN with its atomic backward where the
+// call pays and cuDNN takes it, with v2; ours otherwise.
+CompressedImpl layer_compressed_impl(const Problem& p) {
+  if (g_compressed_impl) return *g_compressed_impl;
+  const bool cudnn = !force_v1_kernels() && cudnn_compressed_pays(p.q, p.kc, p.vc) &&
+                     cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, CudnnBackward::cudnn_atomic).empty();
+  return cudnn ? CompressedImpl::cudnn_atomic : CompressedImpl::ours;
+}
+
+// The compressed forward and backward by `impl`.
+ForwardResult compressed_forward(const Problem& p, const BranchSpec& spec, CompressedImpl impl) {
+  if (impl == CompressedImpl::ours) return attention_forward(p.q, p.kc, p.vc, spec);
+  return cudnn_compressed_forward(p.q, p.kc, p.vc, kL, kD, p.scale);
+}
+void compressed_backward(const Problem& p, const BranchSpec& spec, const ForwardResult& f, CompressedImpl impl) {
+  if (impl == CompressedImpl::ours || impl == CompressedImpl::cudnn_then_ours)
+    attention_backward(p.q, p.kc, p.vc, f.o, f.lse, p.dout, spec);
+  else
+    cudnn_compressed_backward(p.q, p.kc, p.vc, f.o, f.lse, p.dout, kL, kD, p.scale, CudnnBackward(int(impl) - 1));
+}
+
 // Branch W's forward (or backward, from one forward) on p, timed; and the
 // useful FLOPs it stands for.
 template <Which W, bool BWD>
 double time_branch(benchmark::State& state, const Problem& p) {
   const BranchSpec spec = spec_for(p, W);
-  const at::Tensor& k = W == Which::Compressed ? p.kc : p.k;
-  const at::Tensor& v = W == Which::Compressed ? p.vc : p.v;
-  if (!BWD) return time_it(state, [&] { attention_forward(p.q, k, v, spec); });
-  const ForwardResult f = attention_forward(p.q, k, v, spec);
-  return time_it(state, [&] { attention_backward(p.q, k, v, f.o, f.lse, p.dout, spec); });
+  if (W == Which::Compressed) {
+    const CompressedImpl impl = g_compressed_impl.value_or(CompressedImpl::ours);
+    if (!BWD) return time_it(state, [&] { compressed_forward(p, spec, impl); });
+    const ForwardResult f = compressed_forward(p, spec, impl);
+    return time_it(state, [&] { compressed_backward(p, spec, f, impl); });
+  }
+  if (!BWD) return time_it(state, [&] { attention_forward(p.q, p.k, p.v, spec); });
+  const ForwardResult f = attention_forward(p.q, p.k, p.v, spec);
+  return time_it(state, [&] { attention_backward(p.q, p.k, p.v, f.o, f.lse, p.dout, spec); });
 }
 template <Which W, bool BWD>
 double branch_flops(const Problem& p) {
@@ -359,7 +396,7 @@ void BM_WindowImpl(benchmark::State& state) {
     using WindowFn = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, double);
     // cuDNN's forward with our backward after it, as the layer runs it by default.
     const WindowFn cudnn = [](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t w, double s) {
-      return cudnn_window_attention(q, k, v, w, s, CudnnWindowBackward::ours);
+      return cudnn_window_attention(q, k, v, w, s, CudnnBackward::ours);
     };
     const WindowFn fn = flash ? &flash_window_attention : cudnn;
     ms = BWD ? time_window_autograd_backward(state, p, fn)
@@ -369,12 +406,12 @@ void BM_WindowImpl(benchmark::State& state) {
 }
 // The backward after cuDNN's window forward (window_cudnn.h): arg bwd 0 = our
 // kernels from cuDNN's logsumexp (the layer's default), 1 = cuDNN's
-// deterministic backward, 2 = cuDNN's backward with atomics (CudnnWindowBackward's
+// deterministic backward, 2 = cuDNN's backward with atomics (CudnnBackward's
 // order; NSA_WINDOW_BWD's ours, cudnn, cudnn_atomic), named with each call.
 void BM_CudnnWindowBwd(benchmark::State& state) {
   if (!require_device(state)) return;
   const Problem p = make_problem(state);
-  const auto backward = CudnnWindowBackward(state.range(2));
+  const auto backward = CudnnBackward(state.range(2));
   if (const std::string why = cudnn_window_declines(p.q, p.k, p.v, kW, backward); !why.empty()) {
     state.SkipWithError(("cuDNN declines: " + why).c_str());
     return;
@@ -393,6 +430,46 @@ void M7cChoices(benchmark::internal::Benchmark* b, const char* arg, int n_choice
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", arg});
 }
 void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) { M7cChoices(b, "bwd", 3); }
+
+// The compressed branch (BWD: its backward from one forward) or the layer's
+// forward + backward with the compressed branch run by impl (CompressedImpl:
+// 0 ours, 1 cuDNN's forward then our backward, 2 / 3 cuDNN's backward,
+// deterministic / with atomics), same inputs, same run. A shape cuDNN declines
+// is skipped with its reason.
+bool compressed_impl_applies(benchmark::State& state, const Problem& p, CompressedImpl impl) {
+  if (impl == CompressedImpl::ours) return true;
+  const auto backward = impl == CompressedImpl::cudnn_then_ours ? CudnnBackward::ours : CudnnBackward(int(impl) - 1);
+  const std::string why = cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, backward);
+  if (!why.empty()) state.SkipWithError(("cuDNN declines: " + why).c_str());
+  return why.empty();
+}
+template <bool BWD>
+void BM_CompressedImpl(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<std::optional<CompressedImpl>> impl(g_compressed_impl, CompressedImpl(state.range(2)));
+  const Problem p = make_problem(state);
+  if (!compressed_impl_applies(state, p, *g_compressed_impl)) return;
+  const double ms = time_branch<Which::Compressed, BWD>(state, p);
+  report(state, ms, branch_flops<Which::Compressed, BWD>(p), dense_ms(p, BWD));
+}
+double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* flops);  // below
+template <bool BWD>
+void BM_LayerCompressedImpl(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<std::optional<CompressedImpl>> impl(g_compressed_impl, CompressedImpl(state.range(2)));
+  const Problem p = make_problem(state);
+  if (!compressed_impl_applies(state, p, *g_compressed_impl)) return;
+  double flops;
+  const double ms = time_layer(state, p, BWD, &flops);
+  report(state, ms, flops, dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0));
+}
+// The m7c rows (M7cChoices), then paper_kernel at 8k, 32k and 64k; forward rows
+// take impl 0 and 1 (2 and 3 differ only in the backward).
+void SizesCompressedImpl(benchmark::internal::Benchmark* b, int n_impl) {
+  M7cChoices(b, "impl", n_impl);
+  for (int64_t S : {8192, 32768, 65536})
+    for (int64_t impl = 0; impl < n_impl; ++impl) b->Args({0, S, impl});
+}
 void SizesWindowImpl(benchmark::internal::Benchmark* b) { M7cChoices(b, "impl", 3); }
 // BM_ReverseIndex: impl 0 = the kernels, 1 = the sort.
 void SizesReverseIndex(benchmark::internal::Benchmark* b) { M7cChoices(b, "impl", 2); }
@@ -437,13 +514,16 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   // cuDNN's where it has an engine, with v2; its backward is ours either way.
   const bool cudnn_window = !force_v1_kernels() && cudnn_window_declines(p.q, p.k, p.v, kW).empty();
   state.counters["cudnn_window"] = cudnn_window;
+  // The compressed branch likewise (layer_compressed_impl): the counter names it.
+  const CompressedImpl cmp = layer_compressed_impl(p);
+  state.counters["compressed_impl"] = int(cmp);
   // In the layer's order: select_blocks reads the compressed forward's logsumexp.
   const auto fwd_all = [&] {
-    ForwardResult cmp = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed));
+    ForwardResult cmp_out = compressed_forward(p, spec_for(p, Which::Compressed), cmp);
     BranchSpec s = spec_for(p, Which::Selected);
-    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, cmp.lse);
+    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, cmp_out.lse);
     return std::vector<ForwardResult>{
-        std::move(cmp), attention_forward(p.q, p.k, p.v, s),
+        std::move(cmp_out), attention_forward(p.q, p.k, p.v, s),
         cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
                      : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
   };
@@ -451,7 +531,7 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   *flops += 2 * n * (3 * dk + 2 * dv);
   return time_it(state, [&] {
     const auto f = fwd_all();
-    attention_backward(p.q, p.kc, p.vc, f[0].o, f[0].lse, p.dout, spec_for(p, Which::Compressed));
+    compressed_backward(p, spec_for(p, Which::Compressed), f[0], cmp);
     attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
     attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
   });
@@ -655,6 +735,14 @@ BENCHMARK(BM_Branch<Which::Window, true>)->Name("BM_WindowBwd")->Apply(SizesV);
 BENCHMARK(BM_WindowImpl<false>)->Name("BM_WindowImplFwd")->Apply(SizesWindowImpl);
 BENCHMARK(BM_WindowImpl<true>)->Name("BM_WindowImplBwd")->Apply(SizesWindowImpl);
 BENCHMARK(BM_CudnnWindowBwd)->Apply(SizesCudnnWindowBwd);
+BENCHMARK(BM_CompressedImpl<false>)->Name("BM_CompressedImplFwd")->Apply([](auto* b) { SizesCompressedImpl(b, 2); });
+BENCHMARK(BM_CompressedImpl<true>)->Name("BM_CompressedImplBwd")->Apply([](auto* b) { SizesCompressedImpl(b, 4); });
+BENCHMARK(BM_LayerCompressedImpl<false>)->Name("BM_LayerCompressedImplFwd")->Apply([](auto* b) {
+  SizesCompressedImpl(b, 2);
+});
+BENCHMARK(BM_LayerCompressedImpl<true>)->Name("BM_LayerCompressedImplFwdBwd")->Apply([](auto* b) {
+  SizesCompressedImpl(b, 4);
+});
 BENCHMARK(BM_SelectBlocks<false>)->Name("BM_SelectBlocks")->Apply(SizesV);
 BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
 BENCHMARK(BM_ReverseIndex)->Apply(SizesReverseIndex);

@@ -207,13 +207,13 @@ TEST(FlashWindow, DeclinesWhatFlashAttentionDoesNotTake) {
 // m7c training window.
 class CudnnWindow : public ::testing::TestWithParam<WindowCase> {};
 
-constexpr std::pair<CudnnWindowBackward, const char*> kCudnnBackwards[] = {
-    {CudnnWindowBackward::ours, "our backward"},
-    {CudnnWindowBackward::cudnn_deterministic, "cuDNN deterministic backward"},
-    {CudnnWindowBackward::cudnn_atomic, "cuDNN backward"}};
+constexpr std::pair<CudnnBackward, const char*> kCudnnBackwards[] = {
+    {CudnnBackward::ours, "our backward"},
+    {CudnnBackward::cudnn_deterministic, "cuDNN deterministic backward"},
+    {CudnnBackward::cudnn_atomic, "cuDNN backward"}};
 
 // cudnn_window_attention with its backward named at the call.
-WindowFn cudnn_with(CudnnWindowBackward backward) {
+WindowFn cudnn_with(CudnnBackward backward) {
   return [backward](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window, double scale) {
     return cudnn_window_attention(q, k, v, window, scale, backward);
   };
@@ -248,7 +248,7 @@ TEST(CudnnWindow, PaperHeadsAreRightWhereverCudnnTakesThem) {
     EXPECT_NE(why.find("cuDNN declines"), std::string::npos) << why;
     GTEST_SKIP() << why;
   }
-  check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward)", cudnn_with(CudnnWindowBackward::ours));
+  check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward)", cudnn_with(CudnnBackward::ours));
 }
 
 // Two backward passes over the same inputs give the same bits with our backward
@@ -257,7 +257,7 @@ TEST(CudnnWindow, BackwardIsReproducible) {
   NSA_REQUIRE_CUDA();
   const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6100);
   for (const auto& [backward, label] : kCudnnBackwards) {
-    if (backward == CudnnWindowBackward::cudnn_atomic) continue;
+    if (backward == CudnnBackward::cudnn_atomic) continue;
     ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128, backward), "") << label;
     std::vector<at::Tensor> first;
     for (int run = 0; run < 2; ++run) {
@@ -284,14 +284,14 @@ TEST(CudnnWindow, BackwardIsReproducible) {
 TEST(CudnnWindow, EachCallKeepsTheBackwardNamedWithItsForward) {
   NSA_REQUIRE_CUDA();
   const auto in = testing::make_inputs(2, 777, 777, 12, 2, 64, 64, at::kBFloat16, 6400);
-  constexpr auto kOurs = CudnnWindowBackward::ours, kCudnn = CudnnWindowBackward::cudnn_deterministic;
+  constexpr auto kOurs = CudnnBackward::ours, kCudnn = CudnnBackward::cudnn_deterministic;
   for (auto b : {kOurs, kCudnn}) ASSERT_EQ(cudnn_window_declines(in.q, in.k, in.v, 128, b), "");
   const auto leaves = [&] {
     return std::vector<at::Tensor>{in.q.detach().requires_grad_(true), in.k.detach().requires_grad_(true),
                                    in.v.detach().requires_grad_(true)};
   };
   // dq, dk, dv of one call alone.
-  const auto alone = [&](CudnnWindowBackward b) {
+  const auto alone = [&](CudnnBackward b) {
     const auto x = leaves();
     return torch::autograd::grad({cudnn_window_attention(x[0], x[1], x[2], 128, 0.125, b)}, x, {in.dout});
   };
@@ -318,22 +318,22 @@ TEST(CudnnWindow, EachCallKeepsTheBackwardNamedWithItsForward) {
 TEST(CudnnWindow, FlagValuesNameTheBackwards) {
   const FlagInfo* flag = find_flag("NSA_WINDOW_BWD");
   ASSERT_NE(flag, nullptr);
-  const std::vector<std::pair<std::string_view, CudnnWindowBackward>> expected = {
-      {"ours", CudnnWindowBackward::ours},
-      {"cudnn", CudnnWindowBackward::cudnn_deterministic},
-      {"cudnn_atomic", CudnnWindowBackward::cudnn_atomic}};
+  const std::vector<std::pair<std::string_view, CudnnBackward>> expected = {
+      {"ours", CudnnBackward::ours},
+      {"cudnn", CudnnBackward::cudnn_deterministic},
+      {"cudnn_atomic", CudnnBackward::cudnn_atomic}};
   ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
   EXPECT_EQ(flag->allowed[0], "auto");  // resolved before it is parsed (nsa/determinism.h)
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(flag->allowed[i + 1], expected[i].first);
-    EXPECT_EQ(parse_cudnn_window_backward(expected[i].first), expected[i].second) << expected[i].first;
+    EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", expected[i].first), expected[i].second) << expected[i].first;
   }
   const BackwardChoice& row = kBackwardChoices[0];
   ASSERT_EQ(row.flag, "NSA_WINDOW_BWD");
-  EXPECT_EQ(parse_cudnn_window_backward(row.reproducible), CudnnWindowBackward::ours);
-  EXPECT_EQ(parse_cudnn_window_backward(row.fast), CudnnWindowBackward::cudnn_atomic);
+  EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", row.reproducible), CudnnBackward::ours);
+  EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", row.fast), CudnnBackward::cudnn_atomic);
   try {
-    parse_cudnn_window_backward("cudnn_deterministic");
+    parse_cudnn_backward("NSA_WINDOW_BWD", "cudnn_deterministic");
     ADD_FAILURE() << "accepted";
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic"),
@@ -407,14 +407,14 @@ TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
   EXPECT_EQ(cudnn_window_declines(mk(8, 4, 72, at::kBFloat16), d72, d72, 4),
             "head dims are not multiples of 16 (our backward)");
   // ... which is no reason when the backward is cuDNN's: cuDNN answers for itself.
-  for (auto b : {CudnnWindowBackward::cudnn_deterministic, CudnnWindowBackward::cudnn_atomic})
+  for (auto b : {CudnnBackward::cudnn_deterministic, CudnnBackward::cudnn_atomic})
     EXPECT_NE(cudnn_window_declines(mk(8, 4, 72, at::kBFloat16), d72, d72, 4, b),
               "head dims are not multiples of 16 (our backward)");
   // One query and one key: cuDNN's backward has no engine for it (measured on
   // an H200, cuDNN 9.19: "s_q = s_kv = 1 is not supported"), asked when the
   // call names cuDNN's backward.
   const auto one = mk(1, 1, 64, at::kHalf);
-  EXPECT_NE(cudnn_window_declines(one, one, one, 4, CudnnWindowBackward::cudnn_deterministic).find("cuDNN declines"),
+  EXPECT_NE(cudnn_window_declines(one, one, one, 4, CudnnBackward::cudnn_deterministic).find("cuDNN declines"),
             std::string::npos);
 }
 
@@ -453,7 +453,7 @@ TEST(WindowAttention, AtomicDqMatchesReference) {
     if (cudnn_window_declines(in.q, in.k, in.v, c.window).empty())
       check_window(c, in, std::string(c.name) + " (cuDNN forward, our backward, dq atomic)",
                    [](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v, int64_t w, double s) {
-                     return cudnn_window_attention(q, kk, v, w, s, CudnnWindowBackward::ours, BackwardDq::atomic);
+                     return cudnn_window_attention(q, kk, v, w, s, CudnnBackward::ours, BackwardDq::atomic);
                    });
   }
 }

@@ -11,7 +11,7 @@
 //
 // The backward: cuDNN's forward writes the logsumexp in our layout ([B,S,H]
 // fp32), so our window backward kernels (bitwise reproducible) can run from
-// it. cuDNN's own backward is there too (CudnnWindowBackward; the layer's flag
+// it. cuDNN's own backward is there too (CudnnBackward, cudnn_sdpa.h; the layer's flag
 // NSA_WINDOW_BWD, whose `auto` takes ours under deterministic algorithms and
 // cuDNN's with atomics otherwise); its deterministic algorithm measured slower
 // than ours at every shape (m7c training shape 0.70 against 0.51 ms; batch 1
@@ -24,23 +24,10 @@
 
 #include <ATen/ATen.h>
 
+#include "nsa/cuda/cudnn_sdpa.h"
 #include "nsa/cuda/nsa_cuda.h"
 
 namespace nsa::cuda {
-
-// Which backward follows cuDNN's forward: our window kernels (the C++ default),
-// cuDNN's backward graph with its deterministic dq, or cuDNN's backward with
-// float atomics in dq (not reproducible bit for bit). Chosen per call and saved
-// with the call's forward, so a later choice (another layer, another thread, a
-// CUDA graph replayed later) never changes the backward of a forward already run.
-enum class CudnnWindowBackward { ours, cudnn_deterministic, cudnn_atomic };
-// The choice by NSA_WINDOW_BWD's value (ours | cudnn | cudnn_atomic; nsa/flags.cpp
-// lists the same values and refuses others); throws on any other text.
-CudnnWindowBackward parse_cudnn_window_backward(std::string_view value);
-
-// The file of the libcudnn this process runs on (one per process: libtorch's
-// cuDNN work and ours share it), or "?".
-std::string cudnn_library_path();
 
 // Why cuDNN cannot run this window call, or "" when it can: CUDA tensors of
 // fp16/bf16, q [B,S,H,dk], k [B,S,G,dk], v [B,S,G,dv], H a multiple of G, as
@@ -51,7 +38,7 @@ std::string cudnn_library_path();
 // cached). Ask with the backward the call will use: cuDNN may take a forward
 // and decline its backward.
 std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  CudnnWindowBackward backward = CudnnWindowBackward::ours);
+                                  CudnnBackward backward = CudnnBackward::ours);
 
 // The forward alone, without autograd (benchmarks): o [B,S,H,dv] and the fp32
 // logsumexp [B,S,H], as attention_forward returns them. Inputs contiguous; call
@@ -64,7 +51,7 @@ ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, con
 // the one named here (ours making dq as `dq` says). Call only where
 // cudnn_window_declines(..., backward) is "".
 at::Tensor cudnn_window_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
-                                  double scale, CudnnWindowBackward backward = CudnnWindowBackward::ours,
+                                  double scale, CudnnBackward backward = CudnnBackward::ours,
                                   BackwardDq dq = BackwardDq::kernel);
 
 }  // namespace nsa::cuda
