@@ -76,21 +76,32 @@ fi
 # through the model's CUDA path). SANITIZER_TESTS entries: "binary#tool,tool#gtest_filter".
 if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
   # Default: the small cases of every branch (window, compressed, selected under
-  # both tilings, select_blocks) and the layer test but for its production-shape
-  # decode cases (under memcheck the whole test ran past 180 s in the first of them).
-  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
-    bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}
+  # both tilings, select_blocks), the compressed branch through cuDNN (not under
+  # initcheck, which does not see cuDNN's bulk stores: it reported our row_dot
+  # kernel reading o that cuDNN wrote, where the tests with poisoned outputs
+  # find every element written; and it ran past 150 s), and the layer test but
+  # for its production-shape decode cases (under memcheck the whole test ran
+  # past 180 s in the first of them).
+  n_entry=0
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder* nsa_cuda_test#memcheck,racecheck,synccheck#*CudnnCompressed.MatchesReference/bf16_S512*:*CudnnCompressed.MatchesReference/bf16_S64* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
+    bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}; n_entry=$((n_entry + 1))
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
     for tool in ${tools//,/ }; do
       extra=""; [ "$tool" = memcheck ] && extra="--leak-check no"
+      # cuDNN's generated kernels (the window's and compressed branch's cuDNN
+      # routes) synchronise their warp-specialised stages in ways racecheck and
+      # synccheck do not model: on an H200 every hazard they reported was inside
+      # them (docs/perf/2026-11-28-h200-compressed-cudnn/3-sanitizers.txt).
+      # They are not ours to fix; memcheck and initcheck still see them.
+      case $tool in racecheck | synccheck) extra="--kernel-name-exclude kns=cudnn_generated" ;; esac
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT_S:-300}" compute-sanitizer --tool $tool $extra --error-exitcode 9 \
-        "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$bin-$tool.log" 2>&1
+        "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$n_entry-$bin-$tool.log" 2>&1
       rc=$?
       # A filter that matches no test checks nothing: say so instead of a clean summary.
-      if grep -q "Running 0 tests" "$WORK/sanitizer-$bin-$tool.log"; then
+      if grep -q "Running 0 tests" "$WORK/sanitizer-$n_entry-$bin-$tool.log"; then
         log "compute-sanitizer $tool $bin: filter '$filter' matched no test"
       else
-        log "compute-sanitizer $tool $bin rc=$rc $(grep -cE '^\[       OK \]' "$WORK/sanitizer-$bin-$tool.log") tests $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$bin-$tool.log" | tail -1)"
+        log "compute-sanitizer $tool $bin rc=$rc $(grep -cE '^\[       OK \]' "$WORK/sanitizer-$n_entry-$bin-$tool.log") tests $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$n_entry-$bin-$tool.log" | tail -1)"
       fi
     done
   done

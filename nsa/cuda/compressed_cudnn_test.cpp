@@ -97,7 +97,10 @@ TEST_P(CudnnCompressed, MatchesReference) {
   }
   // The logsumexp select_blocks reads: finite and close where a key is seen,
   // +inf in the same rows as the definition's.
+  const testing::PoisonScope poison;  // every element written: none left NaN
   const ForwardResult f = cudnn_compressed_forward(in.q, in.k, in.v, c.l, c.d, scale);
+  EXPECT_FALSE(at::isnan(f.o).any().item<bool>()) << c.name << ": an output element no call wrote";
+  EXPECT_FALSE(at::isnan(f.lse).any().item<bool>()) << c.name << ": a logsumexp no call wrote";
   const at::Tensor ref = reference_lse(in.q, in.k, c.l, c.d, scale), got = f.lse.cpu().to(at::kDouble);
   EXPECT_TRUE(at::equal(at::isinf(got), at::isinf(ref))) << c.name << ": rows without keys differ";
   const at::Tensor seen = at::isfinite(ref);
