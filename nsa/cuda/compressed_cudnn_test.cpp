@@ -12,7 +12,6 @@
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/compressed_cudnn.h"
 #include "nsa/cuda/test_util.h"
-#include "nsa/determinism.h"
 #include "nsa/flags.h"
 
 namespace nsa::cuda {
@@ -176,32 +175,8 @@ TEST(CudnnCompressed, BackwardIsReproducible) {
 // naming the flag. NSA_COMPRESSED_CUDNN takes auto, 1 and 0. Runs without a
 // device.
 TEST(CudnnCompressed, FlagValuesNameTheChoices) {
-  const FlagInfo* flag = find_flag("NSA_COMPRESSED_BWD");
-  ASSERT_NE(flag, nullptr);
-  const std::vector<std::pair<std::string_view, CudnnBackward>> expected = {
-      {"ours", CudnnBackward::ours},
-      {"cudnn", CudnnBackward::cudnn_deterministic},
-      {"cudnn_atomic", CudnnBackward::cudnn_atomic}};
-  ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
-  EXPECT_EQ(flag->allowed[0], "auto");
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(flag->allowed[i + 1], expected[i].first);
-    EXPECT_EQ(parse_cudnn_backward("NSA_COMPRESSED_BWD", expected[i].first), expected[i].second);
-  }
-  const BackwardChoice* row = nullptr;
-  for (const BackwardChoice& c : kBackwardChoices)
-    if (c.flag == "NSA_COMPRESSED_BWD") row = &c;
-  ASSERT_NE(row, nullptr);
-  EXPECT_EQ(parse_cudnn_backward(row->flag, row->reproducible), CudnnBackward::cudnn_deterministic);
-  EXPECT_EQ(parse_cudnn_backward(row->flag, row->fast), CudnnBackward::cudnn_atomic);
-  try {
-    parse_cudnn_backward("NSA_COMPRESSED_BWD", "atomic");
-    ADD_FAILURE() << "accepted";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_COMPRESSED_BWD: expected ours, cudnn or cudnn_atomic"),
-              std::string::npos)
-        << e.what_without_backtrace();
-  }
+  testing::expect_cudnn_backward_flag("NSA_COMPRESSED_BWD", CudnnBackward::cudnn_deterministic,
+                                      CudnnBackward::cudnn_atomic);
   const FlagInfo* route = find_flag("NSA_COMPRESSED_CUDNN");
   ASSERT_NE(route, nullptr);
   EXPECT_EQ(route->default_value, "auto");

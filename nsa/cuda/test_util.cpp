@@ -1,5 +1,8 @@
 #include "nsa/cuda/test_util.h"
 
+#include "nsa/determinism.h"
+#include "nsa/flags.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -186,6 +189,36 @@ void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec s
   SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
   const Gradients split = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
   expect_close(what + " dq atomic, 3 row splits", split.dq, f64(by_kernel.dq), tol);
+}
+
+void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducible, CudnnBackward fast) {
+  SCOPED_TRACE(std::string(flag));
+  const FlagInfo* info = find_flag(flag);
+  ASSERT_NE(info, nullptr);
+  const std::vector<std::pair<std::string_view, CudnnBackward>> expected = {
+      {"ours", CudnnBackward::ours},
+      {"cudnn", CudnnBackward::cudnn_deterministic},
+      {"cudnn_atomic", CudnnBackward::cudnn_atomic}};
+  ASSERT_EQ(info->allowed.size(), expected.size() + 1);
+  EXPECT_EQ(info->allowed[0], "auto");  // resolved before it is parsed (nsa/determinism.h)
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(info->allowed[i + 1], expected[i].first);
+    EXPECT_EQ(parse_cudnn_backward(flag, expected[i].first), expected[i].second) << expected[i].first;
+  }
+  const BackwardChoice* row = nullptr;
+  for (const BackwardChoice& c : kBackwardChoices)
+    if (c.flag == flag) row = &c;
+  ASSERT_NE(row, nullptr) << "no kBackwardChoices row";
+  EXPECT_EQ(parse_cudnn_backward(flag, row->reproducible), reproducible);
+  EXPECT_EQ(parse_cudnn_backward(flag, row->fast), fast);
+  try {
+    parse_cudnn_backward(flag, "cudnn_deterministic");
+    ADD_FAILURE() << "accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find(std::string(flag) + ": expected ours, cudnn or cudnn_atomic"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
 }
 
 }  // namespace nsa::cuda::testing

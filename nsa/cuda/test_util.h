@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "nsa/cuda/cudnn_sdpa.h"
 #include "nsa/cuda/nsa_cuda.h"
 
 #define NSA_REQUIRE_CUDA()                                                             \
@@ -99,6 +100,13 @@ struct ForceV1Scope : SettingScope<bool> {
 // between the two (fp32, 1e-5 relative RMS) with +inf in the same rows.
 void check_v1_and_v2(const std::string& what, const AttnInputs& in, const BranchSpec& spec,
                      const at::Tensor& reference_o);
+
+// A flag naming the backward after a cuDNN forward (NSA_WINDOW_BWD,
+// NSA_COMPRESSED_BWD): its choices (nsa/flags.cpp) are `auto`, then ours,
+// cudnn and cudnn_atomic, no more and no fewer, each parsed to its
+// CudnnBackward; its kBackwardChoices row resolves `auto` to `reproducible`
+// and `fast`; any other text is refused naming the flag. No device needed.
+void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducible, CudnnBackward fast);
 
 // check_branch with v1 forced, then with v2: forward and backward both match
 // the reference, and each of forward, dq and dk/dv ran the version forced.

@@ -316,30 +316,7 @@ TEST(CudnnWindow, EachCallKeepsTheBackwardNamedWithItsForward) {
 // or cuDNN's with atomics (fast); any other text is refused naming the flag.
 // Runs without a device.
 TEST(CudnnWindow, FlagValuesNameTheBackwards) {
-  const FlagInfo* flag = find_flag("NSA_WINDOW_BWD");
-  ASSERT_NE(flag, nullptr);
-  const std::vector<std::pair<std::string_view, CudnnBackward>> expected = {
-      {"ours", CudnnBackward::ours},
-      {"cudnn", CudnnBackward::cudnn_deterministic},
-      {"cudnn_atomic", CudnnBackward::cudnn_atomic}};
-  ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
-  EXPECT_EQ(flag->allowed[0], "auto");  // resolved before it is parsed (nsa/determinism.h)
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(flag->allowed[i + 1], expected[i].first);
-    EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", expected[i].first), expected[i].second) << expected[i].first;
-  }
-  const BackwardChoice& row = kBackwardChoices[0];
-  ASSERT_EQ(row.flag, "NSA_WINDOW_BWD");
-  EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", row.reproducible), CudnnBackward::ours);
-  EXPECT_EQ(parse_cudnn_backward("NSA_WINDOW_BWD", row.fast), CudnnBackward::cudnn_atomic);
-  try {
-    parse_cudnn_backward("NSA_WINDOW_BWD", "cudnn_deterministic");
-    ADD_FAILURE() << "accepted";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_WINDOW_BWD: expected ours, cudnn or cudnn_atomic"),
-              std::string::npos)
-        << e.what_without_backtrace();
-  }
+  testing::expect_cudnn_backward_flag("NSA_WINDOW_BWD", CudnnBackward::ours, CudnnBackward::cudnn_atomic);
 }
 
 // A shape first met inside a CUDA graph capture is declined (building a plan
