@@ -87,6 +87,12 @@ std::string last_lines(const std::string& text, size_t n) {
   return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
 }
 
+// Liveness (liveness.h) saw the child's CPU time or kernel launches move after
+// its last event: computing, not blocked.
+bool working_without_events(const SupervisedRun& run) {
+  return run.last_progress_signal == "cpu" || run.last_progress_signal == "launches";
+}
+
 Finding watchdog_finding(const SupervisedRun& run) {
   Finding f;
   f.severity = Severity::blocking;
@@ -113,6 +119,11 @@ Finding watchdog_finding(const SupervisedRun& run) {
       f.detail = fmt::format("The first step_end did not arrive within the first-step deadline ({:.1f} s "
                              "after start); the last event came {:.1f} s before the kill.",
                              run.kill_at_s, run.since_last_event_s);
+      if (working_without_events(run))
+        f.detail += fmt::format(" The child kept working (its {} moved after that event; {:.1f} s of CPU since): "
+                                "slow, not stuck — a longer first_step_timeout_s would let it finish.",
+                                run.last_progress_signal == "cpu" ? "CPU time" : "kernel launches",
+                                run.cpu_s_since_last_event);
       break;
     default: {  // step_timeout or the overall wall cap: events were still flowing
       f.code = std::string(reason::step_timeout);
