@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/saved_spec.h"
 
 namespace nsa::cuda {
 namespace {
@@ -18,26 +19,13 @@ at::Tensor forward_common(AutogradContext* ctx, const at::Tensor& q, const at::T
   ForwardResult r = attention_forward(q, k, v, spec);
   ctx->save_for_backward({q, k, v, r.o, spec.block_idx.defined() ? spec.block_idx : at::Tensor()});
   ctx->saved_data["lse"] = r.lse;
-  ctx->saved_data["branch"] = int64_t(spec.branch);
-  ctx->saved_data["window"] = spec.window;
-  ctx->saved_data["cmp_block"] = spec.cmp_block;
-  ctx->saved_data["cmp_stride"] = spec.cmp_stride;
-  ctx->saved_data["sel_block"] = spec.sel_block;
-  ctx->saved_data["dq"] = int64_t(spec.dq);
-  ctx->saved_data["scale"] = spec.scale;
+  save_spec_scalars(ctx, spec);
   return r.o;
 }
 
 Gradients backward_common(AutogradContext* ctx, const variable_list& grads) {
   const variable_list saved = ctx->get_saved_variables();
-  BranchSpec spec;
-  spec.branch = Branch(ctx->saved_data["branch"].toInt());
-  spec.window = ctx->saved_data["window"].toInt();
-  spec.cmp_block = ctx->saved_data["cmp_block"].toInt();
-  spec.cmp_stride = ctx->saved_data["cmp_stride"].toInt();
-  spec.sel_block = ctx->saved_data["sel_block"].toInt();
-  spec.dq = BackwardDq(ctx->saved_data["dq"].toInt());
-  spec.scale = ctx->saved_data["scale"].toDouble();
+  BranchSpec spec = saved_spec_scalars(ctx);
   spec.block_idx = saved[4];
   const at::Tensor lse = ctx->saved_data["lse"].toTensor();
   if (!grads[0].defined()) return {};  // output unused: no gradient anywhere

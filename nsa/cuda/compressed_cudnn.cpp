@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "nsa/cuda/attention_ranges.h"
+#include "nsa/cuda/saved_spec.h"
 
 namespace nsa::cuda {
 namespace {
@@ -71,10 +72,6 @@ std::vector<ResidueRun> live_runs(const Dims& x, int64_t cmp_block) {
   return runs;
 }
 
-template <typename T>
-T* at_offset(const at::Tensor& t, int64_t offset) {
-  return static_cast<T*>(t.data_ptr()) + offset;
-}
 const void* bytes_at(const at::Tensor& t, int64_t offset) {
   return static_cast<const char*>(t.data_ptr()) + offset * int64_t(t.element_size());
 }
@@ -87,13 +84,13 @@ struct CudnnCompressedFn : torch::autograd::Function<CudnnCompressedFn> {
                                                 int64_t dq) {
     auto [o, lse] = cudnn_compressed_forward(q, kc, vc, cmp_block, cmp_stride, scale);
     ctx->save_for_backward({q, kc, vc, o, lse});
-    ctx->saved_data["cmp_block"] = cmp_block;
-    ctx->saved_data["cmp_stride"] = cmp_stride;
-    ctx->saved_data["scale"] = scale;
+    BranchSpec spec;  // what our backward would be asked, and cuDNN's reads
+    spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
+    spec.scale = scale, spec.dq = BackwardDq(dq);
+    save_spec_scalars(ctx, spec);
     // The backward is the one asked for with this forward, whatever is asked
     // of later calls before it runs.
     ctx->saved_data["backward"] = int64_t(backward);
-    ctx->saved_data["dq"] = dq;
     ctx->mark_non_differentiable({lse});
     return {o, lse};
   }
@@ -103,20 +100,16 @@ struct CudnnCompressedFn : torch::autograd::Function<CudnnCompressedFn> {
     if (!grads[0].defined()) return {none, none, none, none, none, none, none, none};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &q = saved[0], &kc = saved[1], &vc = saved[2], &o = saved[3], &lse = saved[4];
-    const int64_t cmp_block = ctx->saved_data["cmp_block"].toInt();
-    const int64_t cmp_stride = ctx->saved_data["cmp_stride"].toInt();
-    const double scale = ctx->saved_data["scale"].toDouble();
+    const BranchSpec spec = saved_spec_scalars(ctx);
     const auto backward = CudnnBackward(ctx->saved_data["backward"].toInt());
     const at::Tensor dout = grads[0].contiguous();
     const c10::cuda::CUDAGuard guard(q.device());
     if (backward == CudnnBackward::ours) {
-      BranchSpec spec;
-      spec.branch = Branch::Compressed, spec.cmp_block = cmp_block, spec.cmp_stride = cmp_stride;
-      spec.scale = scale, spec.dq = BackwardDq(ctx->saved_data["dq"].toInt());
       Gradients g = attention_backward(q, kc, vc, o, lse, dout, spec);
       return {g.dq, g.dk, g.dv, none, none, none, none, none};
     }
-    Gradients g = cudnn_compressed_backward(q, kc, vc, o, lse, dout, cmp_block, cmp_stride, scale, backward);
+    Gradients g =
+        cudnn_compressed_backward(q, kc, vc, o, lse, dout, spec.cmp_block, spec.cmp_stride, spec.scale, backward);
     return {g.dq, g.dk, g.dv, none, none, none, none, none};
   }
 };
@@ -222,7 +215,7 @@ ForwardResult cudnn_compressed_forward(const at::Tensor& q, const at::Tensor& kc
     SdpaPointers ptr;
     ptr.q = bytes_at(q, fold(x, run, x.dk).offset), ptr.k = kr.data_ptr(), ptr.v = vr.data_ptr();
     ptr.o = bytes_at(r.o, fold(x, run, x.dv).offset);
-    ptr.stats = at_offset<float>(r.lse, fold(x, run, 1).offset);
+    ptr.stats = static_cast<float*>(bytes_at(r.lse, fold(x, run, 1).offset));
     sdpa_run(call_of(x, run, q.scalar_type(), q.get_device(), scale, std::nullopt), ptr, q);
   }
   return r;

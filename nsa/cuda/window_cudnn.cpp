@@ -9,6 +9,7 @@
 
 #include "nsa/cuda/cudnn_sdpa.h"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/saved_spec.h"
 #include "nsa/cuda/window_library.h"
 
 namespace nsa::cuda {
@@ -61,12 +62,12 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
                             int64_t dq) {
     auto [o, lse] = cudnn_window_forward(q, k, v, window, scale);
     ctx->save_for_backward({q, k, v, o, lse});
-    ctx->saved_data["window"] = window;
-    ctx->saved_data["scale"] = scale;
+    BranchSpec spec;  // what our backward would be asked, and cuDNN's reads
+    spec.branch = Branch::Window, spec.window = window, spec.scale = scale, spec.dq = BackwardDq(dq);
+    save_spec_scalars(ctx, spec);
     // The backward is the one asked for with this forward, whatever is asked
     // of later calls before it runs.
     ctx->saved_data["backward"] = int64_t(backward);
-    ctx->saved_data["dq"] = dq;
     return o;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -75,15 +76,11 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
     if (!grads[0].defined()) return {none, none, none, none, none, none, none};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &o = saved[3], &lse = saved[4];
-    const int64_t window = ctx->saved_data["window"].toInt();
-    const double scale = ctx->saved_data["scale"].toDouble();
+    const BranchSpec spec = saved_spec_scalars(ctx);
     const auto backward = CudnnBackward(ctx->saved_data["backward"].toInt());
     const at::Tensor dout = grads[0].contiguous();
     const c10::cuda::CUDAGuard guard(q.device());
     if (backward == CudnnBackward::ours) {
-      BranchSpec spec;
-      spec.branch = Branch::Window, spec.window = window, spec.scale = scale;
-      spec.dq = BackwardDq(ctx->saved_data["dq"].toInt());
       Gradients g = attention_backward(q, k, v, o, lse, dout, spec);
       return {g.dq, g.dk, g.dv, none, none, none, none};
     }
@@ -93,7 +90,7 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
     ptr.q = q.data_ptr(), ptr.k = k.data_ptr(), ptr.v = v.data_ptr(), ptr.o = o.data_ptr();
     ptr.stats = lse_bhs.data_ptr<float>(), ptr.dout = dout.data_ptr();
     ptr.dq = dq.data_ptr(), ptr.dk = dk.data_ptr(), ptr.dv = dv.data_ptr();
-    sdpa_run(call_of(q, k, v, window, scale, backward), ptr, q);
+    sdpa_run(call_of(q, k, v, spec.window, spec.scale, backward), ptr, q);
     return {dq, dk, dv, none, none, none, none};
   }
 };
