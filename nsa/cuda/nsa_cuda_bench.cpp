@@ -299,6 +299,9 @@ BranchSpec spec_for(const Problem& p, Which w) {
 // runs by default (layer_compressed_impl).
 enum class CompressedImpl { ours, cudnn_then_ours, cudnn_deterministic, cudnn_atomic };
 std::optional<CompressedImpl> g_compressed_impl;
+// The backward after cuDNN's forward (impl other than ours): CudnnBackward in
+// the same order, one place behind.
+CudnnBackward cudnn_backward_of(CompressedImpl impl) { return CudnnBackward(int(impl) - 1); }
 
 // The layer's default (NSA_COMPRESSED_CUDNN=auto, NSA_COMPRESSED_BWD=auto
 // without deterministic algorithms): cuDNN with its atomic backward where the
@@ -316,10 +319,10 @@ ForwardResult compressed_forward(const Problem& p, const BranchSpec& spec, Compr
   return cudnn_compressed_forward(p.q, p.kc, p.vc, kL, kD, p.scale);
 }
 void compressed_backward(const Problem& p, const BranchSpec& spec, const ForwardResult& f, CompressedImpl impl) {
-  if (impl == CompressedImpl::ours || impl == CompressedImpl::cudnn_then_ours)
+  if (impl == CompressedImpl::ours || cudnn_backward_of(impl) == CudnnBackward::ours)
     attention_backward(p.q, p.kc, p.vc, f.o, f.lse, p.dout, spec);
   else
-    cudnn_compressed_backward(p.q, p.kc, p.vc, f.o, f.lse, p.dout, kL, kD, p.scale, CudnnBackward(int(impl) - 1));
+    cudnn_compressed_backward(p.q, p.kc, p.vc, f.o, f.lse, p.dout, kL, kD, p.scale, cudnn_backward_of(impl));
 }
 
 // Branch W's forward (or backward, from one forward) on p, timed; and the
@@ -438,8 +441,7 @@ void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) { M7cChoices(b, "bwd
 // is skipped with its reason.
 bool compressed_impl_applies(benchmark::State& state, const Problem& p, CompressedImpl impl) {
   if (impl == CompressedImpl::ours) return true;
-  const auto backward = impl == CompressedImpl::cudnn_then_ours ? CudnnBackward::ours : CudnnBackward(int(impl) - 1);
-  const std::string why = cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, backward);
+  const std::string why = cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, cudnn_backward_of(impl));
   if (!why.empty()) state.SkipWithError(("cuDNN declines: " + why).c_str());
   return why.empty();
 }
