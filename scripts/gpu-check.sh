@@ -94,14 +94,15 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
       # them (docs/perf/2026-11-28-h200-compressed-cudnn/3-sanitizers.txt).
       # They are not ours to fix; memcheck and initcheck still see them.
       case $tool in racecheck | synccheck) extra="--kernel-name-exclude kns=cudnn_generated" ;; esac
+      log_file="$WORK/sanitizer-$n_entry-$bin-$tool.log"
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SANITIZER_TIMEOUT_S:-300}" compute-sanitizer --tool $tool $extra --error-exitcode 9 \
-        "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$WORK/sanitizer-$n_entry-$bin-$tool.log" 2>&1
+        "$BUILD/nsa/cuda/$bin" --gtest_filter="$filter" > "$log_file" 2>&1
       rc=$?
       # A filter that matches no test checks nothing: say so instead of a clean summary.
-      if grep -q "Running 0 tests" "$WORK/sanitizer-$n_entry-$bin-$tool.log"; then
+      if grep -q "Running 0 tests" "$log_file"; then
         log "compute-sanitizer $tool $bin: filter '$filter' matched no test"
       else
-        log "compute-sanitizer $tool $bin rc=$rc $(grep -cE '^\[       OK \]' "$WORK/sanitizer-$n_entry-$bin-$tool.log") tests $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$WORK/sanitizer-$n_entry-$bin-$tool.log" | tail -1)"
+        log "compute-sanitizer $tool $bin rc=$rc $(grep -cE '^\[       OK \]' "$log_file") tests $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log_file" | tail -1)"
       fi
     done
   done

@@ -9,6 +9,8 @@
 namespace nsa::cuda {
 namespace {
 
+using testing::compressed_len;
+
 // The branch under test and its float64 reference, as check_branch takes them.
 testing::AttnFn kernel(int64_t l, int64_t d, double scale) {
   return [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -28,7 +30,6 @@ struct CompressedCase {
 };
 void PrintTo(const CompressedCase& c, std::ostream* os) { *os << c.name; }
 
-int64_t compressed_len(int64_t S, int64_t l, int64_t d) { return S >= l ? (S - l) / d + 1 : 0; }
 
 class CompressedAttention : public ::testing::TestWithParam<CompressedCase> {};
 

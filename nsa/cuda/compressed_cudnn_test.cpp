@@ -17,6 +17,8 @@
 namespace nsa::cuda {
 namespace {
 
+using testing::compressed_len;
+
 // For every residue r the runs cover it once, and for every query t = d u + r
 // the run's rule (keys i <= u - u0) sees exactly the keys of the definition
 // (i d + l - 1 <= t), counted by brute force. Runs without a device.
@@ -46,7 +48,6 @@ struct Case {
   at::ScalarType dtype;
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-int64_t compressed_len(int64_t S, int64_t l, int64_t d) { return S >= l ? (S - l) / d + 1 : 0; }
 
 constexpr std::pair<CudnnBackward, const char*> kBackwards[] = {
     {CudnnBackward::ours, "our backward"},

@@ -26,7 +26,7 @@ struct SelectInputs {
 };
 SelectInputs make_select_inputs(const SelectCase& c, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const int64_t S_cmp = c.S >= c.l ? (c.S - c.l) / c.d + 1 : 0;
+  const int64_t S_cmp = testing::compressed_len(c.S, c.l, c.d);
   SelectInputs in;
   in.q = at::randn({c.B, c.S, c.H, c.dk}, gen).to(c.dtype);
   in.kc = c.tied ? at::randn({c.B, 1, c.G, c.dk}, gen).expand({c.B, S_cmp, c.G, c.dk}).contiguous().to(c.dtype)

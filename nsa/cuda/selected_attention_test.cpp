@@ -29,7 +29,7 @@ testing::AttnFn reference(const at::Tensor& block_idx, int64_t sel_block, double
 // in for the compressed keys, the means of k over blocks of l with stride d.
 at::Tensor blocks_from_select(const testing::AttnInputs& in, int64_t l, int64_t d, int64_t sel_block, int64_t n,
                               double scale) {
-  const int64_t S = in.k.size(1), S_cmp = S >= l ? (S - l) / d + 1 : 0;
+  const int64_t S = in.k.size(1), S_cmp = testing::compressed_len(S, l, d);
   const at::Tensor kc = in.k.unfold(1, l, d).mean(-1).narrow(1, 0, S_cmp).contiguous();
   return select_blocks(in.q, kc, l, d, sel_block, n, scale);
 }

@@ -42,6 +42,10 @@ struct AttnInputs {
 AttnInputs make_inputs(int64_t B, int64_t S, int64_t Sk, int64_t H, int64_t G, int64_t dk, int64_t dv,
                        at::ScalarType dtype, uint64_t seed);
 
+// Compressed keys of a sequence of S tokens with block l and stride d
+// (DESIGN.md §2): (S - l) / d + 1, none when S < l.
+inline int64_t compressed_len(int64_t S, int64_t l, int64_t d) { return S >= l ? (S - l) / d + 1 : 0; }
+
 using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>;
 // Runs `kernel` on the inputs and `reference` on their float64 CPU copies, both
 // through autograd with the same upstream gradient, with output poisoning on;
