@@ -14,26 +14,35 @@
 // (double-buffered 16-byte cp.async):
 //   pass 1  S tile -> running row max m and row sum l of 2^(s - m) (fp32, log2
 //           domain; s = q.kc * scale * log2 e, masked to keys i < n_cmp(t)).
-//   pass 2  S tile again -> p = 2^(s - m) / l, written as fp32 into a ring of
-//           the last 128 keys' probabilities per row, P[64 rows][128].
-//           Then each visible key's p is summed over the query's heads into
-//           head 0's ring entry, one thread per (query, key), and every
-//           selection block j whose last overlapping visible key
-//           min(hi_j, n_cmp(t)) - 1 falls in this tile is finished by one
-//           thread per (query, j). With h < kColumnSumHeads heads per group,
-//           exactly in v1's order:
-//             score = 0; for head in order: { acc = 0; for i = lo_j .. ascending:
-//                                              acc += p[head][i]; score += acc; }
-//           up to four heads' sums side by side (each still over i ascending,
-//           added in head order: the same bits). With more heads, each visible
-//           key's p is first summed over the heads into head 0's ring entry,
-//           one thread per (query, key), then
-//             col[i] = 0; for head in order: col[i] += p[head][i];
-//             score = 0; for i = lo_j .. ascending: score += col[i];
-//           (even work across the CTA; the scores differ from v1's in the last
-//           bits, which only near-ties can see). Either way equal
-//           contributions give bitwise-equal scores (ties resolve as in the
-//           reference).
+//   pass 2  S tile again -> p = 2^(s - m) / l, then each visible key's p
+//           summed over the query's heads, and every selection block j whose
+//           last overlapping visible key min(hi_j, n_cmp(t)) - 1 falls in this
+//           tile is finished by one thread per (query, j), from a ring of the
+//           last 128 keys' sums in shared memory. Two ways, by h (a launch's
+//           choice):
+//           h a multiple of 8 (half sums): a half warp's 8 rows (gid, or
+//             gid + 8, of one warp) are 8 heads of one query, so the warp sums
+//             its S tile's p over each half in registers (a reduce-scatter over
+//             the gid lanes: 14 shuffles a half, one tree of the same shape for
+//             every key) and writes one ring row per half, Ph[8][128]; then
+//               score = 0; for i = lo_j .. ascending:
+//                 { col = 0; for each of the query's h / 8 halves in order:
+//                     col += Ph[half][i];  score += col; }
+//           otherwise (per-head sums, v1's order): p goes into a ring row per
+//             (query, head), P[64][128], and
+//               score = 0; for head in order: { acc = 0; for i = lo_j ..
+//                 ascending: acc += p[head][i]; score += acc; }
+//             up to four heads' sums side by side (each still over i ascending,
+//             added in head order: the same bits as v1).
+//           Either way equal contributions give bitwise-equal scores (ties
+//           resolve as in the reference); the half sums differ from v1's in the
+//           last bits, which only near-ties can see. Why the half sums: with a
+//           64-row fp32 ring the CTA needed 104 KB of shared memory at dk 192
+//           (2 CTAs, 8 warps per SM), and ncu showed the kernel latency-bound
+//           there (paper_kernel at 64k: issue slots 30 % busy, 0.37 eligible
+//           warps per scheduler); the 8-row ring brings it to 72 KB, 3 CTAs.
+//           (The column sums they replace summed the 64-row ring over the heads
+//           in a separate pass, one thread per (query, key), behind a barrier.)
 //           The tile's first block and block count are computed once per
 //           tile; the queries' key and candidate counts and the tile's
 //           blocks' lo_j / hi_j come from small shared tables (no integer
@@ -59,9 +68,11 @@
 //
 // Shared memory per CTA:
 //   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
-//   P ring     64 x 136 x 4 B             34 KB (row stride 136: the float2
-//                                          stores of a half warp hit 32 banks);
-//                                          the top-n's candidate lists after it
+//   P ring     rows x 136 x 4 B           rows = 8 with half sums (4.3 KB), 64
+//                                          per head (34 KB); row stride 136: the
+//                                          float2 stores of a half warp hit 32
+//                                          banks; the top-n's candidate lists
+//                                          after it
 //   tables     per query: keys, candidates; per block of a tile: lo, hi  1.5 KB
 //   scores     q_tile x ceil(S/l') x 4 B  the rest of kSmemBudget (112 KB);
 // the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 10 queries x
@@ -105,17 +116,12 @@ struct SelectTcParams {
   int q_tile;
   float scale;
   bool heavy_first;  // the CTA start order (GridSlot; nsa_cuda.h, set_cta_order)
+  bool half_sums;    // h a multiple of 8: heads summed in registers per half warp (see the top)
 };
 
-// Heads per group from which the finishing sums each key over the heads first
-// (column sums, above): H200, BM_SelectBlocksFromLse, the same run: at h = 16
-// (paper_kernel) −9 / −11 / −14 % at 2k / 8k / 64k, at h = 6 (m7c) +3 to +11 %
-// (the extra pass and barrier cost more than the uneven per-block sums they
-// replace over 6 heads). Between 7 and 15 unmeasured: the cut is at 8. The
-// kernel holding both orders (a launch-uniform branch) against the one-order
-// kernel, one machine: paper_kernel −8 / −9 / −12 %, m7c −0.3 / +1.5 / +2.8 %
-// (2k / 8k / 64k; the training shape +0.4 %, within its spread).
-constexpr int kColumnSumHeads = 8;
+// Rows of the P ring: one per half warp (8 heads of one query) with half
+// sums, one per (query, head) row otherwise (see the top).
+NSA_HD int ring_rows(bool half_sums) { return half_sums ? kRows / 8 : kRows; }
 
 // The selection blocks that key tile [k0, k1 = k0 + 64) finishes (tile_blocks
 // in the kernel): from jb = k0 d / l' on, at most J of them for any query of
@@ -124,14 +130,29 @@ struct TileBlocks {
   int jb, jk1, J;
 };
 
+// One step of the half sums' reduce-scatter (see the kernel): of v[0 .. 2 W),
+// the lane keeps the upper W entries if its `bit` is set, else the lower, and
+// adds the partner lane's copies of them; v[0 .. W) holds the result. W is a
+// template argument so every index is a constant and v stays in registers.
+template <int W>
+__device__ __forceinline__ void reduce_scatter_step(float* v, int lane, int bit) {
+  const bool upper = lane & bit;
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const float give = upper ? v[k] : v[k + W], keep = upper ? v[k + W] : v[k];
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, give, bit);
+  }
+}
+
 template <int DK>
 struct SelLayout {
   static constexpr int kLdK = DK + tc::kSmemPad;
   static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
-  static constexpr size_t kPBytes = size_t(kRows) * kLdP * sizeof(float);
   static constexpr size_t kTableBytes = (2 * size_t(kRows) + 2 * size_t(kMaxTileBlocks)) * sizeof(int);
-  static constexpr size_t kFixed = kKBytes + kPBytes + kTableBytes;  // scores follow
-  static_assert(kFixed < kSmemBudget, "select v2 tiles exceed the shared-memory budget");
+  NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums)) * kLdP * sizeof(float); }
+  NSA_HD static size_t fixed(bool half_sums) { return kKBytes + p_bytes(half_sums) + kTableBytes; }  // scores follow
+  static_assert(kKBytes + kRows * kLdP * sizeof(float) + kTableBytes < kSmemBudget,
+                "select v2 tiles exceed the shared-memory budget");
 };
 
 template <typename T, int DK>
@@ -139,12 +160,12 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   using L = SelLayout<DK>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
-  float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [64][kLdP], key i at column i % 128
-  int* q_nc = reinterpret_cast<int*>(smem_raw + L::kKBytes + L::kPBytes);  // [kRows] visible keys of query t0 + qi
+  float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [ring_rows][kLdP], key i at column i % 128
+  int* q_nc = reinterpret_cast<int*>(smem_raw + L::kKBytes + L::p_bytes(p.half_sums));  // [kRows] visible keys of t0 + qi
   int* q_ncand = q_nc + kRows;                                            // [kRows] its candidate blocks
   int* blk_lo = q_ncand + kRows;         // [kMaxTileBlocks] lo_j of the tile's blocks jb + ..
   int* blk_hi = blk_lo + kMaxTileBlocks;  // [kMaxTileBlocks] hi_j, before the query's clamp
-  float* score = reinterpret_cast<float*>(smem_raw + L::kFixed);  // [q_tile][n_blocks]
+  float* score = reinterpret_cast<float*>(smem_raw + L::fixed(p.half_sums));  // [q_tile][n_blocks]
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.kc);
 
@@ -203,26 +224,6 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       blk_hi[tid] = overlap_hi(blocks.jb + tid, p.cmp_stride, p.sel_block);
     }
   };
-  // With h >= kColumnSumHeads: each visible key's probability summed over the
-  // query's heads (in head order), written over head 0's entry, one thread per
-  // (query, key), so the work is even across the CTA, where summing per
-  // (query, block) over heads and keys leaves most threads waiting at the next
-  // barrier for the few with two blocks (ncu: a quarter of the kernel at m7c
-  // 64k; there, with 6 heads, the extra pass still cost more). The block sums
-  // then add ~l'/d column sums each. Equal contributions still sum in one
-  // order, so ties stay exact; the scores differ from v1's (heads outer) in
-  // the last bits, which only near-ties can see.
-  const bool column_sums = p.h >= kColumnSumHeads;  // uniform: a launch's choice
-  const auto sum_columns = [&](int k0) {
-    for (int e = tid; e < nq * kTcKeys; e += kTcThreads) {
-      const int qi = e / kTcKeys, key = k0 + e % kTcKeys;
-      if (key >= q_nc[qi]) continue;  // never read: past the query's visible keys
-      float* col = P + qi * p.h * kLdP + key % kRing;
-      float s = 0.f;
-      for (int head = 0; head < p.h; ++head) s += col[head * kLdP];
-      col[0] = s;
-    }
-  };
   const auto finish_blocks = [&](int k0, const TileBlocks& blocks) {
     const int k1 = k0 + kTcKeys, jb = blocks.jb, jk1 = blocks.jk1, J = blocks.J;
     if (J <= 0) return;
@@ -237,12 +238,18 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       const int lo = tabled ? blk_lo[jj] : overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
       const int hi = imin(tabled ? blk_hi[jj] : overlap_hi(j, p.cmp_stride, p.sel_block), nc);
       if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
-      const float* prow = P + qi * p.h * kLdP;
       float s = 0.f;
-      if (column_sums) {
-        // Head 0's row holds the column sums (sum_columns) of every key up to this tile.
-        for (int i = lo; i < hi; ++i) s += prow[i % kRing];
+      if (p.half_sums) {
+        // The query's halves (8 heads each, in head order) hold its keys' sums up to this tile.
+        const int halves = p.h / 8;
+        const float* prow = P + qi * halves * kLdP;
+        for (int i = lo; i < hi; ++i) {
+          float col = 0.f;
+          for (int hh = 0; hh < halves; ++hh) col += prow[hh * kLdP + i % kRing];
+          s += col;
+        }
       } else {
+        const float* prow = P + qi * p.h * kLdP;
         int head = 0;
         for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
           const float* r = prow + head * kLdP;
@@ -313,7 +320,26 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
             l[r] = l[r] * exp2f(m[r] - base) + sum;
             m[r] = mx[r];
           }
-        } else {  // p into the ring; masked keys get 0 (never read)
+        } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const float base = m[r] == -INFINITY ? 0.f : m[r];
+            float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 2; ++c) v[2 * n + c] = exp2f(s[n][2 * r + c] - base) * inv_l[r];
+            // Reduce-scatter over the gid lanes (lane bits 4, 3, 2): each step
+            // keeps half the entries, adds the partner's copy of them, so the
+            // lane ends with entries 2 gid, 2 gid + 1 (n = gid) summed over the
+            // 8 rows, every key by a tree of the same shape.
+            reduce_scatter_step<8>(v, lane, 16);
+            reduce_scatter_step<4>(v, lane, 8);
+            reduce_scatter_step<2>(v, lane, 4);
+            *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + (k0 + gid * 8 + 2 * tig) % kRing) =
+                make_float2(v[0], v[1]);
+          }
+        } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
 #pragma unroll
           for (int n = 0; n < kTcKeys / 8; ++n) {
             const int col = (k0 + n * 8 + 2 * tig) % kRing;
@@ -331,10 +357,6 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
         const TileBlocks blocks = tile_blocks(k0);
         fill_block_table(blocks);
         __syncthreads();  // P of tile i and its block table are complete
-        if (column_sums) {
-          sum_columns(k0);
-          __syncthreads();  // the column sums of tile i are complete
-        }
         finish_blocks(k0, blocks);
       }
       __syncthreads();  // every warp is done with stage i & 1 (and the ring) before reuse
@@ -400,11 +422,11 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
 template <typename T, int DK>
 bool launch_dk(SelectTcParams& p) {
   using L = SelLayout<DK>;
-  const size_t per_query = size_t(p.n_blocks) * sizeof(float);
-  const int fit = int((kSmemBudget - L::kFixed) / per_query);
+  const size_t per_query = size_t(p.n_blocks) * sizeof(float), fixed = L::fixed(p.half_sums);
+  const int fit = int((kSmemBudget - fixed) / per_query);
   p.q_tile = imin(kRows / p.h, fit);
   if (p.q_tile < 1) return false;  // very long S: v1
-  const size_t smem = L::kFixed + size_t(p.q_tile) * per_query;
+  const size_t smem = fixed + size_t(p.q_tile) * per_query;
   auto kernel = nsa_select_blocks_tc_kernel<T, DK>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G);
@@ -451,6 +473,7 @@ bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at
   p.sel_block = sel_block;
   p.scale = scale;
   p.heavy_first = cta_order() == CtaOrder::HeavyFirst;
+  p.half_sums = p.h % 8 == 0;
   if (p.h > kRows) return false;  // the group's heads must fit one CTA
   // 16-byte rows for cp.async (dk is a multiple of 64), 4-byte pairs for Q.
   if (!aligned16(p.q) || (p.S_cmp > 0 && !aligned16(p.kc))) return false;
