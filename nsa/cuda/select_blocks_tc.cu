@@ -20,15 +20,17 @@
 //           tile is finished by one thread per (query, j), from a ring of the
 //           last 128 keys' sums in shared memory. Two ways, by h (a launch's
 //           choice):
-//           h a multiple of 8 (half sums): a half warp's 8 rows (gid, or
-//             gid + 8, of one warp) are 8 heads of one query, so the warp sums
+//           Half sums, where h rounded up to 8 (hp) wastes at most a quarter of
+//             the rows (h = 6 to 8, 12 to 16, 18 to 24, ...): each query takes
+//             hp rows, its heads then zero padding, so a half warp's 8 rows
+//             (gid, or gid + 8, of one warp) are 8 rows of one query; the warp sums
 //             its S tile's p over each half in registers (a reduce-scatter over
 //             the gid lanes: 14 shuffles a half, one tree of the same shape for
 //             every key) and writes one ring row per half, Ph[8][128]; then
 //               score = 0; for i = lo_j .. ascending:
-//                 { col = 0; for each of the query's h / 8 halves in order:
+//                 { col = 0; for each of the query's hp / 8 halves in order:
 //                     col += Ph[half][i];  score += col; }
-//           otherwise (per-head sums, v1's order): p goes into a ring row per
+//           Otherwise (per-head sums, v1's order): p goes into a ring row per
 //             (query, head), P[64][128], and
 //               score = 0; for head in order: { acc = 0; for i = lo_j ..
 //                 ascending: acc += p[head][i]; score += acc; }
@@ -40,7 +42,8 @@
 //           64-row fp32 ring the CTA needed 104 KB of shared memory at dk 192
 //           (2 CTAs, 8 warps per SM), and ncu showed the kernel latency-bound
 //           there (paper_kernel at 64k: issue slots 30 % busy, 0.37 eligible
-//           warps per scheduler); the 8-row ring brings it to 72 KB, 3 CTAs.
+//           warps per scheduler); the 8-row ring brings it to 72 KB, 3 CTAs
+//           (m7c, dk 64: 96 KB with 10 queries of 6 rows, 56 KB with 8 of 8).
 //           (The column sums they replace summed the 64-row ring over the heads
 //           in a separate pass, one thread per (query, key), behind a barrier.)
 //           The tile's first block and block count are computed once per
@@ -63,8 +66,8 @@
 // a threshold shortcut (top_n_by_threshold) takes the same set without the
 // rounds when it can: the n rounds over 1024 candidates were a third of the
 // kernel at m7c 64k (ncu). Rows are (query,
-// head) pairs r = qi * h + head; rows past q_tile * h are zero padding (h = 6:
-// 60 of 64 rows used). h > 64 runs v1.
+// head) pairs r = qi * hp + head, head < h; the others are zero padding (per
+// head, h = 6: 60 of 64 rows used; half sums, h = 6: 48). h > 64 runs v1.
 //
 // Shared memory per CTA:
 //   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
@@ -75,8 +78,8 @@
 //                                          after it
 //   tables     per query: keys, candidates; per block of a tile: lo, hi  1.5 KB
 //   scores     q_tile x ceil(S/l') x 4 B  the rest of kSmemBudget (112 KB);
-// the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 10 queries x
-// 1024 blocks = 40 KB) and runs v1 when not even one query fits.
+// the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 8 queries x
+// 1024 blocks = 32 KB) and runs v1 when not even one query fits.
 // The grid walks query tiles from the last (most keys) to the first so the long
 // CTAs start early, across every (batch, group) (GridSlot, attention_common.cuh).
 #include <cstdint>
@@ -112,11 +115,12 @@ struct SelectTcParams {
   const float* lse;  // the compressed forward's [B,S,H] logsumexp, or null: pass 1 computes it
   int* out;          // [B,S,G,n_sel]
   int B, S, S_cmp, H, G, h, n_blocks, n_sel;
+  int hp;  // rows per query: h, or h rounded up to 8 with half sums (the extra rows are padding)
   int cmp_block, cmp_stride, sel_block;
   int q_tile;
   float scale;
   bool heavy_first;  // the CTA start order (GridSlot; nsa_cuda.h, set_cta_order)
-  bool half_sums;    // h a multiple of 8: heads summed in registers per half warp (see the top)
+  bool half_sums;    // heads summed in registers per half warp (see the top)
 };
 
 // Rows of the P ring: one per half warp (8 heads of one query) with half
@@ -176,20 +180,20 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   const GridSlot slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/true);
   const int b = slot.y / p.G, g = slot.y % p.G;
   const int t0 = (p.heavy_first ? slot.tile : int(gridDim.x) - 1 - int(blockIdx.x)) * p.q_tile;
-  const int nq = imin(p.q_tile, p.S - t0), rows = nq * p.h;
+  const int nq = imin(p.q_tile, p.S - t0), rows = nq * p.hp;
   const auto n_cmp = [&](int t) { return imin(n_cmp_visible(t, p.cmp_block, p.cmp_stride), p.S_cmp); };
   const auto n_cand = [&](int t) { return imin(t / p.sel_block + 1, p.n_blocks); };
 
   // This lane's rows gid, gid + 8 of the warp: Q fragments and visible key counts.
   const int r0 = warp * 16 + gid, r1 = r0 + 8;
-  const bool v0 = r0 < rows, v1 = r1 < rows;
-  const int ta = t0 + (v0 ? r0 / p.h : 0), tb = t0 + (v1 ? r1 / p.h : 0);
+  const bool v0 = r0 < rows && r0 % p.hp < p.h, v1 = r1 < rows && r1 % p.hp < p.h;
+  const int ta = t0 + (v0 ? r0 / p.hp : 0), tb = t0 + (v1 ? r1 / p.hp : 0);
   const int nc0 = v0 ? n_cmp(ta) : 0, nc1 = v1 ? n_cmp(tb) : 0;
   uint32_t qa[DK / 16][4];
-  tc::load_a_frags<T, DK>(qa, q + row_offset(b, ta, g * p.h + (v0 ? r0 % p.h : 0), p.S, p.H, DK), v0,
-                          q + row_offset(b, tb, g * p.h + (v1 ? r1 % p.h : 0), p.S, p.H, DK), v1, tig);
+  tc::load_a_frags<T, DK>(qa, q + row_offset(b, ta, g * p.h + (v0 ? r0 % p.hp : 0), p.S, p.H, DK), v0,
+                          q + row_offset(b, tb, g * p.h + (v1 ? r1 % p.hp : 0), p.S, p.H, DK), v1, tig);
   // Keys this warp's rows see at most (its last valid row has the latest query).
-  const int warp_nc = warp * 16 < rows ? n_cmp(t0 + imin(warp * 16 + 15, rows - 1) / p.h) : 0;
+  const int warp_nc = warp * 16 < rows ? n_cmp(t0 + imin(warp * 16 + 15, rows - 1) / p.hp) : 0;
   const int nc_max = n_cmp(t0 + nq - 1);
   const int n_tiles = ceil_div(nc_max, kTcKeys);
   const float scale_log2 = p.scale * kLog2e;
@@ -241,7 +245,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       float s = 0.f;
       if (p.half_sums) {
         // The query's halves (8 heads each, in head order) hold its keys' sums up to this tile.
-        const int halves = p.h / 8;
+        const int halves = p.hp / 8;
         const float* prow = P + qi * halves * kLdP;
         for (int i = lo; i < hi; ++i) {
           float col = 0.f;
@@ -249,7 +253,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
           s += col;
         }
       } else {
-        const float* prow = P + qi * p.h * kLdP;
+        const float* prow = P + qi * p.hp * kLdP;
         int head = 0;
         for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
           const float* r = prow + head * kLdP;
@@ -277,7 +281,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
     const int tr[2] = {ta, tb};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      m[r] = va[r] ? p.lse[(int64_t(b) * p.S + tr[r]) * p.H + g * p.h + ra[r] % p.h] * kLog2e : -INFINITY;
+      m[r] = va[r] ? p.lse[(int64_t(b) * p.S + tr[r]) * p.H + g * p.h + ra[r] % p.hp] * kLog2e : -INFINITY;
       inv_l[r] = 1.f;
     }
   }
@@ -424,7 +428,7 @@ bool launch_dk(SelectTcParams& p) {
   using L = SelLayout<DK>;
   const size_t per_query = size_t(p.n_blocks) * sizeof(float), fixed = L::fixed(p.half_sums);
   const int fit = int((kSmemBudget - fixed) / per_query);
-  p.q_tile = imin(kRows / p.h, fit);
+  p.q_tile = imin(kRows / p.hp, fit);
   if (p.q_tile < 1) return false;  // very long S: v1
   const size_t smem = fixed + size_t(p.q_tile) * per_query;
   auto kernel = nsa_select_blocks_tc_kernel<T, DK>;
@@ -473,7 +477,12 @@ bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at
   p.sel_block = sel_block;
   p.scale = scale;
   p.heavy_first = cta_order() == CtaOrder::HeavyFirst;
-  p.half_sums = p.h % 8 == 0;
+  // Half sums where the heads fill whole half warps, or nearly: h rounded up
+  // to 8 wastes at most a quarter of the rows (m7c_125m, h = 6: 8 queries of
+  // 8 rows a CTA instead of 10 of 6, for a ring of 8 rows instead of 64).
+  const int h8 = ceil_div(p.h, 8) * 8;
+  p.half_sums = 4 * (h8 - p.h) <= h8;
+  p.hp = p.half_sums ? h8 : p.h;
   if (p.h > kRows) return false;  // the group's heads must fit one CTA
   // 16-byte rows for cp.async (dk is a multiple of 64), 4-byte pairs for Q.
   if (!aligned16(p.q) || (p.S_cmp > 0 && !aligned16(p.kc))) return false;

@@ -125,9 +125,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
 // Shapes the tensor-core v2 kernel (select_blocks_tc.cu) takes: fp16/bf16, dk in
-// {64, 128, 192}, h = H/G in {1, 6, 8, 16, 20, 32, 64} (multiples of 8 sum
-// the heads per half warp in registers, the others per head: both ways of the
-// finishing, and a query over one half, two, four or eight); S around the 32/64-query and
+// {64, 128, 192}, h = H/G in {1, 4, 5, 6, 8, 9, 16, 20, 32, 64}: both ways of
+// the finishing (half sums where h rounded up to 8 pads at most a quarter of
+// the rows: 6, 8, 16, 20, 32, 64, a query over one half, two, three, four or
+// eight; per head otherwise: 1, 4, 5, 9); S around the 32/64-query and
 // 64-key tile edges, queries with no compressed key (S < l), fewer blocks than n,
 // several key tiles (S = 1000 / 3000 with l = 8, d = 4: 249 / 749 keys).
 const std::vector<SelectCase>& v2_cases() {
@@ -152,6 +153,9 @@ const std::vector<SelectCase>& v2_cases() {
       SelectCase{"v2_fp16_S700_h32_d128_l8", 1, 700, 32, 1, 128, 8, 4, 16, 8, at::kHalf, false},
       SelectCase{"v2_bf16_S300_h64_B2", 2, 300, 128, 2, 64, 8, 4, 16, 6, at::kBFloat16, false},
       SelectCase{"v2_bf16_ties_S300_h64", 1, 300, 64, 1, 64, 8, 4, 16, 6, at::kBFloat16, true},
+      SelectCase{"v2_bf16_S1000_h5_paper", 1, 1000, 10, 2, 64, 32, 16, 64, 16, at::kBFloat16, false},
+      SelectCase{"v2_fp16_ties_S700_h9_d128", 1, 700, 9, 1, 128, 8, 4, 16, 8, at::kHalf, true},
+      SelectCase{"v2_bf16_S3000_h4_l8_B2", 2, 3000, 8, 2, 64, 8, 4, 16, 16, at::kBFloat16, false},
       // Over 32 candidates (up to 188): the top-n's threshold shortcut, on
       // ties (v1, which runs the rounds, must agree bitwise), at n = 32 (its
       // largest) and n = 40 (the rounds again).
