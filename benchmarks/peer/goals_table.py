@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ from peer_records import PASSES, SEQ_LENS, SHAPES, BadInput, PeerRun, emit, load
 
 SCHEMA = "nsa-goals/1"
 # Layer rows carry /v:N, decode rows /version:N; SDPA rows carry neither.
-BENCH_NAME = re.compile(r"BM_(\w+)/shape:(\d+)/S:(\d+)(?:/(?:v|version):(\d+))?(?:/|$)")
+BENCH_NAME = re.compile(r"BM_(\w+)/shape:(\d+)/S:(\d+)(?:/(?:v|version|impl):(\d+))?(?:/|$)")
 VERSIONED = {"LayerAttentionFwd": "v", "LayerAttentionFwdBwd": "v", "SelectBlocks": "v",
              "SelectBlocksFromLse": "v", "CompressedFwd": "v", "DecodeStepGraph": "version"}
 
@@ -42,6 +43,9 @@ SDPA_GOALS = ((0, "fwd", 8192, 1.5), (0, "fwd", 32768, 3.0), (0, "fwd", 65536, 5
               (0, "fwdbwd", 8192, 1.0), (0, "fwdbwd", 65536, 4.0),
               (1, "fwdbwd", 8192, 1.0), (1, "fwdbwd", 65536, 2.5),
               (1, "decode", 65536, 1.5))
+# Issue 15's decode bandwidth: the step's K/V bytes over its back-to-back time, a share of the HBM peak
+# (BM_DecodeStepGraph's counter hbm_share), for (shape, S).
+HBM_GOAL = (1, 65536, 0.60)
 SHARE_S = 65536
 SHARE_MAX = 0.20  # select_blocks + compressed forward, as a fraction of the layer forward
 # Issue 16.
@@ -55,7 +59,13 @@ SDPA_ROWS = {"fwd": ("DenseSdpaFwd",), "fwdbwd": ("DenseSdpaFwd", "DenseSdpaBwd"
 PASS_LABEL = {"fwd": "forward", "fwdbwd": "forward+backward", "decode": "decode step"}
 SELECT_ROWS = ("SelectBlocksFromLse", "SelectBlocks")
 # The rows read; others (BM_DecodeKvTokens counts tokens, has no time) are passed over.
-USED = set(NSA_ROW.values()) | {k for ks in SDPA_ROWS.values() for k in ks} | set(SELECT_ROWS) | {"CompressedFwd"}
+# The compressed forward as the layer runs it: BM_LayerAttentionFwd's counter
+# compressed_impl names the implementation (nsa_cuda_bench's CompressedImpl: 0 =
+# ours, 1-3 = cuDNN's forward with one of three backwards); ours is timed by
+# BM_CompressedFwd v:2, cuDNN's by BM_CompressedImplFwd impl:1.
+COMPRESSED_ROWS = {False: ("CompressedFwd", "2"), True: ("CompressedImplFwd", "1")}
+USED = set(NSA_ROW.values()) | {k for ks in SDPA_ROWS.values() for k in ks} | set(SELECT_ROWS) | {
+    kind for kind, _ in COMPRESSED_ROWS.values()}
 
 # Cells whose run ended early: their tok/s (if any) is not the model's speed.
 UNFINISHED = {"hang", "step_timeout", "crash", "error", "skip"}
@@ -85,6 +95,8 @@ class Bench:
     gpu: str  # the context's "gpu" (nsa_cuda_bench writes the device's name), "" if none
     ms: dict  # (kind, shape, S) -> median over repetitions
     reps: dict  # (kind, shape, S) -> repetitions
+    compressed_impl: dict  # (shape, S) -> the compressed_impl counters of the BM_LayerAttentionFwd rows
+    hbm_share: dict  # (shape, S) -> median hbm_share counter of the BM_DecodeStepGraph v2 rows
 
     def get(self, kind: str, shape: int, S: int) -> float | None:
         return self.ms.get((kind, shape, S))
@@ -103,7 +115,7 @@ def load_bench(path: str) -> Bench:
     entries = doc.get("benchmarks") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise BadInput(f"{path}: no 'benchmarks' list: not Google Benchmark JSON")
-    samples = {}
+    samples, impls, hbm = {}, {}, {}
     for b in entries:
         if not isinstance(b, dict):
             raise BadInput(f"{path}: a 'benchmarks' entry is not an object: {b!r}")
@@ -112,19 +124,28 @@ def load_bench(path: str) -> Bench:
         if not m or b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
         kind, shape, S, version = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
-        if kind not in USED or version not in (None, "2"):  # v1 kernels are the baseline, not the goal
+        # v1 kernels are the baseline, not the goal; of the compressed implementations, the two forwards.
+        wanted = dict(COMPRESSED_ROWS.values()).get(kind, "2")
+        if kind not in USED or version not in (None, wanted):
             continue
         ms = b.get("ms")
         # A ratio of times needs a positive one on both sides; anything else is a broken row.
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < float("inf"):
             raise BadInput(f"{path}: benchmark {b['name']!r}: 'ms' counter is {ms!r}, not a positive time")
         samples.setdefault((kind, shape, S), []).append(float(ms))
+        if kind == "LayerAttentionFwd" and "compressed_impl" in b:
+            impls.setdefault((shape, S), set()).add(b["compressed_impl"])
+        if kind == "DecodeStepGraph" and isinstance(b.get("hbm_share"), (int, float)):
+            hbm.setdefault((shape, S), []).append(float(b["hbm_share"]))
     ctx = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")), str(ctx.get("gpu", "")),
-                 {k: quantiles(v)["ms"] for k, v in samples.items()}, {k: len(v) for k, v in samples.items()})
+                 {k: quantiles(v)["ms"] for k, v in samples.items()}, {k: len(v) for k, v in samples.items()},
+                 impls, {k: statistics.median(v) for k, v in hbm.items()})
 
 
 def row_name(kind: str, shape: int, S: int) -> str:
+    if kind == COMPRESSED_ROWS[True][0]:
+        return f"BM_{kind}/shape:{shape}/S:{S}/impl:{COMPRESSED_ROWS[True][1]}"
     tag = VERSIONED.get(kind)
     return f"BM_{kind}/shape:{shape}/S:{S}" + (f"/{tag}:2" if tag else "")
 
@@ -175,6 +196,21 @@ def sdpa_row(bench: Bench, shape: int, pass_: str, S: int, target: float) -> Row
     return Row(key, 15, goal, measured, verdict, v, f"≥ {target:g}×")
 
 
+def hbm_row(bench: Bench, shape: int, S: int, target: float) -> Row:
+    goal = f"{SHAPES[shape].name} decode step reads its K/V at ≥ {percent(target)} of HBM bandwidth at {label_S(S)}"
+    key = f"hbm:{SHAPES[shape].name}:decode:{S}"
+    src = os.path.basename(bench.path)
+    v = bench.hbm_share.get((shape, S))
+    if v is None:
+        return Row(key, 15, goal, f"— (no hbm_share counter on {row_name('DecodeStepGraph', shape, S)} in {src})",
+                   NOT_MEASURED, target=f"≥ {percent(target)}")
+    met = v >= target * (1 - EPS)
+    measured = (f"**{percent(v, target, met)}**: {row_name('DecodeStepGraph', shape, S)} hbm_share "
+                f"({src}, {reps_note(bench, [('DecodeStepGraph', shape, S)])})")
+    verdict = "met" if met else f"missed ({percent(v, target, met)} of ≥ {percent(target)})"
+    return Row(key, 15, goal, measured, verdict, v, f"≥ {percent(target)}")
+
+
 def share_row(bench: Bench, shape: int) -> Row:
     goal = (f"{SHAPES[shape].name}: select_blocks + compressed forward ≤ {percent(SHARE_MAX)} "
             f"of the layer forward at {label_S(SHARE_S)}")
@@ -182,16 +218,23 @@ def share_row(bench: Bench, shape: int) -> Row:
     key = f"share:{SHAPES[shape].name}:{SHARE_S}"
     # The layer calls select_blocks with the compressed forward's logsumexp: take that variant when present.
     select = next((k for k in SELECT_ROWS if bench.get(k, shape, SHARE_S) is not None), None)
-    kinds = (select, "CompressedFwd", "LayerAttentionFwd")
+    src = os.path.basename(bench.path)
+    # The compressed forward the layer rows ran (no counter: an older bench, ours).
+    impls = bench.compressed_impl.get((shape, SHARE_S), {0})
+    if len(impls) > 1:
+        return Row(key, 15, goal, f"— (the layer rows ran different compressed implementations, "
+                   f"compressed_impl {sorted(impls)}, in {src})", NOT_MEASURED, target=target)
+    cudnn = impls != {0}
+    kinds = (select, COMPRESSED_ROWS[cudnn][0], "LayerAttentionFwd")
     missing = [row_name(k, shape, SHARE_S) if k else f"BM_SelectBlocks[FromLse]/shape:{shape}/S:{SHARE_S}/v:2"
                for k in kinds if k is None or bench.get(k, shape, SHARE_S) is None]
-    src = os.path.basename(bench.path)
     if missing:
         return Row(key, 15, goal, f"— (no {', '.join(missing)} in {src})", NOT_MEASURED, target=target)
     sel, cmp, layer = (bench.get(k, shape, SHARE_S) for k in kinds)
     v = (sel + cmp) / layer
     met = v <= SHARE_MAX * (1 + EPS)
-    measured = (f"**{percent(v, SHARE_MAX, met)}**: BM_{select} {sel:.3g} + compressed {cmp:.3g} "
+    measured = (f"**{percent(v, SHARE_MAX, met)}**: BM_{select} {sel:.3g} + compressed "
+                f"({'cuDNN' if cudnn else 'ours'}, as the layer ran it) {cmp:.3g} "
                 f"of layer {layer:.3g} ms "
                 f"({src}, {reps_note(bench, [(k, shape, SHARE_S) for k in kinds])})")
     verdict = "met" if met else f"missed ({percent(v, SHARE_MAX, met)} of {target})"
@@ -373,7 +416,7 @@ def training_rows(results: list) -> list:
 
 
 def all_rows(bench: Bench, peer: PeerRun | None, peer_path: str, results: list) -> list:
-    rows = [sdpa_row(bench, *g) for g in SDPA_GOALS]
+    rows = [sdpa_row(bench, *g) for g in SDPA_GOALS] + [hbm_row(bench, *HBM_GOAL)]
     rows += [fla_row(peer, peer_path, bench, shape, pass_) for shape in range(len(SHAPES)) for pass_ in PASSES]
     rows += [share_row(bench, shape) for shape in range(len(SHAPES))]
     return rows + training_rows(results)
@@ -402,8 +445,11 @@ FOOTNOTES = [
     "fla = fla ms / ours ms per S (8k, 16k, 32k, 64k) from the peer file (ours from the same peer run when it has "
     "them, else from the bench file); faster means above 1×; the row shows the slowest S. fla runs no window "
     "branch (see the peer table).",
+    "Decode bandwidth = `BM_DecodeStepGraph` version:2's counter `hbm_share` (the K/V bytes the step needs over "
+    "its back-to-back GPU time, a share of the device's HBM peak), the median over repetitions.",
     "Selection share = (`BM_SelectBlocksFromLse`, the variant the layer calls, else `BM_SelectBlocks`) + "
-    "`BM_CompressedFwd`, each timed alone, over `BM_LayerAttentionFwd`, v:2, S = 65536.",
+    "the compressed forward the layer rows ran (their counter `compressed_impl`: 0 `BM_CompressedFwd` v:2, "
+    "else cuDNN's, `BM_CompressedImplFwd` impl:1), each timed alone, over `BM_LayerAttentionFwd`, v:2, S = 65536.",
     "Training = `metrics.tok_s` (median over warm steps) of the nsa cell and of the dense cell whose other axes "
     "are equal, the `probes=none` pair when there are several; a cell that did not finish, shared its GPU or "
     "ran on a busy machine is not judged.",
