@@ -251,10 +251,32 @@ std::vector<int64_t> parity_positions(int64_t S, const nsa::NsaParams& p, int64_
   };
   add(0), add(S - 1);
   for (int64_t t = p.window - 2; t <= p.window + 1; ++t) add(t);
+  // Where the boundaries are checked: every one in the first kParityPrefixBlocks
+  // selection blocks, then kParitySites stretches of one selection block plus
+  // one compressed block each (so each holds a selection-block start and at
+  // least l/d compressed-block ends), evenly spaced, the last ending at S − 1.
+  const int64_t prefix = kParityPrefixBlocks * p.sel_block, span = p.sel_block + p.cmp_block;
+  std::vector<std::pair<int64_t, int64_t>> ranges = {{0, prefix - 1}};  // inclusive
+  for (int64_t k = 1; k <= kParitySites && prefix < S; ++k) {
+    const int64_t end = prefix + k * (S - 1 - prefix) / kParitySites;
+    ranges.push_back({end - span, end});
+  }
+  auto checked = [&](int64_t t) {
+    for (const auto& [lo, hi] : ranges)
+      if (t >= lo && t <= hi) return true;
+    return false;
+  };
+  auto add_boundary = [&](int64_t t) {
+    if (checked(t)) add(t);
+  };
   // A compressed block i becomes visible at t = i·d + l − 1: the positions on both sides.
-  for (int64_t e = p.cmp_block - 1; e < S; e += p.cmp_stride) add(e - 1), add(e);
+  for (int64_t e = p.cmp_block - 1; e < S; e += p.cmp_stride) add_boundary(e - 1), add_boundary(e);
   // A selection block starts at j·l': the last position of the previous block and the first of it.
-  for (int64_t s = 0; s < S; s += p.sel_block) add(s - 1), add(s);
+  for (int64_t s = 0; s < S; s += p.sel_block) add_boundary(s - 1), add_boundary(s);
+  // Where a uniform input's compressed weights are exact (a power of two of
+  // visible blocks, uniform_weights_exact): there the zeros input's tie rule
+  // must pick the lower index, at every such t however far.
+  for (int64_t n = 1; p.cmp_block - 1 + (n - 1) * p.cmp_stride < S; n *= 2) add(p.cmp_block - 1 + (n - 1) * p.cmp_stride);
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int64_t> any(0, S - 1);
   while (static_cast<int64_t>(at.size()) < std::min(min_count, S)) add(any(rng));

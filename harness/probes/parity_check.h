@@ -84,8 +84,21 @@ LayerParity compare_layer(const oracle::OracleOutput& ref, const PathRun& run, c
 
 // The query positions to check for a sequence of S: all of them up to
 // `all_up_to`, else at least `min_count`: the first and last, the window edge
-// (w−2 … w+1), both sides of every compressed-block end (i·d + l − 1) and
-// selection-block start (j·l'), and seeded random others. Ascending, unique.
+// (w−2 … w+1), both sides of each compressed-block end (i·d + l − 1) and
+// selection-block start (j·l') in the first kParityPrefixBlocks selection
+// blocks and in kParitySites evenly spaced stretches after them (the last
+// ending at S − 1), every t where a power of two of compressed blocks is
+// visible, and seeded random others. Ascending, unique.
+//
+// Why not every boundary: there are 2·S/d + 2·S/l' of them, and the float64
+// oracle's work at position t grows with t, so checking them all grew as S²
+// (m7c_125m at 16k: more than 190 s at the cell's start, past the first-step
+// deadline). A path's boundary bugs repeat at every boundary of a kind, or
+// start from some t on (an index that overflows): the prefix sees the first
+// kind, the stretches up to the end the second. The count no longer grows
+// with S (under 400 at the paper's block sizes at 64k: ParityPositions.*).
+constexpr int64_t kParityPrefixBlocks = 16;
+constexpr int64_t kParitySites = 8;
 std::vector<int64_t> parity_positions(int64_t S, const nsa::NsaParams& p, int64_t all_up_to = 256,
                                       int64_t min_count = 64, uint64_t seed = 1);
 

@@ -225,7 +225,20 @@ TEST(ParityPositions, EveryPositionOfAShortSequence) {
   EXPECT_EQ(T.back(), 99);
 }
 
-TEST(ParityPositions, ALongSequenceKeepsEveryBoundaryTheWindowEdgeAndBothEnds) {
+// Every boundary kind, written from the definitions (DESIGN.md §2): the last
+// position before and the first at which compressed block i is visible
+// (i·d + l − 1), and both sides of a selection-block start j·l'.
+struct Boundaries {
+  std::vector<int64_t> cmp, sel;  // the later position of each pair
+};
+Boundaries boundaries(int64_t S, const nsa::NsaParams& p) {
+  Boundaries b;
+  for (int64_t i = 0; i * p.cmp_stride + p.cmp_block - 1 < S; ++i) b.cmp.push_back(i * p.cmp_stride + p.cmp_block - 1);
+  for (int64_t j = 1; j * p.sel_block < S; ++j) b.sel.push_back(j * p.sel_block);
+  return b;
+}
+
+TEST(ParityPositions, ALongSequenceKeepsBothEndsTheWindowEdgeAndEveryEarlyBoundary) {
   nsa::NsaParams p;  // paper defaults: l=32, d=16, l'=64, w=512
   const int64_t S = 2048;
   auto T = parity_positions(S, p);
@@ -233,8 +246,42 @@ TEST(ParityPositions, ALongSequenceKeepsEveryBoundaryTheWindowEdgeAndBothEnds) {
   EXPECT_GE(T.size(), 64u);
   EXPECT_LT(T.size(), size_t(S));
   for (int64_t t : {int64_t(0), S - 1, int64_t(510), int64_t(511), int64_t(512), int64_t(513)}) EXPECT_TRUE(has(t)) << t;
-  for (int64_t e = p.cmp_block - 1; e < S; e += p.cmp_stride) EXPECT_TRUE(has(e) && has(e - 1)) << e;
-  for (int64_t s = p.sel_block; s < S; s += p.sel_block) EXPECT_TRUE(has(s) && has(s - 1)) << s;
+  // The first 16 selection blocks: every boundary of both kinds.
+  const Boundaries b = boundaries(S, p);
+  for (int64_t e : b.cmp)
+    if (e < 16 * p.sel_block) EXPECT_TRUE(has(e) && has(e - 1)) << e;
+  for (int64_t s : b.sel)
+    if (s < 16 * p.sel_block) EXPECT_TRUE(has(s) && has(s - 1)) << s;
+}
+
+// At 64k the checked positions stay few (the float64 oracle's cost per position
+// grows with t), yet every eighth of the sequence after the prefix, up to the
+// last position, holds both sides of a compressed-block end and of a
+// selection-block start, and every t with a power of two of visible compressed
+// blocks (the zeros input's exact ties) is there.
+TEST(ParityPositions, AVeryLongSequenceChecksEveryBoundaryKindUpToItsEnd) {
+  nsa::NsaParams p;
+  const int64_t S = 65536;
+  auto T = parity_positions(S, p);
+  auto has = [&](int64_t t) { return std::binary_search(T.begin(), T.end(), t); };
+  EXPECT_LE(T.size(), 400u);
+  EXPECT_TRUE(has(0) && has(S - 1));
+  const Boundaries b = boundaries(S, p);
+  const int64_t prefix = 16 * p.sel_block;
+  for (int64_t k = 0; k < 8; ++k) {
+    const int64_t lo = prefix + k * (S - prefix) / 8, hi = prefix + (k + 1) * (S - prefix) / 8;
+    auto pair_in = [&](const std::vector<int64_t>& v) {
+      return std::any_of(v.begin(), v.end(), [&](int64_t e) { return e - 1 >= lo && e < hi && has(e) && has(e - 1); });
+    };
+    EXPECT_TRUE(pair_in(b.cmp)) << "no compressed-block end checked in [" << lo << ", " << hi << ")";
+    EXPECT_TRUE(pair_in(b.sel)) << "no selection-block start checked in [" << lo << ", " << hi << ")";
+  }
+  // The last stretch reaches the end: the last boundary of each kind.
+  EXPECT_TRUE(has(b.cmp.back()) && has(b.cmp.back() - 1)) << b.cmp.back();
+  EXPECT_TRUE(has(b.sel.back()) && has(b.sel.back() - 1)) << b.sel.back();
+  for (int64_t t = 0; t < S; ++t)
+    if (t + 1 >= p.cmp_block && uniform_weights_exact(t, p) && (t + 1 - p.cmp_block) % p.cmp_stride == 0)
+      EXPECT_TRUE(has(t)) << "n_vis a power of two first at t = " << t;
 }
 
 }  // namespace
