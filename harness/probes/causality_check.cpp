@@ -65,4 +65,25 @@ std::vector<CausalLeak> find_leaks(const std::vector<at::Tensor>& layers, const 
   return leaks;
 }
 
+std::vector<CausalLeak> find_leaks_in_forwards(const at::Tensor& batch, const std::vector<int64_t>& cuts,
+                                               int64_t cuts_per_forward, double rel_tol, const LayerForward& forward) {
+  const int64_t n = static_cast<int64_t>(cuts.size()), per = std::max<int64_t>(1, cuts_per_forward);
+  std::vector<CausalLeak> leaks;
+  for (int64_t a = 0; a < n; a += per) {
+    const int64_t b = std::min(n, a + per);
+    // Row 0 (unperturbed) again in every forward, then cuts a .. b-1's rows.
+    const at::Tensor rows = at::cat({batch.narrow(0, 0, 1), batch.narrow(0, 1 + a, b - a)});
+    const std::vector<int64_t> part(cuts.begin() + a, cuts.begin() + b);
+    for (auto& l : find_leaks(forward(rows), part, rel_tol)) leaks.push_back(l);
+  }
+  return leaks;
+}
+
+int64_t causality_cuts_per_forward(int64_t S, int64_t heads, bool on_cuda, int64_t n_cuts, int64_t cpu_bytes) {
+  if (on_cuda) return std::max<int64_t>(1, n_cuts);
+  const double per_row = double(S) * double(S) * double(heads) * sizeof(double);
+  const int64_t rows = static_cast<int64_t>(double(cpu_bytes) / per_row);  // row 0 is one of them
+  return std::clamp<int64_t>(rows - 1, 1, std::max<int64_t>(1, n_cuts));
+}
+
 }  // namespace harness

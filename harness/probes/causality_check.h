@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nsa/config.h"
@@ -36,5 +37,24 @@ struct CausalLeak {
 // `rel_tol` of that layer's largest output anywhere at a position ≤ the cut.
 std::vector<CausalLeak> find_leaks(const std::vector<at::Tensor>& layers, const std::vector<int64_t>& cuts,
                                    double rel_tol);
+
+// Each layer's output for a batch of token rows [R, S] → [R, S, D] each.
+using LayerForward = std::function<std::vector<at::Tensor>(const at::Tensor& rows)>;
+
+// find_leaks over `batch` (perturbed_batch's [cuts+1, S]) run in forwards of
+// row 0 and at most `cuts_per_forward` cut rows each, so every comparison is
+// still between rows of one forward (computed by the same operations). The
+// same leaks as one forward of the whole batch, in cut order.
+std::vector<CausalLeak> find_leaks_in_forwards(const at::Tensor& batch, const std::vector<int64_t>& cuts,
+                                               int64_t cuts_per_forward, double rel_tol, const LayerForward& forward);
+
+// How many cut rows one forward may take. The CPU prefill paths hold a float64
+// S×S score matrix per (row, head) at once: S 4096, 4 heads, 14 rows took
+// 8.2 GB (peak RSS, the tiny config); one forward of every row at S 8192 would
+// take 32 GB. On the CPU the rows are bounded by `cpu_bytes` (at least one
+// cut row a forward); the CUDA kernels keep no S×S tensor: every cut at once.
+constexpr int64_t kCausalityCpuBytes = int64_t(2) << 30;
+int64_t causality_cuts_per_forward(int64_t S, int64_t heads, bool on_cuda, int64_t n_cuts,
+                                   int64_t cpu_bytes = kCausalityCpuBytes);
 
 }  // namespace harness

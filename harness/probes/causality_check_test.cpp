@@ -73,6 +73,47 @@ TEST(CausalityFindLeaks, QuietForACausalModel) {
   EXPECT_TRUE(find_leaks(toy_forward(batch, [](int64_t) { return false; }), cuts, 1e-9).empty());
 }
 
+// In forwards of row 0 and a few cut rows: the same leaks, in cut order, as one
+// forward of the whole batch, each forward led by the unperturbed row.
+TEST(CausalityFindLeaks, InSeveralForwardsTheSameLeaksAsInOne) {
+  const auto p = tiny_params();
+  const auto cuts = causality_cut_points(100, p, 1);
+  const auto n = static_cast<int64_t>(cuts.size());
+  auto batch = perturbed_batch(at::randint(0, 256, {100}, at::kLong), cuts, 256, 2);
+  const auto leaky = [](int64_t t) { return (t + 1 - 7) % 4 == 0 && t + 1 >= 7; };
+  const auto whole = find_leaks(toy_forward(batch, leaky), cuts, 1e-9);
+  ASSERT_FALSE(whole.empty());
+  for (int64_t per : {int64_t(1), int64_t(2), int64_t(3), n, n + 5}) {
+    SCOPED_TRACE(per);
+    int64_t calls = 0;
+    const auto parts = find_leaks_in_forwards(batch, cuts, per, 1e-9, [&](const at::Tensor& rows) {
+      ++calls;
+      EXPECT_TRUE(at::equal(rows[0], batch[0])) << "each forward starts with the unperturbed row";
+      EXPECT_LE(rows.size(0), per + 1);
+      return toy_forward(rows, leaky);
+    });
+    EXPECT_EQ(calls, (n + per - 1) / per);
+    ASSERT_EQ(parts.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_EQ(parts[i].cut, whole[i].cut);
+      EXPECT_EQ(parts[i].first_changed, whole[i].first_changed);
+      EXPECT_EQ(parts[i].layer, whole[i].layer);
+      EXPECT_DOUBLE_EQ(parts[i].change, whole[i].change);
+    }
+  }
+}
+
+// The CPU paths' S×S float64 scores per (row, head) against the budget: at S
+// 4096 with 4 heads one row is 4096² · 4 · 8 B = 512 MiB, so 2 GiB holds 4 rows
+// (row 0 and 3 cuts); at 8192 not even two, and still one cut a forward.
+TEST(CausalityCutsPerForward, BoundsTheCpuRowsByTheirScoreMatricesNotTheGpuOnes) {
+  EXPECT_EQ(causality_cuts_per_forward(4096, 4, false, 13, int64_t(2) << 30), 3);
+  EXPECT_EQ(causality_cuts_per_forward(8192, 4, false, 13, int64_t(2) << 30), 1);
+  EXPECT_EQ(causality_cuts_per_forward(100, 4, false, 13, int64_t(2) << 30), 13);  // all fit
+  EXPECT_EQ(causality_cuts_per_forward(65536, 12, true, 13), 13);                  // CUDA: one forward
+  EXPECT_EQ(causality_cuts_per_forward(100, 4, false, 0), 1);                      // never 0
+}
+
 struct BlockOuts : nsa::Observer {
   std::vector<at::Tensor> outs;
   bool wants_tensors() const override { return true; }

@@ -36,19 +36,25 @@ class CausalityProbe : public Probe {
     const bool on_cuda = ctx.device.is_cuda();
     const auto dtype = on_cuda ? at::kFloat : at::kDouble;
     const double rel_tol = on_cuda ? 1e-5 : 1e-9;
-    LayerCapture capture;
-    nsa::Runtime rt = ctx.rt;
-    rt.observer = &capture;
-    {
+    // In forwards whose S×S scores fit the CPU's memory (causality_check.h).
+    const int64_t per_forward =
+        causality_cuts_per_forward(S, cfg.n_heads, on_cuda, static_cast<int64_t>(cuts.size()));
+    int64_t forwards = 0;
+    const auto leaks = find_leaks_in_forwards(batch, cuts, per_forward, rel_tol, [&](const at::Tensor& rows) {
+      LayerCapture capture;
+      nsa::Runtime rt = ctx.rt;
+      rt.observer = &capture;
       at::NoGradGuard ng;
-      ctx.model.forward(batch, dtype, rt);
-    }
-    const auto leaks = find_leaks(capture.outs, cuts, rel_tol);
+      ctx.model.forward(rows, dtype, rt);
+      ++forwards;
+      return capture.outs;
+    });
     nlohmann::json rows = nlohmann::json::array();
     for (auto& l : leaks)
       rows.push_back({{"cut", l.cut}, {"first_changed_position", l.first_changed}, {"layer", l.layer},
                       {"max_rel_change", l.change}});
-    ctx.table("causality", {{"seq_len", S}, {"cut_points", cuts}, {"tolerance", rel_tol}, {"leaks", rows}});
+    ctx.table("causality", {{"seq_len", S}, {"cut_points", cuts}, {"tolerance", rel_tol}, {"forwards", forwards},
+                            {"leaks", rows}});
     if (leaks.empty()) return;
     const auto& first = leaks.front();
     Finding f;
