@@ -46,7 +46,7 @@ void add_hang_evidence(const SupervisedRun& run, Finding& f) {
   f.evidence["seconds_since_last_event"] = run.since_last_event_s;
   f.evidence["seconds_since_last_progress"] = run.since_last_progress_s;
   f.evidence["deadline_stretch"] = run.deadline_stretch;
-  f.evidence["last_progress_signal"] = run.last_progress_signal;
+  f.evidence["last_progress_signal"] = to_string(run.last_progress_signal);
   if (run.cpu_s_since_last_event >= 0) f.evidence["cpu_s_since_last_event"] = run.cpu_s_since_last_event;
   if (run.launches_since_last_event) f.evidence["launches_since_last_event"] = *run.launches_since_last_event;
   f.evidence["killed_after_s"] = run.kill_at_s;
@@ -90,7 +90,11 @@ std::string last_lines(const std::string& text, size_t n) {
 // Liveness (liveness.h) saw the child's CPU time or kernel launches move after
 // its last event: computing, not blocked.
 bool working_without_events(const SupervisedRun& run) {
-  return run.last_progress_signal == "cpu" || run.last_progress_signal == "launches";
+  return run.last_progress_signal == ProgressSignal::cpu || run.last_progress_signal == ProgressSignal::launches;
+}
+// What moved, in a finding's words (working_without_events is true).
+std::string_view working_signal(const SupervisedRun& run) {
+  return run.last_progress_signal == ProgressSignal::cpu ? "CPU time" : "kernel launches";
 }
 
 Finding watchdog_finding(const SupervisedRun& run) {
@@ -122,7 +126,7 @@ Finding watchdog_finding(const SupervisedRun& run) {
       if (working_without_events(run))
         f.detail += fmt::format(" The child kept working (its {} moved after that event; {:.1f} s of CPU since): "
                                 "slow, not stuck — a longer first_step_timeout_s would let it finish.",
-                                run.last_progress_signal == "cpu" ? "CPU time" : "kernel launches",
+                                working_signal(run),
                                 run.cpu_s_since_last_event);
       break;
     default: {  // step_timeout or the overall wall cap: events were still flowing
@@ -131,11 +135,11 @@ Finding watchdog_finding(const SupervisedRun& run) {
       f.title = wall ? fmt::format("run exceeded its wall-time cap ({:.1f} s){}", run.kill_at_s, where)
                      : fmt::format("step {} ran {:.1f} s without ending",
                                    run.step_in_progress.value_or(-1), run.step_elapsed_s);
-      if (run.since_last_event_s > 0.5 * run.step_elapsed_s && run.last_progress_signal != "event") {
+      if (run.since_last_event_s > 0.5 * run.step_elapsed_s && working_without_events(run)) {
         // Silent but busy: liveness (liveness.h) saw CPU time or kernel launches move.
-        f.detail = fmt::format("No event for {:.1f} s, but the child kept working ({} moved last; {:.1f} s of CPU "
-                               "in that time): computing, not blocked — slow, not stuck.",
-                               run.since_last_event_s, run.last_progress_signal, run.cpu_s_since_last_event);
+        f.detail = fmt::format("No event for {:.1f} s, but the child kept working (its {} moved last; {:.1f} s of "
+                               "CPU in that time): computing, not blocked — slow, not stuck.",
+                               run.since_last_event_s, working_signal(run), run.cpu_s_since_last_event);
       } else {
         f.detail = fmt::format("Events kept arriving ({} progress/phase events during the step, {:.2f} per "
                                "second) but the step did not end: slow or livelocked, not stuck.",

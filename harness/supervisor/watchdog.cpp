@@ -157,7 +157,7 @@ SupervisedRun supervise(const ChildLaunch& launch, const WatchdogSpec& spec, con
       run.kill_at_s = seconds(now - start);
       run.since_last_event_s = seconds(now - last_event());
       run.since_last_progress_s = seconds(now - live.last_progress());
-      run.last_progress_signal = std::string(to_string(live.last_signal()));
+      run.last_progress_signal = live.last_signal();
       run.cpu_s_since_last_event = live.cpu_s_since_last_event();
       run.launches_since_last_event = live.launches_since_last_event();
       if (steps.open_step) {

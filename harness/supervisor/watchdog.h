@@ -22,6 +22,7 @@
 
 #include "harness/core/cell_spec.h"
 #include "harness/supervisor/child_process.h"
+#include "harness/supervisor/liveness.h"
 #include "harness/supervisor/stack_capture.h"
 
 namespace harness::supervisor {
@@ -64,7 +65,7 @@ struct SupervisedRun {
   double kill_at_s = 0.0;                  // since start, when the deadline fired
   double since_last_event_s = 0.0;         // at the kill (or at exit)
   double since_last_progress_s = 0.0;      // at the kill: since any liveness signal last moved
-  std::string last_progress_signal;        // which one moved last: start, event, cpu, launches
+  ProgressSignal last_progress_signal = ProgressSignal::start;  // which liveness signal moved last
   double cpu_s_since_last_event = -1;      // the child's CPU time in that interval; -1 = unknown
   std::optional<std::uint64_t> launches_since_last_event;  // kernel launches in it (CUDA, CUPTI on)
   std::optional<int> step_in_progress;     // step begun and not ended at the kill
