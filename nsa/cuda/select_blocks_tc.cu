@@ -21,7 +21,7 @@
 //           last 128 keys' sums in shared memory. Two ways, by h (a launch's
 //           choice):
 //           Half sums, where h rounded up to 8 (hp) wastes at most a quarter of
-//             the rows (h = 6 to 8, 12 to 16, 18 to 24, ...): each query takes
+//             the rows (h = 6 to 8, 12 to 16, and every h from 18): each query takes
 //             hp rows, its heads then zero padding, so a half warp's 8 rows
 //             (gid, or gid + 8, of one warp) are 8 rows of one query; the warp sums
 //             its S tile's p over each half in registers (a reduce-scatter over
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
       if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
       float s = 0.f;
       if (p.half_sums) {
-        // The query's halves (8 heads each, in head order) hold its keys' sums up to this tile.
+        // The query's halves (8 rows each: heads in order, then padding) hold its keys' sums up to this tile.
         const int halves = p.hp / 8;
         const float* prow = P + qi * halves * kLdP;
         for (int i = lo; i < hi; ++i) {
