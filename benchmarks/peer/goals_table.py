@@ -64,6 +64,8 @@ SELECT_ROWS = ("SelectBlocksFromLse", "SelectBlocks")
 # ours, 1-3 = cuDNN's forward with one of three backwards); ours is timed by
 # BM_CompressedFwd v:2, cuDNN's by BM_CompressedImplFwd impl:1.
 COMPRESSED_ROWS = {False: ("CompressedFwd", "2"), True: ("CompressedImplFwd", "1")}
+# The version (or impl) a row must carry to count: v:2 everywhere but cuDNN's compressed forward.
+ROW_VERSION = {kind: version for kind, version in COMPRESSED_ROWS.values()}
 USED = set(NSA_ROW.values()) | {k for ks in SDPA_ROWS.values() for k in ks} | set(SELECT_ROWS) | {
     kind for kind, _ in COMPRESSED_ROWS.values()}
 
@@ -125,8 +127,7 @@ def load_bench(path: str) -> Bench:
             continue
         kind, shape, S, version = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
         # v1 kernels are the baseline, not the goal; of the compressed implementations, the two forwards.
-        wanted = dict(COMPRESSED_ROWS.values()).get(kind, "2")
-        if kind not in USED or version not in (None, wanted):
+        if kind not in USED or version not in (None, ROW_VERSION.get(kind, "2")):
             continue
         ms = b.get("ms")
         # A ratio of times needs a positive one on both sides; anything else is a broken row.
@@ -204,7 +205,7 @@ def hbm_row(bench: Bench, shape: int, S: int, target: float) -> Row:
     if v is None:
         return Row(key, 15, goal, f"— (no hbm_share counter on {row_name('DecodeStepGraph', shape, S)} in {src})",
                    NOT_MEASURED, target=f"≥ {percent(target)}")
-    met = v >= target * (1 - EPS)
+    met = at_least(v, target)
     measured = (f"**{percent(v, target, met)}**: {row_name('DecodeStepGraph', shape, S)} hbm_share "
                 f"({src}, {reps_note(bench, [('DecodeStepGraph', shape, S)])})")
     verdict = "met" if met else f"missed ({percent(v, target, met)} of ≥ {percent(target)})"

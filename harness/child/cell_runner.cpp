@@ -225,11 +225,12 @@ int run_cell(const CellSpec& spec, const std::string& out_dir) {
                             {"backend", dist ? dist->backend() : ""}});
     ProbeContext ctx{spec, model, trainer, rt, events, tap, device, out_dir};
     ctx.rank = rank_env ? rank_env->rank : 0;
-    // The probes' once-per-cell checks (parity and causality run the float64
-    // oracle over every position) come before step 1 and take minutes at long
-    // contexts (m7c_125m at 16k: causality 118 s, parity past 190 s on an H200
-    // machine's CPU): on the phase stack, so that a first-step timeout says it
-    // was in them, not in the model's build.
+    // The probes' once-per-cell checks (parity against the float64 oracle,
+    // causality's perturbed forwards) come before step 1 and can take minutes
+    // at long contexts (m7c_125m at 16k, 2026-11-28: causality 118 s, parity,
+    // then at every block boundary, past 190 s on an H200 machine): on the
+    // phase stack, so that a first-step timeout says it was in them, not in
+    // the model's build.
     stack.push("the probes' start checks", -1);
     for (auto& p : probes) p->on_start(ctx);
     stack.pop();
