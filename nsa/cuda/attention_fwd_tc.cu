@@ -123,60 +123,6 @@ __device__ __forceinline__ void init_rows(WarpRows<DK, DV>& w, const AttnParams&
   w.l[0] = w.l[1] = 0.f;
 }
 
-// Online softmax over one tile of raw scores s (q.k, -inf where masked),
-// scaled into the log2 domain by scale_log2 = scale log2 e as they are used:
-// s becomes P = 2^(s scale_log2 - m_new), one FFMA and one MUFU.EX2 per score;
-// O and l are rescaled by alpha = 2^(m_old - m_new). m is kept scaled. The row
-// max is taken over raw scores, which a positive scale leaves in order; a
-// scale <= 0 (allowed, never used by the model) scales first.
-template <int NK, int DV>
-__device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scale_log2, float (&m)[2], float (&l)[2],
-                                               float (&o)[DV / 8][4]) {
-  float f = scale_log2;
-  if (!(f > 0.f)) {
-#pragma unroll
-    for (int n = 0; n < NK / 8; ++n) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) s[n][j] = s[n][j] == -INFINITY ? -INFINITY : s[n][j] * f;
-    }
-    f = 1.f;
-  }
-  float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int n = 0; n < NK / 8; ++n) {
-    mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-    mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-  }
-  float base[2], alpha[2], sum[2] = {0.f, 0.f};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    // The 4 lanes of a row (same gid) hold its 8-column slices: reduce over them.
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-    const float m_new = fmaxf(m[i], mx[i] * f);     // -inf * f = -inf
-    base[i] = m_new == -INFINITY ? 0.f : m_new;     // nothing seen yet: exponents against 0, no NaN
-    alpha[i] = tc::exp2_ftz(m[i] - base[i]);       // m = -inf -> 0 (O and l are 0 anyway)
-    m[i] = m_new;
-  }
-#pragma unroll
-  for (int n = 0; n < NK / 8; ++n) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      s[n][j] = tc::exp2_ftz(fmaf(s[n][j], f, -base[j / 2]));  // -inf -> 0
-      sum[j / 2] += s[n][j];
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) l[i] = l[i] * alpha[i] + sum[i];
-#pragma unroll
-  for (int n = 0; n < DV / 8; ++n) {
-    o[n][0] *= alpha[0];
-    o[n][1] *= alpha[0];
-    o[n][2] *= alpha[1];
-    o[n][3] *= alpha[1];
-  }
-}
-
 // Normalise and write rows gid (o[.][0..1]) and gid + 8 (o[.][2..3]) of a warp
 // that owns them.
 template <typename T, int DK, int DV>
@@ -276,7 +222,7 @@ __device__ __forceinline__ void tc_fwd_rows_body(const AttnParams& p) {
         }
       });
     }
-    softmax_update<NK, DV>(s, scale_log2, w.m, w.l, w.o);
+    tc::softmax_update<NK, DV>(s, scale_log2, w.m, w.l, w.o);
     if constexpr (L::kCore) {
       wg::warpgroup_c_b<T, NK>(w.o, s, vs);
     } else {
@@ -307,6 +253,7 @@ NSA_TC_BRANCH_KERNELS_AS(fwd, wg, wg_fwd_body, TcFamily::Forward)
 std::atomic<int> g_forward_wgmma{0};
 std::atomic<int> g_last_fwd_wgmma{0};
 std::atomic<int> g_last_fwd_columns{0};
+std::atomic<int> g_last_fwd_key_outer{0};
 
 // Does this forward run on wgmma? Only when switched on (set_forward_wgmma),
 // where wgmma_declines() has nothing against it, at dk = dv = 64, and not for
@@ -326,6 +273,14 @@ bool use_wgmma(Branch br, const AttnParams& p) {
 struct LaunchFwd {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
+    const bool key_outer = br == Branch::Selected && selected_key_outer(p);
+    g_last_fwd_key_outer.store(key_outer ? 1 : 0);
+    if (key_outer) {
+      g_last_fwd_columns.store(0);
+      g_last_fwd_wgmma.store(0);
+      launch_selected_key_outer<T, DK, DV>(p);
+      return true;
+    }
     const bool columns = br == Branch::Selected && selected_query_columns(p);
     g_last_fwd_columns.store(columns ? 1 : 0);
     if (columns) {
@@ -369,6 +324,9 @@ int last_forward_kernel_version() { return g_last_fwd_version.load(); }
 void set_forward_wgmma(bool on) { g_forward_wgmma.store(on ? 1 : 0); }
 bool forward_wgmma() { return g_forward_wgmma.load() == 1; }
 bool last_forward_used_wgmma() { return g_last_fwd_version.load() == 2 && g_last_fwd_wgmma.load() == 1; }
+bool last_forward_used_key_outer() {
+  return g_last_fwd_version.load() == 2 && g_last_fwd_key_outer.load() == 1;
+}
 bool last_forward_used_query_columns() {
   return g_last_fwd_version.load() == 2 && g_last_fwd_columns.load() == 1;
 }

@@ -77,6 +77,30 @@ inline bool selected_query_columns(const AttnParams& p) {
   return fits && ceil_div(p.Sk, p.sel_block) >= 4 * p.n_sel;
 }
 
+// The KeyOuter forward (selected_key_outer.cu): where it applies (sel_block =
+// 64, n <= 32), and its launcher (reverse index, then per chunk of queries its
+// units, its partials and their merge). Only the forward has it: dq stays
+// query-tiled, dk/dv is key-centric already.
+bool selected_key_outer_applies(const AttnParams& p);
+template <typename T, int DK, int DV>
+void launch_selected_key_outer(AttnParams& p);
+
+// Does the selected forward run KeyOuter? Where it applies, when asked for
+// (set_selected_tiling), and by default from 8 n candidate blocks on (16 n
+// where QueryColumns would run instead): with unrelated choices the
+// query-tiled kernels read each block once per query, KeyOuter once per
+// block and chunk. Measured (H200, BM_SelectedFwdTiling): paper_kernel 8k /
+// 64k 4.51 / 50.7 ms query-tiled against 4.08 / 34.0 KeyOuter; m7c at 8k
+// QueryColumns 0.392 against 0.451, at 16k 0.925 against 0.795; the m7c
+// training shape (batch 8, 2k: 2 n blocks, neighbours share most) SharedRows
+// 0.364 against 0.623.
+inline bool selected_key_outer(const AttnParams& p) {
+  if (!selected_key_outer_applies(p)) return false;
+  const SelectedTiling forced = selected_tiling();
+  if (forced != SelectedTiling::Auto) return forced == SelectedTiling::KeyOuter;
+  return ceil_div(p.Sk, p.sel_block) >= (selected_query_columns(p) ? 16 : 8) * p.n_sel;
+}
+
 // v2 query tiling (tc kernels), every branch: `rows` rows of queries × heads per
 // CTA (64; 16 for Selected's SplitKeys), whole head groups of several
 // consecutive queries when a group has fewer heads than that (Selected: those

@@ -267,6 +267,60 @@ __device__ __forceinline__ void warp_a_b_step(float (&acc)[ND / 8][4], const uin
   }
 }
 
+// Online softmax over one tile of raw scores s (q.k, -inf where masked),
+// scaled into the log2 domain by scale_log2 = scale log2 e as they are used:
+// s becomes P = 2^(s scale_log2 - m_new), one FFMA and one MUFU.EX2 per score;
+// O and l are rescaled by alpha = 2^(m_old - m_new). m is kept scaled. The row
+// max is taken over raw scores, which a positive scale leaves in order; a
+// scale <= 0 (allowed, never used by the model) scales first.
+template <int NK, int DV>
+__device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scale_log2, float (&m)[2], float (&l)[2],
+                                               float (&o)[DV / 8][4]) {
+  float f = scale_log2;
+  if (!(f > 0.f)) {
+#pragma unroll
+    for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[n][j] = s[n][j] == -INFINITY ? -INFINITY : s[n][j] * f;
+    }
+    f = 1.f;
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+  }
+  float base[2], alpha[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    // The 4 lanes of a row (same gid) hold its 8-column slices: reduce over them.
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+    const float m_new = fmaxf(m[i], mx[i] * f);     // -inf * f = -inf
+    base[i] = m_new == -INFINITY ? 0.f : m_new;     // nothing seen yet: exponents against 0, no NaN
+    alpha[i] = tc::exp2_ftz(m[i] - base[i]);       // m = -inf -> 0 (O and l are 0 anyway)
+    m[i] = m_new;
+  }
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s[n][j] = tc::exp2_ftz(fmaf(s[n][j], f, -base[j / 2]));  // -inf -> 0
+      sum[j / 2] += s[n][j];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) l[i] = l[i] * alpha[i] + sum[i];
+#pragma unroll
+  for (int n = 0; n < DV / 8; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
 // One row of D 16-bit elements global -> shared in 16-byte pieces; the two
 // threads of a row take alternate pieces (`part` = 0 / 1).
 template <int D, typename T>

@@ -58,21 +58,36 @@ TEST_P(SelectedAttention, MatchesReference) {
     block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
     block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
   }
-  // v2 has three tilings (nsa_cuda.h, SelectedTiling); each must compute the
+  // v2 has four tilings (nsa_cuda.h, SelectedTiling); each must compute the
   // same function, whatever the automatic choice would be for this shape.
   // QueryColumns applies to groups of <= 8 heads, blocks of whole 64-key
-  // tiles and dk, dv in {64, 128}; elsewhere the automatic choice runs in its
-  // place, which the hooks tell apart.
+  // tiles and dk, dv in {64, 128}; KeyOuter (forward only) to 64-key blocks;
+  // elsewhere the automatic choice runs in their place, which the hooks tell
+  // apart. KeyOuter runs in chunks of 37 queries here, so that every case with
+  // more crosses chunk boundaries (its default chunk holds a whole test sequence).
   const SelectedTiling prev = selected_tiling();
-  const bool columns_apply = c.dtype != at::kFloat && c.H / c.G <= 8 && c.sel_block % 64 == 0 &&
-                             (c.dk == 64 || c.dk == 128) && (c.dv == 64 || c.dv == 128);
-  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys, SelectedTiling::QueryColumns}) {
+  const int64_t prev_chunk = selected_key_outer_chunk();
+  const bool v2 = c.dtype != at::kFloat;
+  const bool columns_apply = v2 && c.H / c.G <= 8 && c.sel_block % 64 == 0 && (c.dk == 64 || c.dk == 128) &&
+                             (c.dv == 64 || c.dv == 128);
+  const auto v2_dim = [](int64_t d) { return d == 64 || d == 128 || d == 192; };
+  const bool key_outer_apply = v2 && c.sel_block == 64 && c.n <= 32 && v2_dim(c.dk) && v2_dim(c.dv);
+  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys, SelectedTiling::QueryColumns,
+                                SelectedTiling::KeyOuter}) {
     set_selected_tiling(tiling);
-    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows  ? "/shared_rows"
-                                                    : tiling == SelectedTiling::SplitKeys ? "/split_keys"
-                                                                                          : "/query_columns");
+    set_selected_key_outer_chunk(tiling == SelectedTiling::KeyOuter ? 37 : 0);
+    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows     ? "/shared_rows"
+                                                    : tiling == SelectedTiling::SplitKeys    ? "/split_keys"
+                                                    : tiling == SelectedTiling::QueryColumns ? "/query_columns"
+                                                                                             : "/key_outer");
     testing::check_branch(name.c_str(), in, kernel(block_idx, c.sel_block, scale),
                           reference(block_idx, c.sel_block, scale));
+    if (tiling == SelectedTiling::KeyOuter) {
+      BranchSpec spec;
+      spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+      (void)attention_forward(in.q, in.k, in.v, spec);
+      EXPECT_EQ(last_forward_used_key_outer(), key_outer_apply) << name;
+    }
     if (tiling == SelectedTiling::QueryColumns) {
       BranchSpec spec;
       spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
@@ -83,6 +98,7 @@ TEST_P(SelectedAttention, MatchesReference) {
     }
   }
   set_selected_tiling(prev);
+  set_selected_key_outer_chunk(prev_chunk);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -127,7 +143,10 @@ INSTANTIATE_TEST_SUITE_P(
         // mask), h = 6 ten queries with rows that straddle queries inside a warp.
         SelectedCase{"bf16_S1100_h1_d64_l1_n8_two_union_passes", 1, 1100, 2, 2, 64, 64, 1, 8, at::kBFloat16, 0},
         SelectedCase{"fp16_S1100_h6_d64_l1_n12_two_union_passes", 1, 1100, 6, 1, 64, 64, 1, 12, at::kHalf, 0},
-        SelectedCase{"bf16_S1100_h6_d64_l4_n12_select_blocks", 1, 1100, 12, 2, 64, 64, 4, 12, at::kBFloat16, 1}),
+        SelectedCase{"bf16_S1100_h6_d64_l4_n12_select_blocks", 1, 1100, 12, 2, 64, 64, 4, 12, at::kBFloat16, 1},
+        // KeyOuter at the paper's shape: block 0 chosen by every query (its
+        // list cut into units of 64 queries), 40 blocks, 68 chunks of 37.
+        SelectedCase{"bf16_S2500_h16_d192_dv128_l64_n16_key_outer", 1, 2500, 32, 2, 192, 128, 64, 16, at::kBFloat16, 1}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {

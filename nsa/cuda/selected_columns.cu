@@ -218,7 +218,7 @@ struct QueryColumn {
 };
 
 // Online softmax over one tile's columns (raw scores s, -inf where masked),
-// as softmax_update (attention_fwd_tc.cu) does over rows: P = 2^(s scale_log2
+// as softmax_update (mma_tile.cuh) does over rows: P = 2^(s scale_log2
 // - m_new), O^T and l rescaled by 2^(m_old - m_new); a column that has seen
 // nothing keeps m = -inf and exponentiates against 0.
 template <int DV>

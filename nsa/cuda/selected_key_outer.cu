@@ -1,0 +1,385 @@
+// Selected forward v2, KeyOuter tiling: each chosen block's K/V is loaded once
+// for every query that chose it, not once per query.
+//
+// Why: the query-tiled forward (attention_fwd_tc.cu) gathers each query's n
+// blocks. With unrelated choices (long sequences: a query picks 16 of ~1000
+// blocks) neighbouring queries share almost none of them, so a (query, group)
+// pair reads n x 64 keys x (dk + dv) x 2 bytes — 655 KB at the paper's shape,
+// 16 FLOP per byte for its 16 heads: at 64k that forward moved ~172 GB from L2
+// and ran at 5 % of the tensor cores' peak. Turned around, block j's K/V tile
+// (40 KB) serves the ~1000 queries of the reverse index that chose it, and
+// each (query, block) pair moves its Q rows in (h x dk x 2 bytes) and one
+// partial result out.
+//
+// Three kernels per chunk of queries [q_lo, q_hi) (the partials of a chunk
+// are bounded in memory, key_outer_chunk):
+//   1. nsa_selected_ko_units_kernel: per key (b, g, block j) the chunk's part
+//      of its reverse-index list (two binary searches: the list is ascending),
+//      cut into units of at most kUnitRows rows (query, head); a unit is one
+//      CTA of the next kernel. Units are numbered by an integer atomic: their
+//      order varies, what each computes does not.
+//   2. nsa_selected_fwd_ko_kernel: one CTA per unit. K/V of block j in shared
+//      memory once; the unit's rows in tiles of 64 (Q by cp.async, double-
+//      buffered), each warp 16 rows: S = Q K^T, the block's own softmax (its
+//      max m and sum l), O = P V on mma.sync, as the query-tiled forward's
+//      tile step; then the row's partial O / l, rounded to the input dtype,
+//      and lse2 = m + log2 l (fp32) go to the slot the block has in the
+//      query's block_idx row.
+//   3. nsa_selected_fwd_merge_kernel: one warp per output row (b, t, head):
+//      the n partials in slot order, weighted by 2^(lse2_i - max), summed in
+//      fp32 (a fixed order: results are bitwise reproducible), o in the input
+//      dtype and the natural-log lse the backward reads; a row with no visible
+//      key: o = 0, lse = +inf, as every other forward.
+// The partials are the traffic (each written once and read once: at the
+// paper's shape 4 KB a (query, block) pair in bf16 against 6 KB of Q read),
+// so they are kept in the input dtype: 39.7 -> see docs/performance.md. Why
+// that costs no accuracy class: a partial is O_i / l_i, a convex combination
+// of the block's V rows, so rounding it errs by at most u max|v| (u = 2^-8 in
+// bf16, 2^-11 in fp16), and o = sum_i w_i O_i with sum_i w_i = 1 inherits
+// u x the weighted mean of |O_i|; the query-tiled forward already rounds P
+// to the input dtype before P V, an error of the same size (u x the weighted
+// mean of |v|). Normalised, a partial never exceeds max|v|: no overflow in fp16.
+// Applies where sel_block = 64 (a block is one key tile), n <= 32 (a row's
+// slots in one warp's lanes), fp16/bf16, the v2 head dims.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "nsa/cuda/attention_common.cuh"
+#include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/launch.cuh"
+#include "nsa/cuda/mma_tile.cuh"
+#include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/query_tiles.cuh"
+#include "nsa/cuda/reverse_index.h"
+
+namespace nsa::cuda {
+namespace {
+
+using tc::kLn2;
+using tc::kLog2e;
+using tc::kTcKeys;
+using tc::kTcThreads;
+
+constexpr int kUnitRows = 1024;          // rows (query, head) per CTA at most: 16 tiles of 64
+constexpr int64_t kChunkBytes = 1 << 30;  // the partials of one chunk of queries, at most
+constexpr int kMergeWarps = 8;
+
+std::atomic<int64_t> g_chunk_queries{0};
+
+// One chunk's work list and partials.
+struct KoChunk {
+  int q_lo = 0, q_len = 0;     // the chunk's queries [q_lo, q_lo + q_len)
+  int units_per_key = 0;       // queries per unit: max(1, kUnitRows / h)
+  int* n_units = nullptr;      // [1], counted by the units kernel
+  int* unit_key = nullptr;     // (b G + g) n_blocks + j
+  int64_t* unit_e0 = nullptr;  // the unit's first entry in rev_query
+  int* unit_len = nullptr;     // its entries (queries)
+  void* part_o = nullptr;      // [B][q_len][G][n][h][dv] in T: O / l of (query, slot, head)
+  float* part_lse = nullptr;   // [B][q_len][G][n][h]: m + log2 l (log2 domain, scale folded in)
+};
+
+__device__ __forceinline__ int64_t part_row(const AttnParams& p, const KoChunk& c, int b, int t, int g, int slot,
+                                            int hh) {
+  return (((int64_t(b) * c.q_len + (t - c.q_lo)) * p.G + g) * p.n_sel + slot) * p.h + hh;
+}
+
+// The first position in list[lo, hi) (ascending) holding a value >= x.
+__device__ __forceinline__ int64_t lower_bound(const int* list, int64_t lo, int64_t hi, int x) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (list[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+__global__ void nsa_selected_ko_units_kernel(AttnParams p, KoChunk c) {
+  const int key = int(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (key >= p.B * p.G * p.n_blocks) return;
+  const int64_t off = p.rev_offset[key], end = p.rev_offset[key + 1];
+  const int64_t lo = lower_bound(p.rev_query, off, end, c.q_lo);
+  const int64_t hi = lower_bound(p.rev_query, lo, end, c.q_lo + c.q_len);
+  const int64_t n = hi - lo;
+  if (n == 0) return;
+  const int units = int((n + c.units_per_key - 1) / c.units_per_key);
+  const int base = atomicAdd(c.n_units, units);
+  for (int u = 0; u < units; ++u) {
+    c.unit_key[base + u] = key;
+    c.unit_e0[base + u] = lo + int64_t(u) * c.units_per_key;
+    c.unit_len[base + u] = int(std::min<int64_t>(c.units_per_key, n - int64_t(u) * c.units_per_key));
+  }
+}
+
+// Shared memory: the block's K and V (loaded once), then one 16-row Q buffer
+// per warp (each warp walks its own rows: no barrier after the K/V load).
+// 67 KB at 192/128, so 3 CTAs share an SM (a CTA-wide double-buffered
+// 64-row Q stage took 95 KB: 2 CTAs, 8 warps an SM, an instruction issued
+// every 4.4 cycles per scheduler, ncu).
+template <int DK, int DV>
+struct KoLayout {
+  static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
+  static constexpr size_t kKvBytes = size_t(kTcKeys) * (kLdK + kLdV) * 2;
+  static constexpr size_t kBytes = kKvBytes + size_t(tc::kTcWarps) * 16 * kLdK * 2;
+  static_assert(kBytes <= kSmemBudget, "KeyOuter tiles exceed the shared-memory budget");
+};
+
+// The unit's rows (query, head) in groups of 16; warp w takes groups w, w + 4,
+// ... Per group: Q (cp.async into the warp's buffer, issued one group ahead:
+// the buffer is free again once its rows are A fragments in registers), then
+// S = Q K^T, the block's own softmax (max m, sum l), O = P V on mma.sync, and
+// the partial of each row to the slot the block has in its query's row.
+// Registers (ptxas, CUDA 13.0): 167 a thread at 192/128 for sm_90a, so 3 CTAs
+// an SM there too (222 for sm_80, where asking for 3 spills).
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
+  using L = KoLayout<DK, DV>;
+  constexpr int kPieces = DK / 8;  // 16-byte pieces of a Q row
+  const int u = blockIdx.x;
+  if (u >= *c.n_units) return;  // the grid is an upper bound of the units
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][kLdK]
+  T* Vs = Ks + kTcKeys * L::kLdK;          // [64][kLdV]
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdK;  // this warp's [16][kLdK]
+  const int key = c.unit_key[u], n_q = c.unit_len[u];
+  const int64_t e0 = c.unit_e0[u];
+  const int bg = key / p.n_blocks, j = key % p.n_blocks, b = bg / p.G, g = bg % p.G;
+  const int k0 = j * kTcKeys;  // sel_block == 64: the block is one key tile
+  const T* q = static_cast<const T*>(p.q);
+  const int n_rows = n_q * p.h, n_groups = ceil_div(n_rows, 16);
+  {  // the block's K and V rows (zeros past the end), two threads a row
+    const int r = tid / 2, kr = k0 + r;
+    const bool valid = kr < p.Sk;
+    const int src = valid ? kr : 0;
+    tc::copy_row_async<DK>(Ks + r * L::kLdK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK), valid,
+                           tid & 1);
+    tc::copy_row_async<DV>(Vs + r * L::kLdV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV), valid,
+                           tid & 1);
+    tc::cp_async_commit();
+  }
+  // Lane l holds the query of row l % 16 of a group (-1 past the rows).
+  const auto query_of = [&](int gi) {
+    const int ri = gi * 16 + lane % 16;
+    return gi < n_groups && ri < n_rows ? p.rev_query[e0 + ri / p.h] : -1;
+  };
+  const auto issue_q = [&](int gi, int t_lane) {
+#pragma unroll
+    for (int e = lane; e < 16 * kPieces; e += 32) {
+      const int r = e / kPieces, cc = e % kPieces;
+      const int t = __shfl_sync(0xffffffffu, t_lane, r);
+      const int hq = g * p.h + (gi * 16 + r) % p.h;
+      tc::cp_async_16(Qw + r * L::kLdK + cc * 8, q + row_offset(b, t < 0 ? 0 : t, hq, p.S, p.H, DK) + cc * 8, t >= 0);
+    }
+    tc::cp_async_commit();
+  };
+  int gi = warp, t_cur = query_of(gi), t_next = query_of(gi + tc::kTcWarps);
+  if (gi < n_groups) {
+    issue_q(gi, t_cur);
+    tc::cp_async_wait<1>();  // this thread's K/V pieces (the older group)
+  } else {
+    tc::cp_async_wait<0>();
+  }
+  __syncthreads();  // every thread's
+  const float scale_log2 = p.scale * kLog2e;
+  for (; gi < n_groups; gi += tc::kTcWarps) {
+    tc::cp_async_wait<0>();
+    __syncwarp();
+    uint32_t qa[DK / 16][4];
+    tc::ldmatrix_a_frags<T, DK, L::kLdK>(qa, Qw, 0, lane);
+    __syncwarp();  // every lane's fragments are read before the buffer refills
+    const int t_here = t_cur;
+    if (gi + tc::kTcWarps < n_groups) issue_q(gi + tc::kTcWarps, t_next);
+    t_cur = t_next;
+    t_next = query_of(gi + 2 * tc::kTcWarps);
+    // The block's slot in the query's block_idx row (the first naming j), for
+    // row lane % 16; loaded now, used after the products.
+    int slot = -1;
+    if (t_here >= 0) {
+      const int* idx = p.block_idx + ((int64_t(b) * p.S + t_here) * p.G + g) * p.n_sel;
+      for (int s = p.n_sel - 1; s >= 0; --s) slot = idx[s] == j ? s : slot;
+    }
+    float s[kTcKeys / 8][4];
+    tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks, 0, lane);
+    // Key k0 + col is visible to row t iff k0 + col <= t (the block holds no
+    // key past the end then: t < S = Sk). Rows ascend in t, so when the
+    // group's first row reaches the block's last key all 16 see all 64.
+    const int t_row[2] = {__shfl_sync(0xffffffffu, t_here, gid), __shfl_sync(0xffffffffu, t_here, gid + 8)};
+    const bool all = gi * 16 + 16 <= n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
+    if (!all) {
+#pragma unroll
+      for (int n = 0; n < kTcKeys / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[n][e] = k0 + n * 8 + 2 * tig + (e & 1) <= t_row[e / 2] ? s[n][e] : -INFINITY;
+      }
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, o[DV / 8][4];
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    tc::softmax_update<kTcKeys, DV>(s, scale_log2, m, l, o);
+    tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(o, s, Vs, 0, lane);
+    const int slot_row[2] = {__shfl_sync(0xffffffffu, slot, gid), __shfl_sync(0xffffffffu, slot, gid + 8)};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float sum = l[e];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int t = t_row[e];
+      if (t < 0) continue;
+      // A listed (query, block) pair sees key k0 <= t: sum >= 1 (its max scores 2^0).
+      const int64_t pr = part_row(p, c, b, t, g, slot_row[e], (gi * 16 + gid + 8 * e) % p.h);
+      const float inv = 1.f / sum;
+      T* orow = static_cast<T*>(c.part_o) + pr * DV;
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n)
+        *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tig) = tc::pack2<T>(o[n][2 * e] * inv, o[n][2 * e + 1] * inv);
+      if (tig == 0) c.part_lse[pr] = m[e] + log2f(sum);
+    }
+  }
+}
+
+// Two 16-bit elements in one register (low half first, as tc::pack2 makes them) as floats.
+template <typename T>
+__device__ __forceinline__ float2 unpack2(uint32_t x);
+template <>
+__device__ __forceinline__ float2 unpack2<c10::BFloat16>(uint32_t x) {
+  __nv_bfloat162 v;
+  memcpy(&v, &x, sizeof(v));
+  return __bfloat1622float2(v);
+}
+template <>
+__device__ __forceinline__ float2 unpack2<c10::Half>(uint32_t x) {
+  __half2 v;
+  memcpy(&v, &x, sizeof(v));
+  return __half22float2(v);
+}
+
+// One warp per output row (b, t, head hq = g h + hh) of the chunk.
+template <typename T, int DV>
+__global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = int64_t(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
+  if (row >= int64_t(p.B) * c.q_len * p.H) return;
+  const int hq = int(row % p.H), tl = int(row / p.H % c.q_len), b = int(row / p.H / c.q_len);
+  const int g = hq / p.h, hh = hq % p.h, t = c.q_lo + tl;
+  // Lane s holds slot s: valid where the reverse index listed the pair (the
+  // block starts at or before t) and the block does not repeat an earlier
+  // slot (block_idx rows hold no duplicates; were one given, it counts once).
+  const int j = lane < p.n_sel ? p.block_idx[((int64_t(b) * p.S + t) * p.G + g) * p.n_sel + lane] : -1;
+  bool valid = j >= 0 && j < p.n_blocks && j * p.sel_block <= t;
+  const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & __ballot_sync(0xffffffffu, valid);
+  valid = valid && __ffs(same) - 1 == lane;
+  const float lse2 = valid ? c.part_lse[part_row(p, c, b, t, g, lane, hh)] : -INFINITY;
+  float mx = lse2;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
+  float wsum = w;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
+  const unsigned slots = __ballot_sync(0xffffffffu, valid);
+  const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
+  T* orow = static_cast<T*>(p.o) + row_offset(b, t, hq, p.S, p.H, DV);
+  const T* part = static_cast<const T*>(c.part_o) + part_row(p, c, b, t, g, 0, hh) * DV;
+  const int64_t slot_stride = int64_t(p.h) * DV;
+  for (int c0 = 0; c0 < DV; c0 += 128) {  // 4 columns a lane: one 8-byte load per slot
+    const int col = c0 + 4 * lane;
+    const bool mine = col < DV;  // dv 64 and 192: half the lanes idle in one pass (the shuffles need all)
+    float a[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 8
+    for (int s = 0; s < p.n_sel; ++s) {  // ascending slot order; several slots' loads in flight
+      const float ws = __shfl_sync(0xffffffffu, w, s);
+      if (mine && ((slots >> s) & 1u)) {
+        const uint2 raw = *reinterpret_cast<const uint2*>(part + s * slot_stride + col);
+        const float2 v0 = unpack2<T>(raw.x), v1 = unpack2<T>(raw.y);
+        a[0] = fmaf(ws, v0.x, a[0]), a[1] = fmaf(ws, v0.y, a[1]), a[2] = fmaf(ws, v1.x, a[2]),
+        a[3] = fmaf(ws, v1.y, a[3]);
+      }
+    }
+    if (mine) {
+      uint2 packed;
+      packed.x = tc::pack2<T>(a[0] * inv, a[1] * inv), packed.y = tc::pack2<T>(a[2] * inv, a[3] * inv);
+      *reinterpret_cast<uint2*>(orow + col) = packed;
+    }
+  }
+  if (lane == 0) p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
+}
+
+}  // namespace
+
+void set_selected_key_outer_chunk(int64_t queries) { g_chunk_queries.store(queries < 0 ? 0 : queries); }
+int64_t selected_key_outer_chunk() { return g_chunk_queries.load(); }
+
+bool selected_key_outer_applies(const AttnParams& p) {
+  return p.sel_block == kTcKeys && p.n_sel >= 1 && p.n_sel <= 32;
+}
+
+template <typename T, int DK, int DV>
+void launch_selected_key_outer(AttnParams& p) {
+  using L = KoLayout<DK, DV>;
+  const int dev = c10::cuda::current_device();
+  const auto on_gpu = at::TensorOptions().device(at::kCUDA, dev);
+  const at::Tensor block_idx = at::from_blob(const_cast<int*>(p.block_idx), {p.B, p.S, p.G, p.n_sel},
+                                             on_gpu.dtype(at::kInt));
+  const ReverseIndex rev = reverse_index(block_idx, p.sel_block, p.n_blocks);
+  p.rev_query = rev.query.data_ptr<int>();
+  p.rev_offset = rev.offset.data_ptr<int64_t>();
+
+  // Queries per chunk: the forced number (tests), else as many as keep the
+  // partials (O in T, fp32 lse, of every (query, slot, head)) within kChunkBytes.
+  const int64_t per_query = int64_t(p.B) * p.G * p.n_sel * p.h * (DV * int64_t(sizeof(T)) + int64_t(sizeof(float)));
+  const int64_t forced = g_chunk_queries.load();
+  const int64_t chunk =
+      std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
+  KoChunk c;
+  c.units_per_key = std::max(1, kUnitRows / p.h);
+  // Units of a chunk: at most one partial unit per key plus the chunk's
+  // entries (<= chunk x n per (b, g)) in whole units.
+  const int64_t n_keys = int64_t(p.B) * p.G * p.n_blocks;
+  const int64_t max_units = n_keys + int64_t(p.B) * p.G * ceil_div(int(chunk * p.n_sel), c.units_per_key);
+  const at::Tensor part_o = at::empty({int64_t(p.B) * chunk * p.G * p.n_sel * p.h * DV},
+                                      on_gpu.dtype(c10::CppTypeToScalarType<T>::value));
+  const at::Tensor part_lse = at::empty({int64_t(p.B) * chunk * p.G * p.n_sel * p.h}, on_gpu.dtype(at::kFloat));
+  const int64_t n_chunks = ceil_div(p.S, int(chunk));
+  const at::Tensor counters = at::zeros({n_chunks}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_key = at::empty({max_units}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_len = at::empty({max_units}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_e0 = at::empty({max_units}, on_gpu.dtype(at::kLong));
+  c.part_o = part_o.data_ptr(), c.part_lse = part_lse.data_ptr<float>();
+  c.unit_key = unit_key.data_ptr<int>(), c.unit_len = unit_len.data_ptr<int>(), c.unit_e0 = unit_e0.data_ptr<int64_t>();
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(nsa_selected_fwd_ko_kernel<T, DK, DV>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::kBytes)));
+  for (int64_t ci = 0; ci < n_chunks; ++ci) {
+    c.q_lo = int(ci * chunk);
+    c.q_len = int(std::min<int64_t>(chunk, p.S - c.q_lo));
+    c.n_units = counters.data_ptr<int>() + ci;
+    nsa_selected_ko_units_kernel<<<unsigned(ceil_div(int(n_keys), 256)), 256, 0, stream>>>(p, c);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    nsa_selected_fwd_ko_kernel<T, DK, DV><<<unsigned(max_units), kTcThreads, L::kBytes, stream>>>(p, c);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const int64_t rows = int64_t(p.B) * c.q_len * p.H;
+    nsa_selected_fwd_merge_kernel<T, DV>
+        <<<unsigned((rows + kMergeWarps - 1) / kMergeWarps), 32 * kMergeWarps, 0, stream>>>(p, c);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
+}
+
+#define NSA_KO_INSTANTIATE(DK, DV)                                           \
+  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p); \
+  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);
+NSA_TC_DIMS(NSA_KO_INSTANTIATE)
+#undef NSA_KO_INSTANTIATE
+
+}  // namespace nsa::cuda
