@@ -90,10 +90,10 @@ void launch_selected_key_outer(AttnParams& p);
 // where QueryColumns would run instead): with unrelated choices the
 // query-tiled kernels read each block once per query, KeyOuter once per
 // block and chunk. Measured (H200, BM_SelectedFwdTiling): paper_kernel 8k /
-// 64k 4.51 / 50.7 ms query-tiled against 4.08 / 34.0 KeyOuter; m7c at 8k
-// QueryColumns 0.392 against 0.451, at 16k 0.925 against 0.795; the m7c
+// 64k 4.50 / 50.3 ms query-tiled against 2.84 / 23.7 KeyOuter; m7c at 8k
+// QueryColumns 0.390 against 0.434, at 16k 0.925 against 0.802; the m7c
 // training shape (batch 8, 2k: 2 n blocks, neighbours share most) SharedRows
-// 0.364 against 0.623.
+// 0.373 against 0.652.
 inline bool selected_key_outer(const AttnParams& p) {
   if (!selected_key_outer_applies(p)) return false;
   const SelectedTiling forced = selected_tiling();

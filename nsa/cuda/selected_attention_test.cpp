@@ -63,8 +63,10 @@ TEST_P(SelectedAttention, MatchesReference) {
   // QueryColumns applies to groups of <= 8 heads, blocks of whole 64-key
   // tiles and dk, dv in {64, 128}; KeyOuter (forward only) to 64-key blocks;
   // elsewhere the automatic choice runs in their place, which the hooks tell
-  // apart. KeyOuter runs in chunks of 37 queries here, so that every case with
-  // more crosses chunk boundaries (its default chunk holds a whole test sequence).
+  // apart. KeyOuter runs twice: in chunks of 37 queries, so that every case
+  // with more crosses chunk boundaries, and in its default chunk (a whole test
+  // sequence), where a block chosen by more than 1024 / h queries is cut into
+  // several CTA units (block 0: every query chooses it).
   const SelectedTiling prev = selected_tiling();
   const int64_t prev_chunk = selected_key_outer_chunk();
   const bool v2 = c.dtype != at::kFloat;
@@ -72,14 +74,20 @@ TEST_P(SelectedAttention, MatchesReference) {
                              (c.dv == 64 || c.dv == 128);
   const auto v2_dim = [](int64_t d) { return d == 64 || d == 128 || d == 192; };
   const bool key_outer_apply = v2 && c.sel_block == 64 && c.n <= 32 && v2_dim(c.dk) && v2_dim(c.dv);
-  for (SelectedTiling tiling : {SelectedTiling::SharedRows, SelectedTiling::SplitKeys, SelectedTiling::QueryColumns,
-                                SelectedTiling::KeyOuter}) {
+  struct Run {
+    SelectedTiling tiling;
+    int64_t key_outer_chunk;
+    const char* label;
+  };
+  for (const Run& run : {Run{SelectedTiling::SharedRows, 0, "/shared_rows"},
+                         Run{SelectedTiling::SplitKeys, 0, "/split_keys"},
+                         Run{SelectedTiling::QueryColumns, 0, "/query_columns"},
+                         Run{SelectedTiling::KeyOuter, 37, "/key_outer_chunks_of_37"},
+                         Run{SelectedTiling::KeyOuter, 0, "/key_outer_one_chunk"}}) {
+    const SelectedTiling tiling = run.tiling;
     set_selected_tiling(tiling);
-    set_selected_key_outer_chunk(tiling == SelectedTiling::KeyOuter ? 37 : 0);
-    const std::string name = std::string(c.name) + (tiling == SelectedTiling::SharedRows     ? "/shared_rows"
-                                                    : tiling == SelectedTiling::SplitKeys    ? "/split_keys"
-                                                    : tiling == SelectedTiling::QueryColumns ? "/query_columns"
-                                                                                             : "/key_outer");
+    set_selected_key_outer_chunk(run.key_outer_chunk);
+    const std::string name = std::string(c.name) + run.label;
     testing::check_branch(name.c_str(), in, kernel(block_idx, c.sel_block, scale),
                           reference(block_idx, c.sel_block, scale));
     if (tiling == SelectedTiling::KeyOuter) {
@@ -144,9 +152,10 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"bf16_S1100_h1_d64_l1_n8_two_union_passes", 1, 1100, 2, 2, 64, 64, 1, 8, at::kBFloat16, 0},
         SelectedCase{"fp16_S1100_h6_d64_l1_n12_two_union_passes", 1, 1100, 6, 1, 64, 64, 1, 12, at::kHalf, 0},
         SelectedCase{"bf16_S1100_h6_d64_l4_n12_select_blocks", 1, 1100, 12, 2, 64, 64, 4, 12, at::kBFloat16, 1},
-        // KeyOuter at the paper's shape: block 0 chosen by every query (its
-        // list cut into units of 64 queries), 40 blocks, 68 chunks of 37.
-        SelectedCase{"bf16_S2500_h16_d192_dv128_l64_n16_key_outer", 1, 2500, 32, 2, 192, 128, 64, 16, at::kBFloat16, 1}),
+        // KeyOuter at the paper's shape, 40 blocks: 68 chunks of 37 queries,
+        // or one chunk where block 0's 2500 queries take 40 units of 64.
+        SelectedCase{"bf16_S2500_h16_d192_dv128_l64_n16_key_outer", 1, 2500, 32, 2, 192, 128, 64, 16, at::kBFloat16,
+                     1}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {

@@ -11,20 +11,20 @@
 // each (query, block) pair moves its Q rows in (h x dk x 2 bytes) and one
 // partial result out.
 //
-// Three kernels per chunk of queries [q_lo, q_hi) (the partials of a chunk
-// are bounded in memory, key_outer_chunk):
+// Three kernels per chunk of queries [q_lo, q_hi) (a chunk's partials fit
+// kChunkBytes; set_selected_key_outer_chunk forces a size):
 //   1. nsa_selected_ko_units_kernel: per key (b, g, block j) the chunk's part
 //      of its reverse-index list (two binary searches: the list is ascending),
 //      cut into units of at most kUnitRows rows (query, head); a unit is one
 //      CTA of the next kernel. Units are numbered by an integer atomic: their
 //      order varies, what each computes does not.
 //   2. nsa_selected_fwd_ko_kernel: one CTA per unit. K/V of block j in shared
-//      memory once; the unit's rows in tiles of 64 (Q by cp.async, double-
-//      buffered), each warp 16 rows: S = Q K^T, the block's own softmax (its
-//      max m and sum l), O = P V on mma.sync, as the query-tiled forward's
-//      tile step; then the row's partial O / l, rounded to the input dtype,
-//      and lse2 = m + log2 l (fp32) go to the slot the block has in the
-//      query's block_idx row.
+//      memory once; each warp walks its own groups of 16 of the unit's rows
+//      (Q by cp.async into the warp's buffer, one group ahead): S = Q K^T,
+//      the block's own softmax (its max m and sum l), O = P V on mma.sync, as
+//      the query-tiled forward's tile step; then the row's partial O / l,
+//      rounded to the input dtype, and lse2 = m + log2 l (fp32) go to the
+//      slot the block has in the query's block_idx row.
 //   3. nsa_selected_fwd_merge_kernel: one warp per output row (b, t, head):
 //      the n partials in slot order, weighted by 2^(lse2_i - max), summed in
 //      fp32 (a fixed order: results are bitwise reproducible), o in the input
@@ -32,13 +32,14 @@
 //      key: o = 0, lse = +inf, as every other forward.
 // The partials are the traffic (each written once and read once: at the
 // paper's shape 4 KB a (query, block) pair in bf16 against 6 KB of Q read),
-// so they are kept in the input dtype: 39.7 -> see docs/performance.md. Why
-// that costs no accuracy class: a partial is O_i / l_i, a convex combination
-// of the block's V rows, so rounding it errs by at most u max|v| (u = 2^-8 in
-// bf16, 2^-11 in fp16), and o = sum_i w_i O_i with sum_i w_i = 1 inherits
-// u x the weighted mean of |O_i|; the query-tiled forward already rounds P
-// to the input dtype before P V, an error of the same size (u x the weighted
-// mean of |v|). Normalised, a partial never exceeds max|v|: no overflow in fp16.
+// so they are kept in the input dtype (in fp32, the first version: paper_kernel
+// 64k 39.7 ms against 34.0; docs/performance.md). Why that costs no accuracy
+// class: a partial is O_i / l_i, a convex combination of the block's V rows,
+// so rounding it errs by at most u max|v| (u = 2^-8 in bf16, 2^-11 in fp16),
+// and o = sum_i w_i O_i with sum_i w_i = 1 inherits u x the weighted mean of
+// |O_i|; the query-tiled forward already rounds P to the input dtype before
+// P V, an error of the same size (u x the weighted mean of |v|). Normalised, a
+// partial never exceeds max|v|: no overflow in fp16.
 // Applies where sel_block = 64 (a block is one key tile), n <= 32 (a row's
 // slots in one warp's lanes), fp16/bf16, the v2 head dims.
 #include <ATen/ops/empty.h>
