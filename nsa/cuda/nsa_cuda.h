@@ -161,9 +161,9 @@ void set_selected_key_outer_chunk(int64_t queries);
 int64_t selected_key_outer_chunk();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
+bool last_dq_used_query_columns();
 // Testing hook: the last forward launched was the selected KeyOuter kernels.
 bool last_forward_used_key_outer();
-bool last_dq_used_query_columns();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces
