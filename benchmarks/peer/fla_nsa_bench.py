@@ -151,6 +151,19 @@ def run_one(parallel_nsa, shape, S: int, pass_: str, warmup: int, reps: int) -> 
     return rows
 
 
+def write_run(run: PeerRun, a) -> None:
+    """The run so far to --json (and --markdown), each replaced whole (a
+    temporary file renamed over it: a reader never sees half a file)."""
+    import json
+    outputs = [(a.json, lambda f: json.dump(run.to_json(), f, indent=1))]
+    if a.markdown:
+        outputs.append((a.markdown, lambda f: f.write(markdown(run))))
+    for path, write in outputs:
+        with open(path + ".tmp", "w") as f:
+            write(f)
+        os.replace(path + ".tmp", path)
+
+
 def markdown(run: PeerRun) -> str:
     from peer_table import render_single  # one renderer for both tables
     return render_single(run)
@@ -191,7 +204,11 @@ def main(argv) -> int:
     except ImportError as e:
         fail(4, f"fla is not importable (install the fla-core wheel): {e}")
     torch.manual_seed(0)
-    timings = []
+    meta = Meta(datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                torch.cuda.get_device_name(),
+                {"torch": torch.__version__, "triton": triton.__version__, "fla-core": fla.__version__,
+                 "cuda": str(torch.version.cuda)}, complete=False)
+    run = PeerRun(meta, [])
     for shape in a.shapes:
         for S in a.seq_lens:
             for pass_ in PASSES:
@@ -199,18 +216,10 @@ def main(argv) -> int:
                 for r in rows:
                     print(f"{r.impl:5s} {r.shape:13s} S={r.S:6d} {r.pass_:7s} "
                           f"{'%.3f ms' % r.ms if r.ms is not None else r.status} {r.detail[:80]}", flush=True)
-                timings += rows
-    meta = Meta(datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                torch.cuda.get_device_name(),
-                {"torch": torch.__version__, "triton": triton.__version__, "fla-core": fla.__version__,
-                 "cuda": str(torch.version.cuda)})
-    run = PeerRun(meta, timings)
-    import json
-    with open(a.json, "w") as f:
-        json.dump(run.to_json(), f, indent=1)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(markdown(run))
+                run.timings += rows
+                write_run(run, a)  # what is timed survives a timeout
+    run.meta.complete = True
+    write_run(run, a)
     return 0
 
 

@@ -68,6 +68,10 @@ class Meta:
     date_utc: str
     gpu: str
     versions: dict = field(default_factory=dict)  # package -> version string
+    # False while the run is still going: fla_nsa_bench.py rewrites its file
+    # after every row, so a run stopped at its timeout leaves the rows it timed
+    # (their comparisons stand; the rest read "not measured") and says so.
+    complete: bool = True
 
 
 @dataclass

@@ -129,6 +129,10 @@ def render_combined(peer: PeerRun, bench_date: str, timings: list) -> str:
     by = {(t.impl, t.shape, t.S, t.pass_): t for t in timings}
     lines = [f"Peer benchmark — {peer.meta.gpu}; fla/SDPA run {peer.meta.date_utc}, our bench run {bench_date}; "
              + ", ".join(f"{k} {v}" for k, v in sorted(peer.meta.versions.items())), ""]
+    if not peer.meta.complete:
+        fla_rows = sum(1 for t in peer.timings if t.impl == "fla")
+        lines += [f"**Incomplete:** fla's run stopped before its last row (its timeout); it timed {fla_rows} fla "
+                  "rows. A row without fla was not measured.", ""]
     for sp_shape in [s.name for s in SHAPES]:
         for pass_ in PASSES:
             rows = [sp for sp in speedups(timings) if sp.shape == sp_shape and sp.pass_ == pass_]

@@ -105,6 +105,34 @@ class PeerTableTest(unittest.TestCase):
                       "| **0.50×** | **0.20×** |", md)
         self.assertIn("Test GPU", md)
 
+    def test_an_incomplete_run_says_so_and_keeps_its_rows(self):
+        # A run stopped at its timeout (fla_nsa_bench.py writes after every
+        # row): the rows it timed still give their speedups; the table says
+        # the rest were not measured.
+        run = peer_run()
+        run.meta.complete = False
+        with open(self.peer, "w") as f:
+            json.dump(run.to_json(), f)
+        doc, md = self.combined()
+        self.assertIn("**Incomplete:** fla's run stopped before its last row (its timeout); it timed 3 fla rows.", md)
+        self.assertFalse(doc["meta"]["complete"])
+        sp = {(s["shape"], s["S"], s["pass_"]): s for s in doc["speedups"]}
+        self.assertAlmostEqual(sp[("paper_kernel", 8192, "fwd")]["ours_vs_fla"], 22 / 11)
+        _, complete_md = self.combined_from(peer_run())
+        self.assertNotIn("Incomplete", complete_md)
+
+    def test_a_file_from_before_the_complete_flag_reads_as_complete(self):
+        doc = peer_run().to_json()
+        del doc["meta"]["complete"]
+        with open(self.peer, "w") as f:
+            json.dump(doc, f)
+        self.assertTrue(peer_records.load_peer_run(self.peer).meta.complete)
+
+    def combined_from(self, run):
+        with open(self.peer, "w") as f:
+            json.dump(run.to_json(), f)
+        return self.combined()
+
     def test_malformed_inputs_exit_2(self):
         with open(self.bench, "w") as f:
             f.write("{not json")
