@@ -79,6 +79,8 @@ const std::vector<LayerOnly> kLayerOnly = {
      "the NSA layer sets it for its own kernels (set_force_v1_kernels); the parity probe"},
     {"NSA_CUDA_WGMMA", "", {"nsa/cuda/layer_routing.cpp"},
      "the NSA layer sets it for its own forward kernels (set_forward_wgmma)"},
+    {"NSA_SELECTED_TILING", "", {"nsa/cuda/layer_routing.cpp"},
+     "the NSA layer sets it for its own selected kernels (set_selected_tiling)"},
 };
 
 const LayerOnly* listed(std::string_view flag) {

@@ -134,6 +134,15 @@ const std::vector<FlagInfo> kFlags = {
      "warpgroup MMAs (wgmma; Selected under its SharedRows tiling) instead of the v2 mma.sync kernels; off by "
      "default, where v2 measured faster (comparison, and the base of the Hopper path).",
      true},
+    {"NSA_SELECTED_TILING", T::string, "auto", R::nsa_layer_only,
+     "How the v2 selected kernels tile their work (nsa/cuda/nsa_cuda.h, SelectedTiling), for bisection and "
+     "comparison; the result is the same function up to rounding: auto (the default: chosen from the shape), "
+     "shared_rows (64 rows of consecutive queries a CTA, the union of their blocks), split_keys (16 rows a CTA, "
+     "its warps splitting every tile's keys), query_columns (each query's heads as the MMA columns; h <= 8), "
+     "key_outer (forward only: each chosen block's K/V once for every query that chose it, partials merged per "
+     "query; sel_block 64). The forward and dq follow it where it applies; elsewhere auto's choice runs.",
+     true,
+     {"auto", "shared_rows", "split_keys", "query_columns", "key_outer"}},
     // Every model: faults are planted outside the layer too (the loss, model.cpp)
     // and any active one keeps the CUDA graph off (trainer.cpp); mutations too
     // (the RoPE ones reach the dense layer, which shares nsa_ops.cpp's RoPE).

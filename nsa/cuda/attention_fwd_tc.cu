@@ -74,7 +74,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
@@ -315,6 +317,19 @@ namespace {
 std::atomic<int> g_selected_tiling{0};
 }
 void set_selected_tiling(SelectedTiling t) { g_selected_tiling.store(int(t)); }
+
+SelectedTiling parse_selected_tiling(std::string_view value) {
+  static constexpr std::pair<std::string_view, SelectedTiling> kNames[] = {
+      {"auto", SelectedTiling::Auto},
+      {"shared_rows", SelectedTiling::SharedRows},
+      {"split_keys", SelectedTiling::SplitKeys},
+      {"query_columns", SelectedTiling::QueryColumns},
+      {"key_outer", SelectedTiling::KeyOuter}};
+  for (const auto& [name, tiling] : kNames)
+    if (value == name) return tiling;
+  TORCH_CHECK(false, "NSA_SELECTED_TILING: expected auto, shared_rows, split_keys, query_columns or key_outer, got '",
+              value, "'");
+}
 SelectedTiling selected_tiling() { return SelectedTiling(g_selected_tiling.load()); }
 
 void set_force_v1_kernels(bool on) { g_force_v1.store(on ? 1 : 0); }

@@ -41,6 +41,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // apply, or v1 everywhere); the backward launched from here follows it too.
   set_force_v1_kernels(rt.flags.get_bool("NSA_CUDA_KERNEL_V1"));
   set_forward_wgmma(rt.flags.get_bool("NSA_CUDA_WGMMA"));
+  set_selected_tiling(parse_selected_tiling(rt.flags.get_string("NSA_SELECTED_TILING")));
   set_stream_overlap(rt.flags.get_bool("NSA_OVERLAP_STREAMS"));
   const auto& P = c.nsa;
   const double scale = 1.0 / std::sqrt(double(c.d_k));

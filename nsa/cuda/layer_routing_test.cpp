@@ -2,6 +2,10 @@
 // getting its gradient through the kernels' autograd functions.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <string_view>
+
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/row_delta.h"
@@ -13,6 +17,28 @@
 namespace nsa::cuda {
 namespace {
 using namespace nsa::testing;
+
+// The layer's NSA_SELECTED_TILING: each value the flag registry allows names
+// its own tiling (the registry's list and the parser are two tables; a choice
+// one has and the other lacks would either be refused by the flag check or
+// throw inside the layer), and a value outside them throws naming the flag.
+TEST(SelectedTilingFlag, EveryAllowedValueNamesItsOwnTiling) {
+  const FlagInfo* f = find_flag("NSA_SELECTED_TILING");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->default_value, "auto");
+  std::set<int> seen;
+  for (std::string_view value : f->allowed) seen.insert(int(parse_selected_tiling(value)));
+  EXPECT_EQ(seen.size(), f->allowed.size());
+  EXPECT_EQ(seen.size(), 5u);  // Auto, SharedRows, SplitKeys, QueryColumns, KeyOuter
+  EXPECT_EQ(parse_selected_tiling("auto"), SelectedTiling::Auto);
+  EXPECT_EQ(parse_selected_tiling("key_outer"), SelectedTiling::KeyOuter);
+  try {
+    parse_selected_tiling("keyouter");
+    ADD_FAILURE() << "a value outside the choices was accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NSA_SELECTED_TILING"), std::string::npos) << e.what();
+  }
+}
 
 TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
   if (!kernels_available()) GTEST_SKIP() << "no CUDA device: " << unavailable_reason();

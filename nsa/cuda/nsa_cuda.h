@@ -155,6 +155,9 @@ bool last_forward_used_wgmma();
 enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2, QueryColumns = 3, KeyOuter = 4 };
 void set_selected_tiling(SelectedTiling t);
 SelectedTiling selected_tiling();
+// The layer's flag NSA_SELECTED_TILING: auto, shared_rows, split_keys,
+// query_columns or key_outer (anything else throws, naming the flag).
+SelectedTiling parse_selected_tiling(std::string_view value);
 // KeyOuter's queries per chunk (the partials of a chunk live in one buffer):
 // 0 = as many as fit 1 GiB; n > 0 forces n, for tests. Next launch on.
 void set_selected_key_outer_chunk(int64_t queries);
