@@ -69,7 +69,7 @@ using tc::kLog2e;
 using tc::kTcKeys;
 using tc::kTcThreads;
 
-constexpr int kUnitRows = 1024;          // rows (query, head) per CTA at most: 16 tiles of 64
+constexpr int kUnitRows = 1024;          // rows (query, head) per CTA at most: 16 groups of 16 a warp
 constexpr int64_t kChunkBytes = 1 << 30;  // the partials of one chunk of queries, at most
 constexpr int kMergeWarps = 8;
 
