@@ -111,9 +111,7 @@ class PeerTableTest(unittest.TestCase):
         # the rest were not measured.
         run = peer_run()
         run.meta.complete = False
-        with open(self.peer, "w") as f:
-            json.dump(run.to_json(), f)
-        doc, md = self.combined()
+        doc, md = self.combined_from(run)
         self.assertIn("**Incomplete:** fla's run stopped before its last row (its timeout); it timed 3 fla rows.", md)
         self.assertFalse(doc["meta"]["complete"])
         sp = {(s["shape"], s["S"], s["pass_"]): s for s in doc["speedups"]}

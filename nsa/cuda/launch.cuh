@@ -32,11 +32,13 @@ struct BranchKernels {
   }
 };
 
-// `smem` bytes may exceed the 48 KB default, so the limit is raised per kernel first.
-template <typename Kernel>
-void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const AttnParams& p) {
+// `smem` bytes may exceed the 48 KB default, so the limit is raised per kernel
+// first. `args`: the kernel's parameters (AttnParams, and for some kernels a
+// record of their own after it).
+template <typename Kernel, typename... Args>
+void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const Args&... args) {
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, threads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  kernel<<<grid, threads, smem, at::cuda::getCurrentCUDAStream()>>>(args...);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

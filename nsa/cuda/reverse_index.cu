@@ -20,16 +20,13 @@
 
 #include <cstdint>
 
+#include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/reverse_index.h"
 
 namespace nsa::cuda {
 namespace {
 
 constexpr int kThreads = 128;
-
-__device__ __forceinline__ bool chose(int j, int64_t t, int64_t sel_block, int n_blocks) {
-  return j >= 0 && j < n_blocks && int64_t(j) * sel_block <= t;  // a block past t sees nothing
-}
 
 // block_idx [B,S,G,n]: the entry (b, t, g, s).
 __device__ __forceinline__ const int* row_of(const int* block_idx, int b, int64_t t, int g, int64_t S, int G, int n) {
@@ -47,7 +44,7 @@ __global__ void nsa_reverse_index_count_kernel(const int* __restrict__ block_idx
   for (int64_t e = threadIdx.x; e < rows * n; e += blockDim.x) {
     const int64_t t = t0 + e / n;
     const int j = row_of(block_idx, b, t, g, S, G, n)[e % n];
-    if (chose(j, t, sel_block, n_blocks)) atomicAdd(&hist[j], 1);
+    if (block_chosen(j, t, sel_block, n_blocks)) atomicAdd(&hist[j], 1);
   }
   __syncthreads();
   for (int j = threadIdx.x; j < n_blocks; j += blockDim.x)
@@ -81,7 +78,7 @@ __global__ void nsa_reverse_index_fill_kernel(const int* __restrict__ block_idx,
   for (int64_t t = t0; t < t1; ++t) {
     const int j = j_next;
     j_next = lane < n && t + 1 < t1 ? row_of(block_idx, b, t + 1, g, S, G, n)[lane] : -1;
-    const bool valid = lane < n && chose(j, t, sel_block, n_blocks);
+    const bool valid = lane < n && block_chosen(j, t, sel_block, n_blocks);
     const unsigned voting = __ballot_sync(0xffffffffu, valid);
     const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & voting;
     if (valid) {

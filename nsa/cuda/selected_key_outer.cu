@@ -46,18 +46,17 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAStream.h>
-#include <c10/cuda/CUDAException.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/query_tiles.cuh"
 #include "nsa/cuda/reverse_index.h"
 
@@ -249,22 +248,6 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
   }
 }
 
-// Two 16-bit elements in one register (low half first, as tc::pack2 makes them) as floats.
-template <typename T>
-__device__ __forceinline__ float2 unpack2(uint32_t x);
-template <>
-__device__ __forceinline__ float2 unpack2<c10::BFloat16>(uint32_t x) {
-  __nv_bfloat162 v;
-  memcpy(&v, &x, sizeof(v));
-  return __bfloat1622float2(v);
-}
-template <>
-__device__ __forceinline__ float2 unpack2<c10::Half>(uint32_t x) {
-  __half2 v;
-  memcpy(&v, &x, sizeof(v));
-  return __half22float2(v);
-}
-
 // One warp per output row (b, t, head hq = g h + hh) of the chunk.
 template <typename T, int DV>
 __global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
@@ -273,11 +256,11 @@ __global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kerne
   if (row >= int64_t(p.B) * c.q_len * p.H) return;
   const int hq = int(row % p.H), tl = int(row / p.H % c.q_len), b = int(row / p.H / c.q_len);
   const int g = hq / p.h, hh = hq % p.h, t = c.q_lo + tl;
-  // Lane s holds slot s: valid where the reverse index listed the pair (the
-  // block starts at or before t) and the block does not repeat an earlier
+  // Lane s holds slot s: valid where the reverse index listed the pair
+  // (block_chosen, its own test) and the block does not repeat an earlier
   // slot (block_idx rows hold no duplicates; were one given, it counts once).
   const int j = lane < p.n_sel ? p.block_idx[((int64_t(b) * p.S + t) * p.G + g) * p.n_sel + lane] : -1;
-  bool valid = j >= 0 && j < p.n_blocks && j * p.sel_block <= t;
+  bool valid = block_chosen(j, t, p.sel_block, p.n_blocks);
   const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & __ballot_sync(0xffffffffu, valid);
   valid = valid && __ffs(same) - 1 == lane;
   const float lse2 = valid ? c.part_lse[part_row(p, c, b, t, g, lane, hh)] : -INFINITY;
@@ -301,10 +284,9 @@ __global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kerne
     for (int s = 0; s < p.n_sel; ++s) {  // ascending slot order; several slots' loads in flight
       const float ws = __shfl_sync(0xffffffffu, w, s);
       if (mine && ((slots >> s) & 1u)) {
-        const uint2 raw = *reinterpret_cast<const uint2*>(part + s * slot_stride + col);
-        const float2 v0 = unpack2<T>(raw.x), v1 = unpack2<T>(raw.y);
-        a[0] = fmaf(ws, v0.x, a[0]), a[1] = fmaf(ws, v0.y, a[1]), a[2] = fmaf(ws, v1.x, a[2]),
-        a[3] = fmaf(ws, v1.y, a[3]);
+        const auto v = *reinterpret_cast<const Pack<T, 4>*>(part + s * slot_stride + col);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[e] = fmaf(ws, to_f(v.v[e]), a[e]);
       }
     }
     if (mine) {
@@ -358,21 +340,15 @@ void launch_selected_key_outer(AttnParams& p) {
   const at::Tensor unit_e0 = at::empty({max_units}, on_gpu.dtype(at::kLong));
   c.part_o = part_o.data_ptr(), c.part_lse = part_lse.data_ptr<float>();
   c.unit_key = unit_key.data_ptr<int>(), c.unit_len = unit_len.data_ptr<int>(), c.unit_e0 = unit_e0.data_ptr<int64_t>();
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  NSA_CUDA_CHECK(cudaFuncSetAttribute(nsa_selected_fwd_ko_kernel<T, DK, DV>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::kBytes)));
   for (int64_t ci = 0; ci < n_chunks; ++ci) {
     c.q_lo = int(ci * chunk);
     c.q_len = int(std::min<int64_t>(chunk, p.S - c.q_lo));
     c.n_units = counters.data_ptr<int>() + ci;
-    nsa_selected_ko_units_kernel<<<unsigned(ceil_div(int(n_keys), 256)), 256, 0, stream>>>(p, c);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    nsa_selected_fwd_ko_kernel<T, DK, DV><<<unsigned(max_units), kTcThreads, L::kBytes, stream>>>(p, c);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_kernel(nsa_selected_ko_units_kernel, dim3(ceil_div(int(n_keys), 256)), 256, 0, p, c);
+    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads, L::kBytes, p, c);
     const int64_t rows = int64_t(p.B) * c.q_len * p.H;
-    nsa_selected_fwd_merge_kernel<T, DV>
-        <<<unsigned((rows + kMergeWarps - 1) / kMergeWarps), 32 * kMergeWarps, 0, stream>>>(p, c);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, dim3(unsigned((rows + kMergeWarps - 1) / kMergeWarps)),
+                  32 * kMergeWarps, 0, p, c);
   }
   p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
 }
