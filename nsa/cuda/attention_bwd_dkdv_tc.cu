@@ -105,32 +105,6 @@ struct DkdvLayout {
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
 
-// acc[16 x NK] = A B^T, A = the 16 shared rows ar0.. (KD elements, stride LDA),
-// B = the NK shared rows br0.. (stride LDB): S^T = K Q^T, dP^T = V dO^T.
-// ldmatrix x4 for A: lanes 0-7 rows +0..7 cols +0..7 (a[0]), 8-15 rows +8..15
-// cols +0..7 (a[1]), 16-23 rows +0..7 cols +8..15 (a[2]), 24-31 rows +8..15
-// cols +8..15 (a[3]); B as in tc::warp_a_bt.
-template <typename T, int KD, int NK, int LDA, int LDB>
-__device__ __forceinline__ void warp_smem_a_bt(float (&acc)[NK / 8][4], const T* As, int ar0, const T* Bs, int br0,
-                                               int lane) {
-#pragma unroll
-  for (int n = 0; n < NK / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-  const T* abase = As + (ar0 + lane % 8 + ((lane / 8) % 2) * 8) * LDA + (lane / 16) * 8;
-  const T* bbase = Bs + (br0 + (lane / 16) * 8 + lane % 8) * LDB + ((lane / 8) % 2) * 8;
-#pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk) {
-    uint32_t a[4];
-    tc::ldmatrix_x4(a, abase + kk * 16);
-#pragma unroll
-    for (int np = 0; np < NK / 16; ++np) {
-      uint32_t b[4];
-      tc::ldmatrix_x4(b, bbase + np * 16 * LDB + kk * 16);
-      tc::mma_16816<T>(acc[2 * np], a, b[0], b[1]);
-      tc::mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
-    }
-  }
-}
-
 // dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
 // (64 keys x RT rows, `ds`) is complete; each warp takes 16-row groups, reads
 // dS as A fragments (transposed from ds) and K from the key tile, 64 columns of
@@ -337,7 +311,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       if constexpr (kHoldKv)
         tc::warp_a_bt<T, DK, NR, L::kLdK>(sp, kf, qs, row0, lane);
       else
-        warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
+        tc::warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
       // The rows' logsumexp in the log2 domain (lse = +inf: P = 0), the thread's
       // two rows per 8-row column block.
@@ -368,7 +342,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       if constexpr (kHoldKv)
         tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
       else
-        warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
+        tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
 #pragma unroll
       for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll

@@ -186,13 +186,18 @@ __device__ __forceinline__ void tc_dq_rows_body(const AttnParams& p) {
 NSA_TC_BRANCH_KERNELS(bwd_dq, tc_dq_rows_body, TcFamily::Dq)
 
 std::atomic<int> g_last_dq_columns{0};
+std::atomic<int> g_last_dq_key_outer{0};
 
 struct LaunchDq {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    const bool columns = br == Branch::Selected && selected_query_columns(p);
+    const bool key_outer = br == Branch::Selected && selected_key_outer(p);
+    g_last_dq_key_outer.store(key_outer ? 1 : 0);
+    const bool columns = !key_outer && br == Branch::Selected && selected_query_columns(p);
     g_last_dq_columns.store(columns ? 1 : 0);
-    if (columns)
+    if (key_outer)
+      launch_selected_key_outer_dq<T, DK, DV>(p);
+    else if (columns)
       launch_selected_columns<T, DK, DV>(p, /*dq=*/true);
     else
       launch_tc_query_kernel<DqLayout<DK, DV>>(br, p, bwd_dq_tc_kernels<T, DK, DV>());
@@ -206,6 +211,7 @@ std::atomic<int> g_last_dq_version{0};
 
 int last_dq_kernel_version() { return g_last_dq_version.load(); }
 bool last_dq_used_query_columns() { return g_last_dq_version.load() == 2 && g_last_dq_columns.load() == 1; }
+bool last_dq_used_key_outer() { return g_last_dq_version.load() == 2 && g_last_dq_key_outer.load() == 1; }
 
 bool launch_attention_bwd_dq_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDq>(br, dtype, p, {p.k, p.v, p.q, p.dout, p.dq_out}, g_last_dq_version);

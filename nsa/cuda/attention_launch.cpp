@@ -163,27 +163,27 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   // BackwardDq::atomic: the dk/dv kernel adds dS K into dq where it can
   // (dq_done); the dq kernel below then has nothing left to do.
   p.dq_in_dkdv = spec.dq == BackwardDq::atomic;
-  // dk/dv (after the reverse index it reads) first, on a forked stream when
-  // overlapping: its CTAs take the GPU first and dq's fill in as they finish.
-  // Every tensor the side stream reads was made on the caller's stream before
-  // the fork, and the caller's stream joins before anything queued after this
-  // call, so none of them is reused early; the side stream's own temporaries
-  // (reverse index, dk/dv partials) are freed onto it.
+  // The selected branch's reverse index, read by dk/dv and by KeyOuter's dq
+  // (selected_key_outer.cu), on the caller's stream before the fork.
+  ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
+  if (spec.branch == Branch::Selected) {
+    rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
+    p.rev_query = rev.query.data_ptr<int>();
+    p.rev_offset = rev.offset.data_ptr<int64_t>();
+  }
+  // dk/dv first, on a forked stream when overlapping: its CTAs take the GPU
+  // first and dq's fill in as they finish. Every tensor the side stream reads
+  // (the reverse index too) was made on the caller's stream before the fork,
+  // and the caller's stream joins before anything queued after this call, so
+  // none of them is reused early; the side stream's own temporaries (dk/dv
+  // partials) are freed onto it.
   std::optional<ForkedStream> fork;
   std::optional<c10::cuda::CUDAStreamGuard> on_side;
   if (g_overlap.load()) {
     fork.emplace(q.get_device(), Lane::kernel_pair);
     on_side.emplace(fork->side());
   }
-  {
-    ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
-    if (spec.branch == Branch::Selected) {
-      rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
-      p.rev_query = rev.query.data_ptr<int>();
-      p.rev_offset = rev.offset.data_ptr<int64_t>();
-    }
-    launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
-  }
+  launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
   on_side.reset();  // back on the caller's stream
   g_last_dq_in_dkdv.store(p.dq_done);
   if (!p.dq_done) launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);

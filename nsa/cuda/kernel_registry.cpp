@@ -27,6 +27,8 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_selected_ko_units_kernel", "selected-block attention forward v2, KeyOuter: each block's queries in this chunk, cut into CTA units", "slc"},
       {"nsa_selected_fwd_ko_kernel", "selected-block attention forward v2, KeyOuter: one block's K/V for the queries that chose it, a partial per (query, block), tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_fwd_merge_kernel", "selected-block attention forward v2, KeyOuter: each query's block partials merged into o and lse", "slc"},
+      {"nsa_selected_bwd_dq_ko_kernel", "selected-block attention backward dq v2, KeyOuter: one block's K/V for the queries that chose it, a dq partial per (query, block), tensor cores (fp16/bf16)", "slc"},
+      {"nsa_selected_bwd_dq_merge_kernel", "selected-block attention backward dq v2, KeyOuter: each query's block partials summed into dq", "slc"},
       {"nsa_selected_bwd_dq_kernel", "selected-block attention backward: dq per query", "slc"},
       {"nsa_selected_bwd_dq_qc_kernel", "selected-block attention backward v2, QueryColumns: dq with each query's heads as the MMA columns, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},

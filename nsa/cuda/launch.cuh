@@ -79,15 +79,17 @@ inline bool selected_query_columns(const AttnParams& p) {
   return fits && ceil_div(p.Sk, p.sel_block) >= 4 * p.n_sel;
 }
 
-// The KeyOuter forward (selected_key_outer.cu): where it applies (sel_block =
-// 64, n <= 32), and its launcher (reverse index, then per chunk of queries its
-// units, its partials and their merge). Only the forward has it: dq stays
-// query-tiled, dk/dv is key-centric already.
+// The KeyOuter forward and dq (selected_key_outer.cu): where they apply
+// (sel_block = 64, n <= 32), and their launchers (reverse index, then per chunk
+// of queries its units, its partials and their merge). dk/dv is key-centric
+// already.
 bool selected_key_outer_applies(const AttnParams& p);
 template <typename T, int DK, int DV>
 void launch_selected_key_outer(AttnParams& p);
+template <typename T, int DK, int DV>
+void launch_selected_key_outer_dq(AttnParams& p);
 
-// Does the selected forward run KeyOuter? Where it applies, when asked for
+// Do the selected forward and dq run KeyOuter? Where it applies, when asked for
 // (set_selected_tiling), and by default from 8 n candidate blocks on (16 n
 // where QueryColumns would run instead): with unrelated choices the
 // query-tiled kernels read each block once per query, KeyOuter once per

@@ -215,6 +215,32 @@ __device__ __forceinline__ void warp_a_bt(float (&acc)[NK / 8][4], const uint32_
   }
 }
 
+// warp_a_bt with A read from shared memory too, a k-step at a time (no A
+// fragments held across the product): A = the 16 shared rows ar0.. (KD
+// elements, stride LDA), B = the NK shared rows br0.. (stride LDB). The dk/dv
+// kernels' S^T = K Q^T and dP^T = V dO^T, KeyOuter dq's S = Q K^T and dP =
+// dO V^T. A's tiles as in ldmatrix_a_frags, B's as in warp_a_bt.
+template <typename T, int KD, int NK, int LDA, int LDB>
+__device__ __forceinline__ void warp_smem_a_bt(float (&acc)[NK / 8][4], const T* As, int ar0, const T* Bs, int br0,
+                                               int lane) {
+#pragma unroll
+  for (int n = 0; n < NK / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  const T* abase = As + (ar0 + lane % 8 + ((lane / 8) % 2) * 8) * LDA + (lane / 16) * 8;
+  const T* bbase = Bs + (br0 + (lane / 16) * 8 + lane % 8) * LDB + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    uint32_t a[4];
+    ldmatrix_x4(a, abase + kk * 16);
+#pragma unroll
+    for (int np = 0; np < NK / 16; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4(b, bbase + np * 16 * LDB + kk * 16);
+      mma_16816<T>(acc[2 * np], a, b[0], b[1]);
+      mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+    }
+  }
+}
+
 // acc[16 x ND] += C[16 x NK] * B, C = fp32 accumulators of an earlier warp_a_bt
 // rounded to T (the C layout of n-tiles 2kk, 2kk + 1 is the A layout of k-step
 // kk), B = the NK shared rows kr0 .. kr0 + NK of ND elements (row stride LD):

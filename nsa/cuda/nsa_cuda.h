@@ -147,9 +147,9 @@ bool last_forward_used_wgmma();
 // not choose (h <= 8, sel_block a multiple of 64, dk and dv in {64, 128};
 // elsewhere Auto's choice runs). The result is the same function; for
 // benchmarks and bisection. Takes effect at the next launch.
-// KeyOuter (selected_key_outer.cu; forward only, dq runs Auto's choice) = one
-// CTA per chosen block's K/V and up to 1024 rows of the queries that chose it
-// (the reverse index), each (query, block) pair's partial result merged per
+// KeyOuter (selected_key_outer.cu; forward and dq) = one CTA per chosen
+// block's K/V and up to 1024 rows of the queries that chose it (the reverse
+// index), each (query, block) pair's partial result (o, or dq) merged per
 // query afterwards (sel_block = 64, n <= 32); Auto takes it from 8 n candidate
 // blocks on (16 n where QueryColumns applies: launch.cuh).
 enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2, QueryColumns = 3, KeyOuter = 4 };
@@ -165,8 +165,9 @@ int64_t selected_key_outer_chunk();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();
-// Testing hook: the last forward launched was the selected KeyOuter kernels.
+// Testing hooks: the last forward / dq launched was the selected KeyOuter kernels.
 bool last_forward_used_key_outer();
+bool last_dq_used_key_outer();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces

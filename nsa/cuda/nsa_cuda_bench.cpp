@@ -636,21 +636,20 @@ void SizesV(benchmark::internal::Benchmark* b) {
 }
 
 // Selected v2 under each tiling (nsa_cuda.h, SelectedTiling): arg tiling 1 =
-// SharedRows, 2 = SplitKeys, 3 = QueryColumns (forward and dq), 4 = KeyOuter
-// (forward); where one does not apply, the automatic choice; the BM_Selected
-// rows run the automatic choice.
+// SharedRows, 2 = SplitKeys, 3 = QueryColumns, 4 = KeyOuter (each the forward,
+// or dq in the backward rows); where one does not apply, the automatic choice;
+// the BM_Selected rows run the automatic choice.
 template <bool BWD>
 void BM_SelectedTiling(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling(state.range(2)));
   branch_row<Which::Selected, BWD>(state);
 }
-// KeyOuter (4) is a forward tiling only: the backward rows stop at 3.
-void SizesTiling(benchmark::internal::Benchmark* b, int last_tiling) {
+void SizesTiling(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
     for (int64_t S : {2048, 8192, 16384, 32768, 65536})
-      for (int64_t tiling = 1; tiling <= last_tiling; ++tiling) b->Args({shape, S, tiling});
-  for (int64_t tiling = 1; tiling <= last_tiling; ++tiling)
+      for (int64_t tiling = 1; tiling <= 4; ++tiling) b->Args({shape, S, tiling});
+  for (int64_t tiling = 1; tiling <= 4; ++tiling)
     b->Args({2, 2048, tiling});  // m7c as its training step runs it (batch 8)
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "tiling"});
 }
@@ -753,11 +752,11 @@ BENCHMARK(BM_SelectBlocks<true>)->Name("BM_SelectBlocksFromLse")->Apply(SizesV);
 BENCHMARK(BM_ReverseIndex)->Apply(SizesReverseIndex);
 BENCHMARK(BM_Branch<Which::Selected, false>)->Name("BM_SelectedFwd")->Apply(SizesV);
 BENCHMARK(BM_Branch<Which::Selected, true>)->Name("BM_SelectedBwd")->Apply(SizesV);
-BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply([](auto* b) { SizesTiling(b, 4); });
+BENCHMARK(BM_SelectedTiling<false>)->Name("BM_SelectedFwdTiling")->Apply(SizesTiling);
 BENCHMARK(BM_ForwardMma<Which::Selected>)->Name("BM_SelectedFwdMma")->Apply(SizesForwardMma);
 BENCHMARK(BM_ForwardMma<Which::Window>)->Name("BM_WindowFwdMma")->Apply(SizesForwardMma);
 BENCHMARK(BM_ForwardMma<Which::Compressed>)->Name("BM_CompressedFwdMma")->Apply(SizesForwardMma);
-BENCHMARK(BM_SelectedTiling<true>)->Name("BM_SelectedBwdTiling")->Apply([](auto* b) { SizesTiling(b, 3); });
+BENCHMARK(BM_SelectedTiling<true>)->Name("BM_SelectedBwdTiling")->Apply(SizesTiling);
 BENCHMARK(BM_DkdvSplits<Which::Selected>)->Name("BM_SelectedBwdSplits")->Apply(SizesSplits);
 BENCHMARK(BM_DkdvSplits<Which::Compressed>)->Name("BM_CompressedBwdSplits")->Apply(SizesSplits);
 BENCHMARK(BM_Branch<Which::Compressed, false>)->Name("BM_CompressedFwd")->Apply(SizesV);

@@ -61,7 +61,7 @@ TEST_P(SelectedAttention, MatchesReference) {
   // v2 has four tilings (nsa_cuda.h, SelectedTiling); each must compute the
   // same function, whatever the automatic choice would be for this shape.
   // QueryColumns applies to groups of <= 8 heads, blocks of whole 64-key
-  // tiles and dk, dv in {64, 128}; KeyOuter (forward only) to 64-key blocks;
+  // tiles and dk, dv in {64, 128}; KeyOuter (forward and dq) to 64-key blocks;
   // elsewhere the automatic choice runs in their place, which the hooks tell
   // apart. KeyOuter runs twice: in chunks of 37 queries, so that every case
   // with more crosses chunk boundaries, and in its default chunk (a whole test
@@ -93,8 +93,10 @@ TEST_P(SelectedAttention, MatchesReference) {
     if (tiling == SelectedTiling::KeyOuter) {
       BranchSpec spec;
       spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
-      (void)attention_forward(in.q, in.k, in.v, spec);
+      const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
       EXPECT_EQ(last_forward_used_key_outer(), key_outer_apply) << name;
+      (void)attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
+      EXPECT_EQ(last_dq_used_key_outer(), key_outer_apply) << name;
     }
     if (tiling == SelectedTiling::QueryColumns) {
       BranchSpec spec;

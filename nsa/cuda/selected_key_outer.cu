@@ -40,6 +40,18 @@
 // |O_i|; the query-tiled forward already rounds P to the input dtype before
 // P V, an error of the same size (u x the weighted mean of |v|). Normalised, a
 // partial never exceeds max|v|: no overflow in fp16.
+// The backward's dq the same way (nsa_selected_bwd_dq_ko_kernel and
+// nsa_selected_bwd_dq_merge_kernel, the same units and chunks): the
+// query-tiled dq kernel gathered every query's n blocks as the forward did (88
+// of the paper_kernel layer's 248 ms forward + backward at 64k, H200). Per
+// (query, block) pair the dq ko kernel reads Q and dO, recomputes S = Q K^T
+// and dP = dO V^T, P = 2^(S scale log2 e - lse log2 e), dS = P (dP - delta),
+// and writes the partial scale dS K, rounded to the input dtype, to the
+// block's slot; the merge sums a row's slots in order in fp32. Rounding a
+// partial errs by at most u |scale dS K| <= u scale sum_k |dS_k| |K_k|, the
+// bound the query-tiled dq already has from rounding dS before dS K. Bitwise
+// reproducible like the forward; no atomics (BackwardDq::atomic is the other
+// way to spare the gathering, with float atomics).
 // Applies where sel_block = 64 (a block is one key tile), n <= 32 (a row's
 // slots in one warp's lanes), fp16/bf16, the v2 head dims.
 #include <ATen/ops/empty.h>
@@ -71,6 +83,9 @@ using tc::kTcThreads;
 constexpr int kUnitRows = 1024;          // rows (query, head) per CTA at most: 16 groups of 16 a warp
 constexpr int64_t kChunkBytes = 1 << 30;  // the partials of one chunk of queries, at most
 constexpr int kMergeWarps = 8;
+// Resident merge CTAs an SM asked of the compiler (64 registers a thread): with
+// no minimum ptxas kept the forward merge at dv 192 at 32 registers and spilled.
+constexpr int kMergeCtas = 4;
 
 std::atomic<int64_t> g_chunk_queries{0};
 
@@ -82,8 +97,8 @@ struct KoChunk {
   int* unit_key = nullptr;     // (b G + g) n_blocks + j
   int64_t* unit_e0 = nullptr;  // the unit's first entry in rev_query
   int* unit_len = nullptr;     // its entries (queries)
-  void* part_o = nullptr;      // [B][q_len][G][n][h][dv] in T: O / l of (query, slot, head)
-  float* part_lse = nullptr;   // [B][q_len][G][n][h]: m + log2 l (log2 domain, scale folded in)
+  void* part = nullptr;         // [B][q_len][G][n][h][D] in T: the forward's O / l (D = dv), dq's scale dS K (D = dk)
+  float* part_lse = nullptr;   // forward: [B][q_len][G][n][h], m + log2 l (log2 domain, scale folded in)
 };
 
 __device__ __forceinline__ int64_t part_row(const AttnParams& p, const KoChunk& c, int b, int t, int g, int slot,
@@ -120,17 +135,58 @@ __global__ void nsa_selected_ko_units_kernel(AttnParams p, KoChunk c) {
   }
 }
 
-// Shared memory: the block's K and V (loaded once), then one 16-row Q buffer
-// per warp (each warp walks its own rows: no barrier after the K/V load).
-// 67 KB at 192/128, so 3 CTAs share an SM (a CTA-wide double-buffered
-// 64-row Q stage took 95 KB: 2 CTAs, 8 warps an SM, an instruction issued
-// every 4.4 cycles per scheduler, ncu).
-template <int DK, int DV>
+// Shared memory: the block's K and V (loaded once), then one 16-row buffer per
+// warp (each warp walks its own rows: no barrier after the K/V load) for Q,
+// and in dq Q and dO. Forward: 67 KB at 192/128, so 3 CTAs share an SM (a
+// CTA-wide double-buffered 64-row Q stage took 95 KB: 2 CTAs, 8 warps an SM,
+// an instruction issued every 4.4 cycles per scheduler, ncu). dq: 87 KB at
+// 192/128, 2 CTAs.
+template <int DK, int DV, bool kDq>
 struct KoLayout {
   static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
   static constexpr size_t kKvBytes = size_t(kTcKeys) * (kLdK + kLdV) * 2;
-  static constexpr size_t kBytes = kKvBytes + size_t(tc::kTcWarps) * 16 * kLdK * 2;
+  // A buffer row: Q, or Q | dO | pad, an odd number of 16-byte pieces either
+  // way, so ldmatrix's 8 rows fall in 8 distinct bank groups.
+  static constexpr int kLdWarp = kDq ? kLdK + kLdV + tc::kSmemPad : kLdK;
+  static constexpr size_t kBytes = kKvBytes + size_t(tc::kTcWarps) * 16 * kLdWarp * 2;
   static_assert(kBytes <= kSmemBudget, "KeyOuter tiles exceed the shared-memory budget");
+};
+
+// The unit's block: K and V rows k0 .. k0 + 63 of (b, g) into shared memory
+// (zeros past the end), two threads a row, one cp.async group.
+template <typename T, int DK, int DV, int LDK, int LDV>
+__device__ __forceinline__ void load_block_kv(T* Ks, T* Vs, const AttnParams& p, int b, int g, int k0, int tid) {
+  const int r = tid / 2, kr = k0 + r;
+  const bool valid = kr < p.Sk;
+  const int src = valid ? kr : 0;
+  tc::copy_row_async<DK>(Ks + r * LDK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK), valid,
+                         tid & 1);
+  tc::copy_row_async<DV>(Vs + r * LDV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV), valid,
+                         tid & 1);
+  tc::cp_async_commit();
+}
+
+// The slot block j has in query t's block_idx row (the first naming it), -1
+// for t < 0.
+__device__ __forceinline__ int slot_of(const AttnParams& p, int b, int t, int g, int j) {
+  int slot = -1;
+  if (t >= 0) {
+    const int* idx = p.block_idx + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
+    for (int s = p.n_sel - 1; s >= 0; --s) slot = idx[s] == j ? s : slot;
+  }
+  return slot;
+}
+
+// A warp's rows (query, head) of one unit, 16 at a time: lane l holds the
+// query of row l % 16 of group gi (-1 past the rows).
+struct UnitRows {
+  const int* rev_query;
+  int64_t e0;
+  int n_rows, h;
+  __device__ int query_of(int gi, int lane) const {
+    const int ri = gi * 16 + lane % 16;
+    return ri < n_rows ? rev_query[e0 + ri / h] : -1;
+  }
 };
 
 // The unit's rows (query, head) in groups of 16; warp w takes groups w, w + 4,
@@ -142,7 +198,7 @@ struct KoLayout {
 // an SM there too (222 for sm_80, where asking for 3 spills).
 template <typename T, int DK, int DV>
 __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
-  using L = KoLayout<DK, DV>;
+  using L = KoLayout<DK, DV, false>;
   constexpr int kPieces = DK / 8;  // 16-byte pieces of a Q row
   const int u = blockIdx.x;
   if (u >= *c.n_units) return;  // the grid is an upper bound of the units
@@ -152,26 +208,12 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdK;  // this warp's [16][kLdK]
   const int key = c.unit_key[u], n_q = c.unit_len[u];
-  const int64_t e0 = c.unit_e0[u];
   const int bg = key / p.n_blocks, j = key % p.n_blocks, b = bg / p.G, g = bg % p.G;
   const int k0 = j * kTcKeys;  // sel_block == 64: the block is one key tile
   const T* q = static_cast<const T*>(p.q);
-  const int n_rows = n_q * p.h, n_groups = ceil_div(n_rows, 16);
-  {  // the block's K and V rows (zeros past the end), two threads a row
-    const int r = tid / 2, kr = k0 + r;
-    const bool valid = kr < p.Sk;
-    const int src = valid ? kr : 0;
-    tc::copy_row_async<DK>(Ks + r * L::kLdK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK), valid,
-                           tid & 1);
-    tc::copy_row_async<DV>(Vs + r * L::kLdV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV), valid,
-                           tid & 1);
-    tc::cp_async_commit();
-  }
-  // Lane l holds the query of row l % 16 of a group (-1 past the rows).
-  const auto query_of = [&](int gi) {
-    const int ri = gi * 16 + lane % 16;
-    return gi < n_groups && ri < n_rows ? p.rev_query[e0 + ri / p.h] : -1;
-  };
+  const UnitRows rows{p.rev_query, c.unit_e0[u], n_q * p.h, p.h};
+  const int n_groups = ceil_div(rows.n_rows, 16);
+  load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_q = [&](int gi, int t_lane) {
 #pragma unroll
     for (int e = lane; e < 16 * kPieces; e += 32) {
@@ -182,7 +224,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
     }
     tc::cp_async_commit();
   };
-  int gi = warp, t_cur = query_of(gi), t_next = query_of(gi + tc::kTcWarps);
+  int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
   if (gi < n_groups) {
     issue_q(gi, t_cur);
     tc::cp_async_wait<1>();  // this thread's K/V pieces (the older group)
@@ -200,21 +242,16 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
     const int t_here = t_cur;
     if (gi + tc::kTcWarps < n_groups) issue_q(gi + tc::kTcWarps, t_next);
     t_cur = t_next;
-    t_next = query_of(gi + 2 * tc::kTcWarps);
-    // The block's slot in the query's block_idx row (the first naming j), for
-    // row lane % 16; loaded now, used after the products.
-    int slot = -1;
-    if (t_here >= 0) {
-      const int* idx = p.block_idx + ((int64_t(b) * p.S + t_here) * p.G + g) * p.n_sel;
-      for (int s = p.n_sel - 1; s >= 0; --s) slot = idx[s] == j ? s : slot;
-    }
+    t_next = rows.query_of(gi + 2 * tc::kTcWarps, lane);
+    // For row lane % 16; loaded now, used after the products.
+    const int slot = slot_of(p, b, t_here, g, j);
     float s[kTcKeys / 8][4];
     tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks, 0, lane);
     // Key k0 + col is visible to row t iff k0 + col <= t (the block holds no
     // key past the end then: t < S = Sk). Rows ascend in t, so when the
     // group's first row reaches the block's last key all 16 see all 64.
     const int t_row[2] = {__shfl_sync(0xffffffffu, t_here, gid), __shfl_sync(0xffffffffu, t_here, gid + 8)};
-    const bool all = gi * 16 + 16 <= n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
+    const bool all = gi * 16 + 16 <= rows.n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
     if (!all) {
 #pragma unroll
       for (int n = 0; n < kTcKeys / 8; ++n) {
@@ -239,7 +276,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
       // A listed (query, block) pair sees key k0 <= t: sum >= 1 (its max scores 2^0).
       const int64_t pr = part_row(p, c, b, t, g, slot_row[e], (gi * 16 + gid + 8 * e) % p.h);
       const float inv = 1.f / sum;
-      T* orow = static_cast<T*>(c.part_o) + pr * DV;
+      T* orow = static_cast<T*>(c.part) + pr * DV;
 #pragma unroll
       for (int n = 0; n < DV / 8; ++n)
         *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * tig) = tc::pack2<T>(o[n][2 * e] * inv, o[n][2 * e + 1] * inv);
@@ -248,40 +285,148 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
   }
 }
 
-// One warp per output row (b, t, head hq = g h + hh) of the chunk.
-template <typename T, int DV>
-__global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
-  const int lane = threadIdx.x % 32;
-  const int64_t row = int64_t(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
-  if (row >= int64_t(p.B) * c.q_len * p.H) return;
-  const int hq = int(row % p.H), tl = int(row / p.H % c.q_len), b = int(row / p.H / c.q_len);
-  const int g = hq / p.h, hh = hq % p.h, t = c.q_lo + tl;
-  // Lane s holds slot s: valid where the reverse index listed the pair
-  // (block_chosen, its own test) and the block does not repeat an earlier
-  // slot (block_idx rows hold no duplicates; were one given, it counts once).
-  const int j = lane < p.n_sel ? p.block_idx[((int64_t(b) * p.S + t) * p.G + g) * p.n_sel + lane] : -1;
-  bool valid = block_chosen(j, t, p.sel_block, p.n_blocks);
+// dq's partials, the forward's walk: the unit's rows in groups of 16, warp w
+// taking groups w, w + 4, ..., Q and dO by cp.async into the warp's buffer,
+// the next group's issued once this one's products have read it. Per group,
+// as the query-tiled dq's step (attention_bwd_tc.cu):
+//   S = Q K^T, dP = dO V^T                mma.sync, Q and dO read from the buffer
+//   P = 2^(S scale log2 e - lse log2 e)   0 for a key past the row's t, or a
+//                                         padding row (lse = +inf)
+//   dS = P (dP - delta), dQ = dS K        dS rounded to the input dtype
+// then scale dQ, rounded to the input dtype, to the block's slot in the row's
+// query. Registers: S and dP (16 each), then the dq accumulators (dk/2) beside
+// dS: 211 at 192/128, 178 at 64/64 (ptxas, CUDA 13.0, sm_90a; 2 CTAs an SM
+// by shared memory).
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(AttnParams p, KoChunk c) {
+  using L = KoLayout<DK, DV, true>;
+  constexpr int kQPieces = DK / 8, kPieces = (DK + DV) / 8;  // 16-byte pieces of a Q | dO row
+  const int u = blockIdx.x;
+  if (u >= *c.n_units) return;  // the grid is an upper bound of the units
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][kLdK]
+  T* Vs = Ks + kTcKeys * L::kLdK;          // [64][kLdV]
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
+  T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdWarp;  // this warp's [16][kLdWarp]: Q | dO
+  T* Ow = Qw + L::kLdK;
+  const int key = c.unit_key[u], n_q = c.unit_len[u];
+  const int bg = key / p.n_blocks, j = key % p.n_blocks, b = bg / p.G, g = bg % p.G;
+  const int k0 = j * kTcKeys;
+  const T* q = static_cast<const T*>(p.q);
+  const T* dout = static_cast<const T*>(p.dout);
+  const UnitRows rows{p.rev_query, c.unit_e0[u], n_q * p.h, p.h};
+  const int n_groups = ceil_div(rows.n_rows, 16);
+  load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
+  const auto issue_rows = [&](int gi, int t_lane) {
+    // Unrolled whole (20 copies a lane at 192/128) the addresses took ~50
+    // registers more and the kernel spilled 76 bytes at the 255 cap (ptxas).
+#pragma unroll 2
+    for (int e = lane; e < 16 * kPieces; e += 32) {
+      const int r = e / kPieces, cc = e % kPieces;
+      const int t = __shfl_sync(0xffffffffu, t_lane, r), ts = t < 0 ? 0 : t;
+      const int hq = g * p.h + (gi * 16 + r) % p.h;
+      const T* src = cc < kQPieces ? q + row_offset(b, ts, hq, p.S, p.H, DK) + cc * 8
+                                   : dout + row_offset(b, ts, hq, p.S, p.H, DV) + (cc - kQPieces) * 8;
+      tc::cp_async_16(Qw + r * L::kLdWarp + (cc < kQPieces ? cc * 8 : L::kLdK + (cc - kQPieces) * 8), src, t >= 0);
+    }
+    tc::cp_async_commit();
+  };
+  int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
+  if (gi < n_groups) {
+    issue_rows(gi, t_cur);
+    tc::cp_async_wait<1>();
+  } else {
+    tc::cp_async_wait<0>();
+  }
+  __syncthreads();
+  const float scale_log2 = p.scale * kLog2e;
+  for (; gi < n_groups; gi += tc::kTcWarps) {
+    tc::cp_async_wait<0>();
+    __syncwarp();
+    const int t_here = t_cur;
+    const int slot = slot_of(p, b, t_here, g, j);
+    const int t_row[2] = {__shfl_sync(0xffffffffu, t_here, gid), __shfl_sync(0xffffffffu, t_here, gid + 8)};
+    float lse2[2], delta[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int t = t_row[e];
+      const int64_t i = (int64_t(b) * p.S + (t < 0 ? 0 : t)) * p.H + g * p.h + (gi * 16 + gid + 8 * e) % p.h;
+      lse2[e] = t < 0 ? INFINITY : p.lse[i] * kLog2e;
+      delta[e] = t < 0 ? 0.f : p.delta[i];
+    }
+    // Q and dO straight from the buffer a k-step at a time (holding them as
+    // fragments, 80 registers at 192/128, spilled 68 bytes), then the buffer
+    // takes the next group's rows while this one finishes.
+    float s[kTcKeys / 8][4], dp[kTcKeys / 8][4];
+    tc::warp_smem_a_bt<T, DK, kTcKeys, L::kLdWarp, L::kLdK>(s, Qw, 0, Ks, 0, lane);
+    tc::warp_smem_a_bt<T, DV, kTcKeys, L::kLdWarp, L::kLdV>(dp, Ow, 0, Vs, 0, lane);
+    __syncwarp();  // every lane's reads are done before the buffer refills
+    if (gi + tc::kTcWarps < n_groups) issue_rows(gi + tc::kTcWarps, t_next);
+    t_cur = t_next;
+    t_next = rows.query_of(gi + 2 * tc::kTcWarps, lane);
+    const bool all = gi * 16 + 16 <= rows.n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
+#pragma unroll
+    for (int n = 0; n < kTcKeys / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool vis = all || k0 + n * 8 + 2 * tig + (e & 1) <= t_row[e / 2];
+        const float pr = vis ? tc::exp2_ftz(fmaf(s[n][e], scale_log2, -lse2[e / 2])) : 0.f;
+        s[n][e] = pr * (dp[n][e] - delta[e / 2]);  // dS
+      }
+    }
+    float dq[DK / 8][4];
+#pragma unroll
+    for (int n = 0; n < DK / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
+    tc::warp_c_b<T, DK, kTcKeys, L::kLdK>(dq, s, Ks, 0, lane);
+    const int slot_row[2] = {__shfl_sync(0xffffffffu, slot, gid), __shfl_sync(0xffffffffu, slot, gid + 8)};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int t = t_row[e];
+      if (t < 0) continue;
+      T* row = static_cast<T*>(c.part) + part_row(p, c, b, t, g, slot_row[e], (gi * 16 + gid + 8 * e) % p.h) * DK;
+#pragma unroll
+      for (int n = 0; n < DK / 8; ++n)
+        *reinterpret_cast<uint32_t*>(row + n * 8 + 2 * tig) =
+            tc::pack2<T>(dq[n][2 * e] * p.scale, dq[n][2 * e + 1] * p.scale);
+    }
+  }
+}
+
+// The merges: one warp per output row (b, t, head hq = g h + hh) of the chunk.
+struct MergeRow {
+  int b, t, g, hh, hq;
+  bool in_chunk;  // false: a warp past the chunk's rows
+  __device__ __forceinline__ static MergeRow of(const AttnParams& p, const KoChunk& c) {
+    const int64_t row = int64_t(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
+    const int hq = int(row % p.H);
+    return {int(row / p.H / c.q_len), c.q_lo + int(row / p.H % c.q_len), hq / p.h, hq % p.h, hq,
+            row < int64_t(p.B) * c.q_len * p.H};
+  }
+};
+
+// Lane s: does slot s of the row hold a partial? Where the reverse index listed
+// the pair (block_chosen, its own test) and the block does not repeat an
+// earlier slot (block_idx rows hold no duplicates; were one given, it counts
+// once).
+__device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const MergeRow& r, int lane) {
+  const int j = lane < p.n_sel ? p.block_idx[((int64_t(r.b) * p.S + r.t) * p.G + r.g) * p.n_sel + lane] : -1;
+  bool valid = block_chosen(j, r.t, p.sel_block, p.n_blocks);
   const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & __ballot_sync(0xffffffffu, valid);
-  valid = valid && __ffs(same) - 1 == lane;
-  const float lse2 = valid ? c.part_lse[part_row(p, c, b, t, g, lane, hh)] : -INFINITY;
-  float mx = lse2;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-  const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
-  float wsum = w;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
-  const unsigned slots = __ballot_sync(0xffffffffu, valid);
-  const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
-  T* orow = static_cast<T*>(p.o) + row_offset(b, t, hq, p.S, p.H, DV);
-  const T* part = static_cast<const T*>(c.part_o) + part_row(p, c, b, t, g, 0, hh) * DV;
-  const int64_t slot_stride = int64_t(p.h) * DV;
-  for (int c0 = 0; c0 < DV; c0 += 128) {  // 4 columns a lane: one 8-byte load per slot
+  return valid && __ffs(same) - 1 == lane;
+}
+
+// out[0 .. D) = f * sum over the slots in `slots`, ascending, of w_s part[s]
+// (w_s: lane s's `w`), in fp32, rounded once. 4 columns a lane: one 8-byte
+// load per slot, several slots' loads in flight.
+template <typename T, int D>
+__device__ __forceinline__ void sum_slots(const T* part, int64_t slot_stride, int n_sel, unsigned slots, float w,
+                                          float f, T* out, int lane) {
+  for (int c0 = 0; c0 < D; c0 += 128) {
     const int col = c0 + 4 * lane;
-    const bool mine = col < DV;  // dv 64 and 192: half the lanes idle in one pass (the shuffles need all)
+    const bool mine = col < D;  // D = 64 and 192: half the lanes idle in one pass (the shuffles need all)
     float a[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 8
-    for (int s = 0; s < p.n_sel; ++s) {  // ascending slot order; several slots' loads in flight
+    for (int s = 0; s < n_sel; ++s) {
       const float ws = __shfl_sync(0xffffffffu, w, s);
       if (mine && ((slots >> s) & 1u)) {
         const auto v = *reinterpret_cast<const Pack<T, 4>*>(part + s * slot_stride + col);
@@ -291,11 +436,102 @@ __global__ void __launch_bounds__(32 * kMergeWarps) nsa_selected_fwd_merge_kerne
     }
     if (mine) {
       uint2 packed;
-      packed.x = tc::pack2<T>(a[0] * inv, a[1] * inv), packed.y = tc::pack2<T>(a[2] * inv, a[3] * inv);
-      *reinterpret_cast<uint2*>(orow + col) = packed;
+      packed.x = tc::pack2<T>(a[0] * f, a[1] * f), packed.y = tc::pack2<T>(a[2] * f, a[3] * f);
+      *reinterpret_cast<uint2*>(out + col) = packed;
     }
   }
-  if (lane == 0) p.lse_out[(int64_t(b) * p.S + t) * p.H + hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
+}
+
+// Forward: the slots' partials weighted by 2^(lse2 - max), o and the
+// natural-log lse; a row with no slot: o = 0, lse = +inf.
+template <typename T, int DV>
+__global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
+  const int lane = threadIdx.x % 32;
+  const MergeRow r = MergeRow::of(p, c);
+  if (!r.in_chunk) return;
+  const bool valid = slot_has_partial(p, r, lane);
+  const float lse2 = valid ? c.part_lse[part_row(p, c, r.b, r.t, r.g, lane, r.hh)] : -INFINITY;
+  float mx = lse2;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
+  float wsum = w;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
+  const unsigned slots = __ballot_sync(0xffffffffu, valid);
+  const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
+  sum_slots<T, DV>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DV, int64_t(p.h) * DV,
+                   p.n_sel, slots, w, inv, static_cast<T*>(p.o) + row_offset(r.b, r.t, r.hq, p.S, p.H, DV), lane);
+  if (lane == 0)
+    p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + r.hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
+}
+
+// dq: the slots' partials (scale already in them) summed; no slot: dq = 0.
+template <typename T, int DK>
+__global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_bwd_dq_merge_kernel(AttnParams p, KoChunk c) {
+  const int lane = threadIdx.x % 32;
+  const MergeRow r = MergeRow::of(p, c);
+  if (!r.in_chunk) return;
+  const unsigned slots = __ballot_sync(0xffffffffu, slot_has_partial(p, r, lane));
+  sum_slots<T, DK>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DK, int64_t(p.h) * DK,
+                   p.n_sel, slots, 1.f, 1.f, static_cast<T*>(p.dq_out) + row_offset(r.b, r.t, r.hq, p.S, p.H, DK),
+                   lane);
+}
+
+// The reverse index (the backward's, when attention_backward has built it;
+// else built here from p.block_idx), then the chunks of queries whose
+// partials (`part_d` columns in T, with an fp32 lse when `with_lse`, per
+// (query, slot, head)) fit kChunkBytes: per chunk the units kernel, then
+// `launch(c, max_units)` queues the chunk's ko kernel and merge.
+template <typename T, typename Launch>
+void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const Launch& launch) {
+  const int dev = c10::cuda::current_device();
+  const auto on_gpu = at::TensorOptions().device(at::kCUDA, dev);
+  ReverseIndex rev;
+  if (p.rev_query == nullptr) {
+    const at::Tensor block_idx = at::from_blob(const_cast<int*>(p.block_idx), {p.B, p.S, p.G, p.n_sel},
+                                               on_gpu.dtype(at::kInt));
+    rev = reverse_index(block_idx, p.sel_block, p.n_blocks);
+    p.rev_query = rev.query.data_ptr<int>();
+    p.rev_offset = rev.offset.data_ptr<int64_t>();
+  }
+  // Queries per chunk: the forced number (tests), else as many as keep the
+  // partials within kChunkBytes.
+  const int64_t per_query = int64_t(p.B) * p.G * p.n_sel * p.h *
+                            (part_d * int64_t(sizeof(T)) + (with_lse ? int64_t(sizeof(float)) : 0));
+  const int64_t forced = g_chunk_queries.load();
+  const int64_t chunk =
+      std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
+  KoChunk c;
+  c.units_per_key = std::max(1, kUnitRows / p.h);
+  // Units of a chunk: at most one partial unit per key plus the chunk's
+  // entries (<= chunk x n per (b, g)) in whole units.
+  const int64_t n_keys = int64_t(p.B) * p.G * p.n_blocks;
+  const int64_t max_units = n_keys + int64_t(p.B) * p.G * ceil_div(int(chunk * p.n_sel), c.units_per_key);
+  const int64_t part_rows = int64_t(p.B) * chunk * p.G * p.n_sel * p.h;
+  const at::Tensor part = at::empty({part_rows * part_d}, on_gpu.dtype(c10::CppTypeToScalarType<T>::value));
+  const at::Tensor part_lse = with_lse ? at::empty({part_rows}, on_gpu.dtype(at::kFloat)) : at::Tensor();
+  const int64_t n_chunks = ceil_div(p.S, int(chunk));
+  const at::Tensor counters = at::zeros({n_chunks}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_key = at::empty({max_units}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_len = at::empty({max_units}, on_gpu.dtype(at::kInt));
+  const at::Tensor unit_e0 = at::empty({max_units}, on_gpu.dtype(at::kLong));
+  c.part = part.data_ptr(), c.part_lse = with_lse ? part_lse.data_ptr<float>() : nullptr;
+  c.unit_key = unit_key.data_ptr<int>(), c.unit_len = unit_len.data_ptr<int>(), c.unit_e0 = unit_e0.data_ptr<int64_t>();
+  for (int64_t ci = 0; ci < n_chunks; ++ci) {
+    c.q_lo = int(ci * chunk);
+    c.q_len = int(std::min<int64_t>(chunk, p.S - c.q_lo));
+    c.n_units = counters.data_ptr<int>() + ci;
+    launch_kernel(nsa_selected_ko_units_kernel, dim3(ceil_div(int(n_keys), 256)), 256, 0, p, c);
+    launch(c, max_units);
+  }
+  if (rev.query.defined()) p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
+}
+
+// Output rows of a chunk, in blocks of kMergeWarps.
+dim3 merge_grid(const AttnParams& p, const KoChunk& c) {
+  const int64_t rows = int64_t(p.B) * c.q_len * p.H;
+  return dim3(unsigned((rows + kMergeWarps - 1) / kMergeWarps));
 }
 
 }  // namespace
@@ -309,53 +545,27 @@ bool selected_key_outer_applies(const AttnParams& p) {
 
 template <typename T, int DK, int DV>
 void launch_selected_key_outer(AttnParams& p) {
-  using L = KoLayout<DK, DV>;
-  const int dev = c10::cuda::current_device();
-  const auto on_gpu = at::TensorOptions().device(at::kCUDA, dev);
-  const at::Tensor block_idx = at::from_blob(const_cast<int*>(p.block_idx), {p.B, p.S, p.G, p.n_sel},
-                                             on_gpu.dtype(at::kInt));
-  const ReverseIndex rev = reverse_index(block_idx, p.sel_block, p.n_blocks);
-  p.rev_query = rev.query.data_ptr<int>();
-  p.rev_offset = rev.offset.data_ptr<int64_t>();
-
-  // Queries per chunk: the forced number (tests), else as many as keep the
-  // partials (O in T, fp32 lse, of every (query, slot, head)) within kChunkBytes.
-  const int64_t per_query = int64_t(p.B) * p.G * p.n_sel * p.h * (DV * int64_t(sizeof(T)) + int64_t(sizeof(float)));
-  const int64_t forced = g_chunk_queries.load();
-  const int64_t chunk =
-      std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
-  KoChunk c;
-  c.units_per_key = std::max(1, kUnitRows / p.h);
-  // Units of a chunk: at most one partial unit per key plus the chunk's
-  // entries (<= chunk x n per (b, g)) in whole units.
-  const int64_t n_keys = int64_t(p.B) * p.G * p.n_blocks;
-  const int64_t max_units = n_keys + int64_t(p.B) * p.G * ceil_div(int(chunk * p.n_sel), c.units_per_key);
-  const at::Tensor part_o = at::empty({int64_t(p.B) * chunk * p.G * p.n_sel * p.h * DV},
-                                      on_gpu.dtype(c10::CppTypeToScalarType<T>::value));
-  const at::Tensor part_lse = at::empty({int64_t(p.B) * chunk * p.G * p.n_sel * p.h}, on_gpu.dtype(at::kFloat));
-  const int64_t n_chunks = ceil_div(p.S, int(chunk));
-  const at::Tensor counters = at::zeros({n_chunks}, on_gpu.dtype(at::kInt));
-  const at::Tensor unit_key = at::empty({max_units}, on_gpu.dtype(at::kInt));
-  const at::Tensor unit_len = at::empty({max_units}, on_gpu.dtype(at::kInt));
-  const at::Tensor unit_e0 = at::empty({max_units}, on_gpu.dtype(at::kLong));
-  c.part_o = part_o.data_ptr(), c.part_lse = part_lse.data_ptr<float>();
-  c.unit_key = unit_key.data_ptr<int>(), c.unit_len = unit_len.data_ptr<int>(), c.unit_e0 = unit_e0.data_ptr<int64_t>();
-  for (int64_t ci = 0; ci < n_chunks; ++ci) {
-    c.q_lo = int(ci * chunk);
-    c.q_len = int(std::min<int64_t>(chunk, p.S - c.q_lo));
-    c.n_units = counters.data_ptr<int>() + ci;
-    launch_kernel(nsa_selected_ko_units_kernel, dim3(ceil_div(int(n_keys), 256)), 256, 0, p, c);
-    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads, L::kBytes, p, c);
-    const int64_t rows = int64_t(p.B) * c.q_len * p.H;
-    launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, dim3(unsigned((rows + kMergeWarps - 1) / kMergeWarps)),
-                  32 * kMergeWarps, 0, p, c);
-  }
-  p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
+  for_each_key_outer_chunk<T>(p, DV, /*with_lse=*/true, [&](const KoChunk& c, int64_t max_units) {
+    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
+                  KoLayout<DK, DV, false>::kBytes, p, c);
+    launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+  });
 }
 
-#define NSA_KO_INSTANTIATE(DK, DV)                                           \
-  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p); \
-  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);
+template <typename T, int DK, int DV>
+void launch_selected_key_outer_dq(AttnParams& p) {
+  for_each_key_outer_chunk<T>(p, DK, /*with_lse=*/false, [&](const KoChunk& c, int64_t max_units) {
+    launch_kernel(nsa_selected_bwd_dq_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
+                  KoLayout<DK, DV, true>::kBytes, p, c);
+    launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+  });
+}
+
+#define NSA_KO_INSTANTIATE(DK, DV)                                                   \
+  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p);    \
+  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);        \
+  template void launch_selected_key_outer_dq<c10::BFloat16, DK, DV>(AttnParams & p); \
+  template void launch_selected_key_outer_dq<c10::Half, DK, DV>(AttnParams & p);
 NSA_TC_DIMS(NSA_KO_INSTANTIATE)
 #undef NSA_KO_INSTANTIATE
 
