@@ -191,7 +191,7 @@ std::atomic<int> g_last_dq_key_outer{0};
 struct LaunchDq {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    const bool key_outer = br == Branch::Selected && selected_key_outer(p);
+    const bool key_outer = br == Branch::Selected && selected_key_outer(p, /*dq=*/true);
     g_last_dq_key_outer.store(key_outer ? 1 : 0);
     const bool columns = !key_outer && br == Branch::Selected && selected_query_columns(p);
     g_last_dq_columns.store(columns ? 1 : 0);

@@ -275,7 +275,7 @@ bool use_wgmma(Branch br, const AttnParams& p) {
 struct LaunchFwd {
   template <typename T, int DK, int DV>
   static bool run(Branch br, AttnParams& p) {
-    const bool key_outer = br == Branch::Selected && selected_key_outer(p);
+    const bool key_outer = br == Branch::Selected && selected_key_outer(p, /*dq=*/false);
     g_last_fwd_key_outer.store(key_outer ? 1 : 0);
     if (key_outer) {
       g_last_fwd_columns.store(0);

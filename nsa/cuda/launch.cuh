@@ -89,20 +89,23 @@ void launch_selected_key_outer(AttnParams& p);
 template <typename T, int DK, int DV>
 void launch_selected_key_outer_dq(AttnParams& p);
 
-// Do the selected forward and dq run KeyOuter? Where it applies, when asked for
-// (set_selected_tiling), and by default from 8 n candidate blocks on (16 n
-// where QueryColumns would run instead): with unrelated choices the
-// query-tiled kernels read each block once per query, KeyOuter once per
-// block and chunk. Measured (H200, BM_SelectedFwdTiling): paper_kernel 8k /
+// Does the selected forward (dq: its backward's dq) run KeyOuter? Where it
+// applies, when asked for (set_selected_tiling), and by default from 8 n
+// candidate blocks on (the forward: 16 n where QueryColumns would run
+// instead): with unrelated choices the query-tiled kernels read each block
+// once per query, KeyOuter once per block and chunk. Measured (H200,
+// BM_Selected{Fwd,Bwd}Tiling, docs/performance.md): forward paper_kernel 8k /
 // 64k 4.50 / 50.3 ms query-tiled against 2.84 / 23.7 KeyOuter; m7c at 8k
-// QueryColumns 0.390 against 0.434, at 16k 0.925 against 0.802; the m7c
-// training shape (batch 8, 2k: 2 n blocks, neighbours share most) SharedRows
-// 0.373 against 0.652.
-inline bool selected_key_outer(const AttnParams& p) {
+// QueryColumns 0.390 against 0.434, at 16k 0.925 against 0.802; backward
+// (dq + dk/dv) paper_kernel 8k / 64k 10.2 / 104 against 8.90 / 70.7, m7c 8k /
+// 64k QueryColumns 0.896 / 8.61 against 0.858 / 6.49; the m7c training shape
+// (batch 8, 2k: 2 n blocks, neighbours share most) SharedRows forward 0.373
+// against 0.652, backward 0.912 against 1.19.
+inline bool selected_key_outer(const AttnParams& p, bool dq) {
   if (!selected_key_outer_applies(p)) return false;
   const SelectedTiling forced = selected_tiling();
   if (forced != SelectedTiling::Auto) return forced == SelectedTiling::KeyOuter;
-  return ceil_div(p.Sk, p.sel_block) >= (selected_query_columns(p) ? 16 : 8) * p.n_sel;
+  return ceil_div(p.Sk, p.sel_block) >= (!dq && selected_query_columns(p) ? 16 : 8) * p.n_sel;
 }
 
 // v2 query tiling (tc kernels), every branch: `rows` rows of queries × heads per

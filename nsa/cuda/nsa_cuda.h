@@ -151,7 +151,7 @@ bool last_forward_used_wgmma();
 // block's K/V and up to 1024 rows of the queries that chose it (the reverse
 // index), each (query, block) pair's partial result (o, or dq) merged per
 // query afterwards (sel_block = 64, n <= 32); Auto takes it from 8 n candidate
-// blocks on (16 n where QueryColumns applies: launch.cuh).
+// blocks on (the forward from 16 n where QueryColumns applies: launch.cuh).
 enum class SelectedTiling : int { Auto = 0, SharedRows = 1, SplitKeys = 2, QueryColumns = 3, KeyOuter = 4 };
 void set_selected_tiling(SelectedTiling t);
 SelectedTiling selected_tiling();
