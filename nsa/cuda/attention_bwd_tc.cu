@@ -8,6 +8,9 @@
 // 64 rows (queries x heads) per CTA, 4 warps x 16 rows, for every branch; Window /
 // Compressed walk one contiguous key range, Selected the union of the blocks
 // the CTA's queries chose (each block's K/V loaded once for all of them).
+// At long sequences Selected runs KeyOuter's dq instead (selected_key_outer.cu:
+// each chosen block's K/V once for every query that chose it; launch.cuh,
+// selected_key_outer).
 // K/V tiles of 64 keys double-buffered with cp.async; 36-100 KB of shared
 // memory (2 x 64 x (dk + dv + 16) x 2 bytes), 128 threads.
 //

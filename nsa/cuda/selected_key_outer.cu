@@ -1,5 +1,5 @@
-// Selected forward v2, KeyOuter tiling: each chosen block's K/V is loaded once
-// for every query that chose it, not once per query.
+// Selected forward and dq v2, KeyOuter tiling: each chosen block's K/V is
+// loaded once for every query that chose it, not once per query.
 //
 // Why: the query-tiled forward (attention_fwd_tc.cu) gathers each query's n
 // blocks. With unrelated choices (long sequences: a query picks 16 of ~1000
@@ -51,7 +51,10 @@
 // partial errs by at most u |scale dS K| <= u scale sum_k |dS_k| |K_k|, the
 // bound the query-tiled dq already has from rounding dS before dS K. Bitwise
 // reproducible like the forward; no atomics (BackwardDq::atomic is the other
-// way to spare the gathering, with float atomics).
+// way to spare the gathering, with float atomics). The reverse index is the
+// one attention_backward built for dk/dv. Measured (H200, BM_SelectedBwdTiling,
+// docs/performance.md): the selected backward (dq + dk/dv) at paper_kernel 64k
+// 104 ms query-tiled against 70.7, m7c 64k 8.61 against 6.49.
 // Applies where sel_block = 64 (a block is one key tile), n <= 32 (a row's
 // slots in one warp's lanes), fp16/bf16, the v2 head dims.
 #include <ATen/ops/empty.h>
@@ -189,6 +192,33 @@ struct UnitRows {
   }
 };
 
+// The unit CTA u takes: block j (keys k0 .. k0 + 63, sel_block = 64) of
+// (b, g) and the unit's rows, in n_groups groups of 16.
+struct KoUnit {
+  int b, g, j, k0;
+  UnitRows rows;
+  int n_groups;
+  __device__ static KoUnit of(const AttnParams& p, const KoChunk& c, int u) {
+    const int key = c.unit_key[u], bg = key / p.n_blocks, j = key % p.n_blocks;
+    const UnitRows rows{p.rev_query, c.unit_e0[u], c.unit_len[u] * p.h, p.h};
+    return {bg / p.G, bg % p.G, j, j * kTcKeys, rows, ceil_div(rows.n_rows, 16)};
+  }
+};
+
+// A warp's first group of rows: issued behind the block's K/V (its own
+// cp.async group), then the wait for this thread's K/V pieces (the older
+// group) and the barrier after which every thread's are in shared memory.
+template <typename Issue>
+__device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, const Issue& issue) {
+  if (gi < n_groups) {
+    issue(gi, t_lane);
+    tc::cp_async_wait<1>();
+  } else {
+    tc::cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
 // The unit's rows (query, head) in groups of 16; warp w takes groups w, w + 4,
 // ... Per group: Q (cp.async into the warp's buffer, issued one group ahead:
 // the buffer is free again once its rows are A fragments in registers), then
@@ -207,12 +237,10 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
   T* Vs = Ks + kTcKeys * L::kLdK;          // [64][kLdV]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdK;  // this warp's [16][kLdK]
-  const int key = c.unit_key[u], n_q = c.unit_len[u];
-  const int bg = key / p.n_blocks, j = key % p.n_blocks, b = bg / p.G, g = bg % p.G;
-  const int k0 = j * kTcKeys;  // sel_block == 64: the block is one key tile
+  const KoUnit unit = KoUnit::of(p, c, u);
+  const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
+  const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
-  const UnitRows rows{p.rev_query, c.unit_e0[u], n_q * p.h, p.h};
-  const int n_groups = ceil_div(rows.n_rows, 16);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_q = [&](int gi, int t_lane) {
 #pragma unroll
@@ -225,13 +253,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
-  if (gi < n_groups) {
-    issue_q(gi, t_cur);
-    tc::cp_async_wait<1>();  // this thread's K/V pieces (the older group)
-  } else {
-    tc::cp_async_wait<0>();
-  }
-  __syncthreads();  // every thread's
+  start_rows(gi, n_groups, t_cur, issue_q);
   const float scale_log2 = p.scale * kLog2e;
   for (; gi < n_groups; gi += tc::kTcWarps) {
     tc::cp_async_wait<0>();
@@ -309,13 +331,11 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdWarp;  // this warp's [16][kLdWarp]: Q | dO
   T* Ow = Qw + L::kLdK;
-  const int key = c.unit_key[u], n_q = c.unit_len[u];
-  const int bg = key / p.n_blocks, j = key % p.n_blocks, b = bg / p.G, g = bg % p.G;
-  const int k0 = j * kTcKeys;
+  const KoUnit unit = KoUnit::of(p, c, u);
+  const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
+  const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
   const T* dout = static_cast<const T*>(p.dout);
-  const UnitRows rows{p.rev_query, c.unit_e0[u], n_q * p.h, p.h};
-  const int n_groups = ceil_div(rows.n_rows, 16);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_rows = [&](int gi, int t_lane) {
     // Unrolled whole (20 copies a lane at 192/128) the addresses took ~50
@@ -332,13 +352,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
-  if (gi < n_groups) {
-    issue_rows(gi, t_cur);
-    tc::cp_async_wait<1>();
-  } else {
-    tc::cp_async_wait<0>();
-  }
-  __syncthreads();
+  start_rows(gi, n_groups, t_cur, issue_rows);
   const float scale_log2 = p.scale * kLog2e;
   for (; gi < n_groups; gi += tc::kTcWarps) {
     tc::cp_async_wait<0>();
