@@ -97,7 +97,9 @@ RESULTS = {"schema_version": 1, "platform": {"gpu": "Results GPU", "date": "2026
                      cell("nsa", "none", 300000.0), cell("dense", "none", 500000.0)]}
 
 
-class GoalsTableTest(unittest.TestCase):
+class TableCase(unittest.TestCase):
+    """The inputs above in a temporary folder, and goals_table.main over them."""
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.bench = self.write("bench.json", BENCH)
@@ -133,6 +135,8 @@ class GoalsTableTest(unittest.TestCase):
         self.assertEqual(rc, 0)
         return rows, md
 
+
+class GoalsTableTest(TableCase):
     def test_sdpa_goals(self):
         rows, _ = self.full()
         fwd8 = rows["sdpa:paper_kernel:fwd:8192"]
@@ -254,6 +258,68 @@ class GoalsTableTest(unittest.TestCase):
             rc, _, _, err = self.run_table(*args, flag, path)
             self.assertEqual(rc, 2, path)
             self.assertIn(path, err)
+
+
+def split_runs(rows_a, rows_b, gpu_b="Test GPU"):
+    """Two peer runs of paper_kernel forward+backward: {S: (fla ms or a status, ours ms)} each."""
+    def run(rows, gpu):
+        t = []
+        for S, (fla, ours) in rows.items():
+            t.append(Timing("fla", "paper_kernel", S, "fwdbwd", ms=fla, reps=5) if isinstance(fla, float)
+                     else Timing("fla", "paper_kernel", S, "fwdbwd", status=fla, detail="timed out"))
+            t.append(Timing("ours", "paper_kernel", S, "fwdbwd", ms=ours))
+        return PeerRun(Meta("2026-12-01T09:00:00Z", gpu), t).to_json()
+    return run(rows_a, "Test GPU"), run(rows_b, gpu_b)
+
+
+class SeveralPeerFilesTest(TableCase):
+    """A peer run that stopped early and a second one that timed the rest: each S from the first file
+    (in the order given) that timed fla there, fla and ours of that S from that one file."""
+
+    def fwdbwd(self, *peers):
+        rc, rows, _, err = self.run_table("--bench", self.bench, *sum((["--peer", p] for p in peers), []))
+        self.assertEqual(rc, 0, err)
+        return rows["fla:paper_kernel:fwdbwd"]
+
+    def test_the_second_run_completes_the_first(self):
+        # 8k-32k: fla twice ours; 64k only in the second run, fla three times ours.
+        a, b = split_runs({K8: (4.0, 2.0), K16: (4.0, 2.0), K32: (4.0, 2.0)}, {K64: (6.0, 2.0)})
+        pa, pb = self.write("a.json", a), self.write("b.json", b)
+        alone = self.fwdbwd(pa)
+        self.assertEqual(alone["verdict"], "not measured")
+        self.assertIn("64k: no fla row", alone["measured"])
+        both = self.fwdbwd(pa, pb)
+        self.assertEqual(both["verdict"], "met")
+        self.assertAlmostEqual(both["value"], 2.0)  # the slowest S: any of 8k-32k
+        self.assertIn("a.json", both["measured"])
+        self.assertIn("b.json", both["measured"])
+
+    def test_first_file_wins_where_both_timed(self):
+        # Both time every S at 2x, but b is slower than fla at 8k: whichever comes first decides 8k.
+        every = {S: (4.0, 2.0) for S in (K8, K16, K32, K64)}
+        a, b = split_runs(every, {**every, K8: (1.0, 2.0)})
+        pa, pb = self.write("a.json", a), self.write("b.json", b)
+        self.assertEqual(self.fwdbwd(pa, pb)["verdict"], "met")
+        slower = self.fwdbwd(pb, pa)
+        self.assertEqual(slower["verdict"], "missed (faster at 3 of 4 S)")
+        self.assertAlmostEqual(slower["value"], 0.5)
+
+    def test_a_row_without_time_gives_way_to_a_timed_one(self):
+        # a's 64k fla row errored; b timed it (and only it).
+        a, b = split_runs({K8: (4.0, 2.0), K16: (4.0, 2.0), K32: (4.0, 2.0), K64: ("error", 2.0)}, {K64: (8.0, 2.0)})
+        pa, pb = self.write("a.json", a), self.write("b.json", b)
+        self.assertIn("64k: fla error", self.fwdbwd(pa)["measured"])
+        row = self.fwdbwd(pa, pb)
+        self.assertEqual(row["verdict"], "met")
+        self.assertNotIn("fla error", row["measured"])
+
+    def test_runs_of_two_gpus_exit_2(self):
+        a, b = split_runs({K8: (4.0, 2.0)}, {K64: (6.0, 2.0)}, gpu_b="Other GPU")
+        pa, pb = self.write("a.json", a), self.write("b.json", b)
+        rc, _, _, err = self.run_table("--bench", self.bench, "--peer", pa, "--peer", pb)
+        self.assertEqual(rc, 2)
+        self.assertIn("b.json", err)
+        self.assertIn("meta.gpu", err)
 
 
 class RealFilesTest(unittest.TestCase):
