@@ -139,8 +139,8 @@ const std::vector<FlagInfo> kFlags = {
      "comparison; the result is the same function up to rounding: auto (the default: chosen from the shape), "
      "shared_rows (64 rows of consecutive queries a CTA, the union of their blocks), split_keys (16 rows a CTA, "
      "its warps splitting every tile's keys), query_columns (each query's heads as the MMA columns; h <= 8), "
-     "key_outer (forward only: each chosen block's K/V once for every query that chose it, partials merged per "
-     "query; sel_block 64). The forward and dq follow it where it applies; elsewhere auto's choice runs.",
+     "key_outer (each chosen block's K/V once for every query that chose it, partials merged per query; "
+     "sel_block 64). The forward and dq follow it where it applies; elsewhere auto's choice runs.",
      true,
      {"auto", "shared_rows", "split_keys", "query_columns", "key_outer"}},
     // Every model: faults are planted outside the layer too (the loss, model.cpp)
