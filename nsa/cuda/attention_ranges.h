@@ -62,16 +62,16 @@ NSA_HD void contiguous_key_range(Branch br, int t0, int t1, int n_keys, int wind
   if (*hi < *lo) *hi = *lo;
 }
 
-// Token range [lo, hi) of selected block j for query t (empty for j < 0, for
-// blocks past t and for blocks past the sequence: robust to bad indices).
 // Does slot value j of query t's block_idx row choose a block that shows t a
 // key? Not -1, not a block past the end, not one that starts after t. The
 // reverse index lists exactly these (query, block) pairs, and the KeyOuter
-// forward's merge reads a partial for exactly these.
+// merges (forward and dq) read a partial for exactly these.
 NSA_HD bool block_chosen(int j, int64_t t, int64_t sel_block, int n_blocks) {
   return j >= 0 && j < n_blocks && int64_t(j) * sel_block <= t;
 }
 
+// Token range [lo, hi) of selected block j for query t (empty for j < 0, for
+// blocks past t and for blocks past the sequence: robust to bad indices).
 NSA_HD void selected_key_range(int j, int t, int n_keys, int sel_block, int* lo, int* hi) {
   if (j < 0) {
     *lo = *hi = 0;
