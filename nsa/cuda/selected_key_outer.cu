@@ -100,7 +100,7 @@ struct KoChunk {
   int* unit_key = nullptr;     // (b G + g) n_blocks + j
   int64_t* unit_e0 = nullptr;  // the unit's first entry in rev_query
   int* unit_len = nullptr;     // its entries (queries)
-  void* part = nullptr;         // [B][q_len][G][n][h][D] in T: the forward's O / l (D = dv), dq's scale dS K (D = dk)
+  void* part = nullptr;        // [B][q_len][G][n][h][D] in T: the forward's O / l (D = dv), dq's scale dS K (D = dk)
   float* part_lse = nullptr;   // forward: [B][q_len][G][n][h], m + log2 l (log2 domain, scale folded in)
 };
 
@@ -205,6 +205,29 @@ struct KoUnit {
   }
 };
 
+// The thread's two accumulator rows (gid, gid + 8) of group gi: their queries
+// (-1 past the unit's rows), and whether all 16 rows see all 64 keys of the
+// block. Key k0 + col is visible to row t iff k0 + col <= t (the block holds
+// no key past the end then: t < S = Sk); rows ascend in t, so when the
+// group's first row reaches the block's last key all 16 see all 64. (The
+// rows' heads stay where they are written: computed here, the forward at
+// 64/64 took 125 registers instead of 82, ptxas.)
+struct GroupRows {
+  int t[2];
+  bool all;
+  // t_lane: lane l's query of row l % 16 (UnitRows::query_of).
+  __device__ __forceinline__ static GroupRows of(const UnitRows& rows, int gi, int k0, int t_lane, int lane) {
+    const int gid = lane / 4;
+    GroupRows r;
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      r.t[e] = __shfl_sync(0xffffffffu, t_lane, gid + 8 * e);
+    }
+    r.all = gi * 16 + 16 <= rows.n_rows && __shfl_sync(0xffffffffu, t_lane, 0) >= k0 + kTcKeys - 1;
+    return r;
+  }
+};
+
 // A warp's first group of rows: issued behind the block's K/V (its own
 // cp.async group), then the wait for this thread's K/V pieces (the older
 // group) and the barrier after which every thread's are in shared memory.
@@ -269,17 +292,13 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
     const int slot = slot_of(p, b, t_here, g, j);
     float s[kTcKeys / 8][4];
     tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks, 0, lane);
-    // Key k0 + col is visible to row t iff k0 + col <= t (the block holds no
-    // key past the end then: t < S = Sk). Rows ascend in t, so when the
-    // group's first row reaches the block's last key all 16 see all 64.
-    const int t_row[2] = {__shfl_sync(0xffffffffu, t_here, gid), __shfl_sync(0xffffffffu, t_here, gid + 8)};
-    const bool all = gi * 16 + 16 <= rows.n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
-    if (!all) {
+    const GroupRows gr = GroupRows::of(rows, gi, k0, t_here, lane);
+    if (!gr.all) {
 #pragma unroll
       for (int n = 0; n < kTcKeys / 8; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          s[n][e] = k0 + n * 8 + 2 * tig + (e & 1) <= t_row[e / 2] ? s[n][e] : -INFINITY;
+          s[n][e] = k0 + n * 8 + 2 * tig + (e & 1) <= gr.t[e / 2] ? s[n][e] : -INFINITY;
       }
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, o[DV / 8][4];
@@ -293,7 +312,7 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
       float sum = l[e];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int t = t_row[e];
+      const int t = gr.t[e];
       if (t < 0) continue;
       // A listed (query, block) pair sees key k0 <= t: sum >= 1 (its max scores 2^0).
       const int64_t pr = part_row(p, c, b, t, g, slot_row[e], (gi * 16 + gid + 8 * e) % p.h);
@@ -359,11 +378,11 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
     __syncwarp();
     const int t_here = t_cur;
     const int slot = slot_of(p, b, t_here, g, j);
-    const int t_row[2] = {__shfl_sync(0xffffffffu, t_here, gid), __shfl_sync(0xffffffffu, t_here, gid + 8)};
+    const GroupRows gr = GroupRows::of(rows, gi, k0, t_here, lane);
     float lse2[2], delta[2];
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int t = t_row[e];
+      const int t = gr.t[e];
       const int64_t i = (int64_t(b) * p.S + (t < 0 ? 0 : t)) * p.H + g * p.h + (gi * 16 + gid + 8 * e) % p.h;
       lse2[e] = t < 0 ? INFINITY : p.lse[i] * kLog2e;
       delta[e] = t < 0 ? 0.f : p.delta[i];
@@ -378,12 +397,11 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
     if (gi + tc::kTcWarps < n_groups) issue_rows(gi + tc::kTcWarps, t_next);
     t_cur = t_next;
     t_next = rows.query_of(gi + 2 * tc::kTcWarps, lane);
-    const bool all = gi * 16 + 16 <= rows.n_rows && __shfl_sync(0xffffffffu, t_here, 0) >= k0 + kTcKeys - 1;
 #pragma unroll
     for (int n = 0; n < kTcKeys / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const bool vis = all || k0 + n * 8 + 2 * tig + (e & 1) <= t_row[e / 2];
+        const bool vis = gr.all || k0 + n * 8 + 2 * tig + (e & 1) <= gr.t[e / 2];
         const float pr = vis ? tc::exp2_ftz(fmaf(s[n][e], scale_log2, -lse2[e / 2])) : 0.f;
         s[n][e] = pr * (dp[n][e] - delta[e / 2]);  // dS
       }
@@ -395,7 +413,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
     const int slot_row[2] = {__shfl_sync(0xffffffffu, slot, gid), __shfl_sync(0xffffffffu, slot, gid + 8)};
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int t = t_row[e];
+      const int t = gr.t[e];
       if (t < 0) continue;
       T* row = static_cast<T*>(c.part) + part_row(p, c, b, t, g, slot_row[e], (gi * 16 + gid + 8 * e) % p.h) * DK;
 #pragma unroll
