@@ -347,12 +347,12 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scal
   }
 }
 
-// One row of D 16-bit elements global -> shared in 16-byte pieces; the two
-// threads of a row take alternate pieces (`part` = 0 / 1).
-template <int D, typename T>
+// One row of D 16-bit elements global -> shared in 16-byte pieces; the PARTS
+// threads of a row take every PARTS-th piece from their `part` (0 .. PARTS - 1).
+template <int D, int PARTS = 2, typename T>
 __device__ __forceinline__ void copy_row_async(T* dst, const T* src, bool valid, int part) {
 #pragma unroll
-  for (int c = part; c < D / 8; c += 2) cp_async_16(dst + c * 8, src + c * 8, valid);
+  for (int c = part; c < D / 8; c += PARTS) cp_async_16(dst + c * 8, src + c * 8, valid);
 }
 
 }  // namespace nsa::cuda::tc

@@ -168,6 +168,15 @@ bool last_dq_used_query_columns();
 // Testing hooks: the last forward / dq launched was the selected KeyOuter kernels.
 bool last_forward_used_key_outer();
 bool last_dq_used_key_outer();
+// v2 select_blocks' CTA (select_blocks_tc.cu): 0 = its rule (8 warps, 128
+// rows, where the heads' half sums apply and dk >= 128; else 4 warps, 64 rows);
+// 4 or 8 forces that size where it exists (8: half sums, dk 128 or 192). The
+// result is the same function, bit for bit. For tests and benchmarks; next
+// launch on.
+void set_select_blocks_warps(int warps);
+int select_blocks_warps();
+// Testing hook: the warps per CTA of the last v2 select_blocks launched.
+int last_select_blocks_warps();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces

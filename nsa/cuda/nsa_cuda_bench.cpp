@@ -704,6 +704,23 @@ void BM_SelectBlocksCtaOrder(benchmark::State& state) {
   const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
   report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
+// select_blocks (from the compressed logsumexp, as the layer runs it) with
+// CTAs of arg warps = 4 or 8 (nsa_cuda.h, set_select_blocks_warps); counter
+// warps = what ran (8 exists with half sums at dk >= 128 only).
+void BM_SelectBlocksWarps(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<int> warps(select_blocks_warps(), set_select_blocks_warps, int(state.range(2)));
+  const Problem p = make_problem(state);
+  const at::Tensor lse = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)).lse;
+  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
+  state.counters["warps"] = last_select_blocks_warps();
+  report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
+}
+void SizesSelectWarps(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}})
+    for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
+}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -770,6 +787,7 @@ BENCHMARK(BM_CtaOrder<Which::Compressed, true>)->Name("BM_CompressedBwdOrder")->
 BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
+BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);

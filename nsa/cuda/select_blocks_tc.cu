@@ -4,17 +4,21 @@
 // else, and everything when force_v1_kernels() is on.
 //
 // Why: v1 takes one CTA per (b, t, g) and re-reads every compressed key of the
-// group for every query, with FFMA. Here a CTA takes 64 rows = q_tile = 64 / h
-// consecutive queries x all h heads of the group (all heads must be in one CTA:
-// a block's importance sums over them), so each compressed-key tile staged in
-// shared memory serves 64 rows, and S = Q Kc^T runs on tensor cores (the warp
-// tile of mma_tile.cuh, as in the v2 attention forward).
+// group for every query, with FFMA. Here a CTA of 4 warps takes 64 rows =
+// q_tile = 64 / h consecutive queries x all h heads of the group (all heads must
+// be in one CTA: a block's importance sums over them), or 8 warps 128 rows
+// (below), so each compressed-key tile staged in shared memory serves 64 or 128
+// rows, and S = Q Kc^T runs on tensor cores (the warp tile of mma_tile.cuh, as
+// in the v2 attention forward).
 //
 // Per CTA, two passes over the visible compressed keys in tiles of 64
-// (double-buffered 16-byte cp.async):
+// (double-buffered 16-byte cp.async, one barrier a tile: the copy of tile
+// i + 1 is issued after it, into the stage every warp finished with in tile i - 1):
 //   pass 1  S tile -> running row max m and row sum l of 2^(s - m) (fp32, log2
 //           domain; s = q.kc * scale * log2 e, masked to keys i < n_cmp(t)).
-//   pass 2  S tile again -> p = 2^(s - m) / l, then each visible key's p
+//   pass 2  S tile again -> p = 2^(s - base), base = m + log2 l (one FFMA and
+//           one MUFU a score; padding rows have base = +inf, p = 0, so a warp
+//           whose real rows all see the whole tile tests no key), then each visible key's p
 //           summed over the query's heads, and every selection block j whose
 //           last overlapping visible key min(hi_j, n_cmp(t)) - 1 falls in this
 //           tile is finished by one thread per (query, j), from a ring of the
@@ -58,9 +62,22 @@
 //           more than 64 compressed keys (hi_j - lo_j <= 64; 8 at l=32, d=16,
 //           l'=64), so lo_j lies in this tile or the previous one, both still
 //           in the ring.
+//           Where a query's rows lie in one warp (hp = 8 or 16: m7c and
+//           paper_kernel), that warp finishes the query's blocks from the ring
+//           rows it wrote itself, after a __syncwarp; otherwise a barrier
+//           publishes the ring and the CTA's threads share the (query, block)
+//           pairs. (ncu, paper_kernel 64k, 4 warps: the CTA-wide finishing
+//           kept half the threads idle, and its two barriers held a fifth of
+//           the warps' time.)
 // Pass 1 recomputes what the compressed forward already knows: given its
-// logsumexp (select_blocks' cmp_lse, the layer passes it), m = lse, l = 1 and
+// logsumexp (select_blocks' cmp_lse, the layer passes it), base = lse and
 // only pass 2 runs, one read of the compressed keys instead of two.
+// 8 warps (128 rows) with half sums at dk >= 128 (launch_dk): every key tile
+// copied and waited for serves twice the rows, at 2 CTAs (16 warps) an SM
+// against 3 of 4 warps (12); the registers stay at 128 (the cap). Measured
+// (H200, paper_kernel, from the logsumexp): 25.5 -> 18.5 ms at 64k, 0.567 ->
+// 0.463 at 8k (docs/performance.md). At dk 64 (m7c) the scores' shared memory
+// holds the SM to 16 warps either way, and 4 warps stay.
 // Then one warp per query: forced blocks (0, t/l', t/l' - 1) -> +inf; with at
 // most 32 candidate blocks each lane ranks its own against the others (taken
 // iff fewer than n beat it), else n rounds of a warp argmax (higher score, ties
@@ -74,12 +91,13 @@
 //
 // Shared memory per CTA:
 //   Kc stages  2 x 64 x (dk + 8) x 2 B    18 KB (dk 64), 34 KB (128), 50 KB (192)
-//   P ring     rows x 136 x 4 B           rows = 8 with half sums (4.3 KB), 64
+//   P ring     rows x 136 x 4 B           rows = 8 (16 with 8 warps) with half sums (4.3 KB), 64
 //                                          per head (34 KB); row stride 136: the
 //                                          float2 stores of a half warp hit 32
 //                                          banks; the top-n's candidate lists
 //                                          after it
-//   tables     per query: keys, candidates; per block of a tile: lo, hi  1.5 KB
+//   tables     per query: keys, candidates; per block of a tile: lo, hi,
+//              two tiles' worth (filled a tile ahead)    1.5 KB (4 warps), 2 KB (8)
 //   scores     q_tile x ceil(S/l') x 4 B  the rest of kSmemBudget (112 KB);
 // the launcher lowers q_tile until the scores fit (m7c h=6 at 64k: 8 queries x
 // 1024 blocks = 32 KB) and runs v1 when not even one query fits.
@@ -104,13 +122,18 @@ namespace {
 
 using tc::kLog2e;
 using tc::kTcKeys;
-using tc::kTcThreads;
-using tc::kTcWarps;
 
-constexpr int kRows = kTcWarps * 16;  // (query, head) rows per CTA
+// A CTA of WARPS warps (4, or 8 where the heads' half sums fill whole warps
+// and dk >= 128: each compressed-key tile then serves 128 rows instead of 64,
+// half the tile copies and barriers a row; launch_dk's rule).
+template <int WARPS>
+struct SelCta {
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr int kRows = 16 * WARPS;  // (query, head) rows
+};
 constexpr int kRing = 2 * kTcKeys;    // keys of P kept per row (this tile and the previous)
 constexpr int kLdP = kRing + 8;       // floats per P row
-constexpr int kMaxTileBlocks = 128;   // blocks finished by one key tile that the lo / hi table holds
+constexpr int kMaxTileBlocks = 64;    // blocks finished by one key tile that the lo / hi table holds
 
 struct SelectTcParams {
   const void* q;
@@ -126,9 +149,9 @@ struct SelectTcParams {
   bool half_sums;    // heads summed in registers per half warp (see the top)
 };
 
-// Rows of the P ring: one per half warp (8 heads of one query) with half
-// sums, one per (query, head) row otherwise (see the top).
-NSA_HD int ring_rows(bool half_sums) { return half_sums ? kRows / 8 : kRows; }
+// Rows of the P ring of a CTA of `rows` rows: one per half warp (8 heads of
+// one query) with half sums, one per (query, head) row otherwise (see the top).
+constexpr NSA_HD int ring_rows(bool half_sums, int rows) { return half_sums ? rows / 8 : rows; }
 
 // The selection blocks that key tile [k0, k1 = k0 + 64) finishes (tile_blocks
 // in the kernel): from jb = k0 d / l' on, at most J of them for any query of
@@ -151,27 +174,39 @@ __device__ __forceinline__ void reduce_scatter_step(float* v, int lane, int bit)
   }
 }
 
-template <int DK>
+template <int DK, int WARPS>
 struct SelLayout {
+  static constexpr int kRows = SelCta<WARPS>::kRows;
   static constexpr int kLdK = DK + tc::kSmemPad;
   static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
-  static constexpr size_t kTableBytes = (2 * size_t(kRows) + 2 * size_t(kMaxTileBlocks)) * sizeof(int);
-  NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums)) * kLdP * sizeof(float); }
+  static constexpr size_t kTableBytes = (2 * size_t(kRows) + 4 * size_t(kMaxTileBlocks)) * sizeof(int);
+  NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums, kRows)) * kLdP * sizeof(float); }
   NSA_HD static size_t fixed(bool half_sums) { return kKBytes + p_bytes(half_sums) + kTableBytes; }  // scores follow
-  static_assert(kKBytes + kRows * kLdP * sizeof(float) + kTableBytes < kSmemBudget,
+  // The per-head ring (64 rows) with 4 warps; 8 warps only with half sums.
+  static_assert(kKBytes + ring_rows(WARPS == 4 ? false : true, kRows) * kLdP * sizeof(float) + kTableBytes <
+                    kSmemBudget,
                 "select v2 tiles exceed the shared-memory budget");
 };
 
-template <typename T, int DK>
-__global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(SelectTcParams p) {
-  using L = SelLayout<DK>;
+// CTAs per SM that shared memory allows with half sums at 64k (4 warps: 3 at
+// dk 192, 4 at 128; 8 warps: 2) or more (m7c at 8k: 5 at dk 64, 95 registers
+// without the cap's help); registers are capped to match, so they never take
+// a CTA away.
+template <int DK, int WARPS>
+constexpr int kSelectCtas = WARPS == 8 ? 2 : DK == 192 ? 3 : DK == 128 ? 4 : 5;
+
+template <typename T, int DK, int WARPS>
+__global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARPS>))
+    nsa_select_blocks_tc_kernel(SelectTcParams p) {
+  using L = SelLayout<DK, WARPS>;
+  constexpr int kThreads = SelCta<WARPS>::kThreads, kRows = SelCta<WARPS>::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
   float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [ring_rows][kLdP], key i at column i % 128
   int* q_nc = reinterpret_cast<int*>(smem_raw + L::kKBytes + L::p_bytes(p.half_sums));  // [kRows] visible keys of t0 + qi
   int* q_ncand = q_nc + kRows;                                            // [kRows] its candidate blocks
-  int* blk_lo = q_ncand + kRows;         // [kMaxTileBlocks] lo_j of the tile's blocks jb + ..
-  int* blk_hi = blk_lo + kMaxTileBlocks;  // [kMaxTileBlocks] hi_j, before the query's clamp
+  int* blk_lo = q_ncand + kRows;             // [2][kMaxTileBlocks] lo_j of a tile's blocks jb + .., by tile parity
+  int* blk_hi = blk_lo + 2 * kMaxTileBlocks;  // [2][kMaxTileBlocks] hi_j, before the query's clamp
   float* score = reinterpret_cast<float*>(smem_raw + L::fixed(p.half_sums));  // [q_tile][n_blocks]
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.kc);
@@ -201,14 +236,16 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   const int n_tiles = ceil_div(nc_max, kTcKeys);
   const float scale_log2 = p.scale * kLog2e;
 
-  for (int e = tid; e < nq * p.n_blocks; e += kTcThreads) score[e] = 0.f;
-  if (tid < nq) q_nc[tid] = n_cmp(t0 + tid), q_ncand[tid] = n_cand(t0 + tid);  // read after a tile's barriers
+  for (int e = tid; e < nq * p.n_blocks; e += kThreads) score[e] = 0.f;
+  if (tid < nq) q_nc[tid] = n_cmp(t0 + tid), q_ncand[tid] = n_cand(t0 + tid);  // read after a tile's barrier
 
   const auto issue_tile = [&](int i) {
-    const int r = tid / 2, key = i * kTcKeys + r;
+    constexpr int kParts = kThreads / kTcKeys;  // threads a key row
+    const int r = tid / kParts, key = i * kTcKeys + r;
     const bool valid = key < nc_max;
     T* dst = Ks + ((i & 1) * kTcKeys + r) * L::kLdK;
-    tc::copy_row_async<DK>(dst, kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK), valid, tid & 1);
+    tc::copy_row_async<DK, kParts>(dst, kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK), valid,
+                                   tid % kParts);
     tc::cp_async_commit();
   };
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
@@ -223,93 +260,122 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
     const int t_last = t0 + nq - 1, tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
     return TileBlocks{jb, jk1, imax(imin(jk1, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - jb};
   };
-  // The tile's lo_j / hi_j, one thread per block, before the barrier that
-  // publishes P (the previous tile's readers passed the one after their reads).
-  const auto fill_block_table = [&](const TileBlocks& blocks) {
+  // A tile's lo_j / hi_j, one thread per block, into table buffer `buf` (the
+  // tile's parity): filled one tile ahead, so the tile's first barrier
+  // publishes it and no division sits on the finishing's path.
+  const auto fill_block_table = [&](int k0, int buf) {
+    const TileBlocks blocks = tile_blocks(k0);
     if (tid < imin(blocks.J, kMaxTileBlocks)) {
-      blk_lo[tid] = overlap_lo(blocks.jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
-      blk_hi[tid] = overlap_hi(blocks.jb + tid, p.cmp_stride, p.sel_block);
+      blk_lo[buf * kMaxTileBlocks + tid] = overlap_lo(blocks.jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
+      blk_hi[buf * kMaxTileBlocks + tid] = overlap_hi(blocks.jb + tid, p.cmp_stride, p.sel_block);
     }
   };
-  const auto finish_blocks = [&](int k0, const TileBlocks& blocks) {
-    const int k1 = k0 + kTcKeys, jb = blocks.jb, jk1 = blocks.jk1, J = blocks.J;
+  // Query qi's score of the tile's block jb + jj (a no-op where that block
+  // does not end in this tile for qi).
+  const auto finish_block = [&](int qi, int jj, int k0, const TileBlocks& blocks, int buf) {
+    const int k1 = k0 + kTcKeys, j = blocks.jb + jj, nc = q_nc[qi], nca = q_ncand[qi];
+    if (nc <= k0 || j >= (nc <= k1 ? nca : imin(blocks.jk1, nca))) return;
+    const bool tabled = blocks.J <= kMaxTileBlocks;
+    const int lo = tabled ? blk_lo[buf * kMaxTileBlocks + jj] : overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
+    const int hi = imin(tabled ? blk_hi[buf * kMaxTileBlocks + jj] : overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+    if (lo >= hi) return;  // nothing visible overlaps: stays 0, as in v1
+    float s = 0.f;
+    if (p.half_sums) {
+      // The query's halves (8 rows each: heads in order, then padding) hold its keys' sums up to this tile.
+      const int halves = p.hp / 8;
+      const float* prow = P + qi * halves * kLdP;
+      for (int i = lo; i < hi; ++i) {
+        float col = 0.f;
+        for (int hh = 0; hh < halves; ++hh) col += prow[hh * kLdP + i % kRing];
+        s += col;
+      }
+    } else {
+      const float* prow = P + qi * p.hp * kLdP;
+      int head = 0;
+      for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
+        const float* r = prow + head * kLdP;
+        float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+        for (int i = lo; i < hi; ++i) {
+          const int c = i % kRing;
+          a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
+        }
+        s += a0, s += a1, s += a2, s += a3;
+      }
+      for (; head < p.h; ++head) {
+        float acc = 0.f;
+        for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
+        s += acc;
+      }
+    }
+    score[qi * p.n_blocks + j] = s;
+  };
+  // Every (query, block) pair of the tile, spread over the CTA's threads
+  // (after a barrier: a query's P rows may come from several warps).
+  const auto finish_blocks_cta = [&](int k0, const TileBlocks& blocks, int buf) {
+    const int J = blocks.J;
     if (J <= 0) return;
-    const bool tabled = J <= kMaxTileBlocks;
     const float inv_J = 1.f / float(J);
-    for (int e = tid; e < nq * J; e += kTcThreads) {
+    for (int e = tid; e < nq * J; e += kThreads) {
       int qi = int(float(e) * inv_J);  // e / J without the division; exact after the two fixes
       qi += (qi + 1) * J <= e;
       qi -= qi * J > e;
-      const int jj = e - qi * J, j = jb + jj, nc = q_nc[qi], nca = q_ncand[qi];
-      if (nc <= k0 || j >= (nc <= k1 ? nca : imin(jk1, nca))) continue;
-      const int lo = tabled ? blk_lo[jj] : overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
-      const int hi = imin(tabled ? blk_hi[jj] : overlap_hi(j, p.cmp_stride, p.sel_block), nc);
-      if (lo >= hi) continue;  // nothing visible overlaps: stays 0, as in v1
-      float s = 0.f;
-      if (p.half_sums) {
-        // The query's halves (8 rows each: heads in order, then padding) hold its keys' sums up to this tile.
-        const int halves = p.hp / 8;
-        const float* prow = P + qi * halves * kLdP;
-        for (int i = lo; i < hi; ++i) {
-          float col = 0.f;
-          for (int hh = 0; hh < halves; ++hh) col += prow[hh * kLdP + i % kRing];
-          s += col;
-        }
-      } else {
-        const float* prow = P + qi * p.hp * kLdP;
-        int head = 0;
-        for (; head + 4 <= p.h; head += 4) {  // four independent chains; each as below
-          const float* r = prow + head * kLdP;
-          float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-          for (int i = lo; i < hi; ++i) {
-            const int c = i % kRing;
-            a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
-          }
-          s += a0, s += a1, s += a2, s += a3;
-        }
-        for (; head < p.h; ++head) {
-          float acc = 0.f;
-          for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
-          s += acc;
-        }
-      }
-      score[qi * p.n_blocks + j] = s;
+      finish_block(qi, e - qi * J, k0, blocks, buf);
+    }
+  };
+  // Where a query's hp rows (8 or 16) lie in one warp, the warp finishes its
+  // own one or two queries from the ring rows it wrote itself: no barrier, and
+  // every warp takes an equal share (ncu, paper_kernel 64k: the CTA-wide
+  // finishing left half the threads idle, and the two barriers around it held
+  // a fifth of the warps' time).
+  const bool warp_owned = p.half_sums && 16 % p.hp == 0;
+  const auto finish_blocks_warp = [&](int k0, const TileBlocks& blocks, int buf) {
+    const int J = blocks.J, qa = warp * 16 / p.hp, nqw = imin(16 / p.hp, nq - qa);
+    for (int e = lane; e < nqw * J; e += 32) {
+      const int k = e >= J;  // nqw <= 2
+      finish_block(qa + k, e - k * J, k0, blocks, buf);
     }
   };
 
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, inv_l[2] = {0.f, 0.f};
-  if (p.lse) {  // the row max is the logsumexp (log2 domain) and the sum 1: pass 1 is done
+  // The exponent base per row: p = 2^(s scale log2e - base) is the softmax
+  // probability when base = the row's logsumexp in the log2 domain (given, or
+  // m + log2 l after pass 1). Padding rows get +inf: p = 0 for any key, so a
+  // warp whose real rows all see a tile needs no per-element mask.
+  float base[2] = {INFINITY, INFINITY}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  const bool va[2] = {v0, v1};
+  if (p.lse) {  // pass 1 is done
     const int ra[2] = {r0, r1};
-    const bool va[2] = {v0, v1};
     const int tr[2] = {ta, tb};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      m[r] = va[r] ? p.lse[(int64_t(b) * p.S + tr[r]) * p.H + g * p.h + ra[r] % p.hp] * kLog2e : -INFINITY;
-      inv_l[r] = 1.f;
-    }
+    for (int r = 0; r < 2; ++r)
+      if (va[r]) base[r] = p.lse[(int64_t(b) * p.S + tr[r]) * p.H + g * p.h + ra[r] % p.hp] * kLog2e;
   }
+  // Keys every real row of the warp sees (its first row has its earliest query).
+  const int warp_nc_lo = warp * 16 < rows ? n_cmp(t0 + warp * 16 / p.hp) : 0;
   for (int pass = p.lse ? 1 : 0; pass < 2; ++pass) {
     if (n_tiles > 0) issue_tile(0);
+    if (pass == 1) fill_block_table(0, 0);
     for (int i = 0; i < n_tiles; ++i) {
+      // One barrier a tile: tile i is in shared memory (and its block table);
+      // every warp is done with tile i - 1, whose stage the copy of tile i + 1
+      // reuses and whose ring columns, table and scores this tile overwrites.
+      tc::cp_async_wait<0>();
+      __syncthreads();
       if (i + 1 < n_tiles) {
-        issue_tile(i + 1);  // its stage was last read in iteration i - 1, before its last barrier
-        tc::cp_async_wait<1>();
-      } else {
-        tc::cp_async_wait<0>();
+        issue_tile(i + 1);
+        if (pass == 1) fill_block_table((i + 1) * kTcKeys, (i + 1) & 1);
       }
-      __syncthreads();  // tile i is in shared memory; the previous finish_blocks is done
       const int k0 = i * kTcKeys;
       if (k0 < warp_nc) {
         float s[kTcKeys / 8][4];
         tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
-#pragma unroll
-        for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const int key = k0 + n * 8 + 2 * tig + (c & 1);
-            s[n][c] = key < (c < 2 ? nc0 : nc1) ? s[n][c] * scale_log2 : -INFINITY;
-          }
+        // Masked keys (past a row's n_cmp) only in a tile some real row of the warp does not see whole.
+        const bool whole = k0 + kTcKeys <= warp_nc_lo;
+        const auto visible = [&](int n, int c) { return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1); };
         if (pass == 0) {  // online max / sum; l stays a per-lane partial until the end
+#pragma unroll
+          for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[n][c] = visible(n, c) ? s[n][c] * scale_log2 : -INFINITY;
           float mx[2] = {m[0], m[1]};
 #pragma unroll
           for (int n = 0; n < kTcKeys / 8; ++n) {
@@ -320,67 +386,76 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
           for (int r = 0; r < 2; ++r) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float base = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
+            const float mb = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
             float sum = 0.f;
 #pragma unroll
-            for (int n = 0; n < kTcKeys / 8; ++n) sum += exp2f(s[n][2 * r] - base) + exp2f(s[n][2 * r + 1] - base);
-            l[r] = l[r] * exp2f(m[r] - base) + sum;
+            for (int n = 0; n < kTcKeys / 8; ++n)
+              sum += tc::exp2_ftz(s[n][2 * r] - mb) + tc::exp2_ftz(s[n][2 * r + 1] - mb);
+            l[r] = l[r] * tc::exp2_ftz(m[r] - mb) + sum;
             m[r] = mx[r];
           }
-        } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
+        } else {
+          // p = 2^(s scale log2e - base): one FFMA and one MUFU a score (0 where masked).
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const float base = m[r] == -INFINITY ? 0.f : m[r];
-            float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
+          for (int n = 0; n < kTcKeys / 8; ++n)
 #pragma unroll
-            for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-              for (int c = 0; c < 2; ++c) v[2 * n + c] = exp2f(s[n][2 * r + c] - base) * inv_l[r];
-            // Reduce-scatter over the gid lanes (lane bits 4, 3, 2): each step
-            // keeps half the entries, adds the partner's copy of them, so the
-            // lane ends with entries 2 gid, 2 gid + 1 (n = gid) summed over the
-            // 8 rows, every key by a tree of the same shape.
-            reduce_scatter_step<8>(v, lane, 16);
-            reduce_scatter_step<4>(v, lane, 8);
-            reduce_scatter_step<2>(v, lane, 4);
-            *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + (k0 + gid * 8 + 2 * tig) % kRing) =
-                make_float2(v[0], v[1]);
-          }
-        } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
-#pragma unroll
-          for (int n = 0; n < kTcKeys / 8; ++n) {
-            const int col = (k0 + n * 8 + 2 * tig) % kRing;
+            for (int c = 0; c < 4; ++c)
+              s[n][c] = visible(n, c) ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2])) : 0.f;
+          if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-              const float base = m[r] == -INFINITY ? 0.f : m[r];
-              const float2 pv = make_float2(exp2f(s[n][2 * r] - base) * inv_l[r],
-                                            exp2f(s[n][2 * r + 1] - base) * inv_l[r]);
-              *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) = pv;
+              float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
+#pragma unroll
+              for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+                for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][2 * r + c];
+              // Reduce-scatter over the gid lanes (lane bits 4, 3, 2): each step
+              // keeps half the entries, adds the partner's copy of them, so the
+              // lane ends with entries 2 gid, 2 gid + 1 (n = gid) summed over the
+              // 8 rows, every key by a tree of the same shape.
+              reduce_scatter_step<8>(v, lane, 16);
+              reduce_scatter_step<4>(v, lane, 8);
+              reduce_scatter_step<2>(v, lane, 4);
+              *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + (k0 + gid * 8 + 2 * tig) % kRing) =
+                  make_float2(v[0], v[1]);
+            }
+          } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n) {
+              const int col = (k0 + n * 8 + 2 * tig) % kRing;
+#pragma unroll
+              for (int r = 0; r < 2; ++r)
+                *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
+                    make_float2(s[n][2 * r], s[n][2 * r + 1]);
             }
           }
         }
       }
       if (pass == 1) {
         const TileBlocks blocks = tile_blocks(k0);
-        fill_block_table(blocks);
-        __syncthreads();  // P of tile i and its block table are complete
-        finish_blocks(k0, blocks);
+        if (warp_owned) {
+          __syncwarp();  // the warp's ring rows of tile i are written
+          finish_blocks_warp(k0, blocks, i & 1);
+        } else {
+          __syncthreads();  // P of tile i is complete
+          finish_blocks_cta(k0, blocks, i & 1);
+        }
       }
-      __syncthreads();  // every warp is done with stage i & 1 (and the ring) before reuse
     }
     if (pass == 0) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        inv_l[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+        // Padding stays at +inf; a query before its first compressed key has every p masked anyway.
+        base[r] = va[r] && l[r] > 0.f ? m[r] + log2f(l[r]) : INFINITY;
       }
     }
+    __syncthreads();  // the stages, the ring and the scores are free / complete (also when there was no tile)
   }
-  __syncthreads();  // scores complete (also when there was no tile)
 
   // Top-n, one warp per query.
-  for (int qi = warp; qi < nq; qi += kTcWarps) {
+  for (int qi = warp; qi < nq; qi += WARPS) {
     const int t = t0 + qi, nca = n_cand(t), local = t / p.sel_block;
     float* sc = score + qi * p.n_blocks;
     if (lane == 0) {  // forced blocks outrank every scored one
@@ -426,20 +501,38 @@ __global__ void __launch_bounds__(kTcThreads) nsa_select_blocks_tc_kernel(Select
   }
 }
 
-template <typename T, int DK>
-bool launch_dk(SelectTcParams& p) {
-  using L = SelLayout<DK>;
+std::atomic<int> g_select_warps{0};       // set_select_blocks_warps: 0 = the rule below
+std::atomic<int> g_last_select_warps{0};  // last_select_blocks_warps
+
+template <typename T, int DK, int WARPS>
+bool launch_warps(SelectTcParams& p) {
+  using L = SelLayout<DK, WARPS>;
   const size_t per_query = size_t(p.n_blocks) * sizeof(float), fixed = L::fixed(p.half_sums);
   const int fit = int((kSmemBudget - fixed) / per_query);
-  p.q_tile = imin(kRows / p.hp, fit);
+  p.q_tile = imin(L::kRows / p.hp, fit);
   if (p.q_tile < 1) return false;  // very long S: v1
   const size_t smem = fixed + size_t(p.q_tile) * per_query;
-  auto kernel = nsa_select_blocks_tc_kernel<T, DK>;
+  auto kernel = nsa_select_blocks_tc_kernel<T, DK, WARPS>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G);
-  kernel<<<grid, kTcThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
+  kernel<<<grid, SelCta<WARPS>::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  g_last_select_warps.store(WARPS);
   return true;
+}
+
+// 8 warps (128 rows a CTA) with half sums at dk >= 128, where a key tile's
+// copy and products are large enough for the shared tile to pay (paper_kernel:
+// select_blocks at 64k, H200, docs/performance.md); 4 otherwise (the per-head
+// ring has 64 rows; at dk 64, m7c, the scores' shared memory already holds the
+// SM to 16 warps either way). set_select_blocks_warps overrides where 8 exist.
+template <typename T, int DK>
+bool launch_dk(SelectTcParams& p) {
+  if constexpr (DK >= 128) {
+    const int forced = g_select_warps.load();
+    if (p.half_sums && (forced == 8 || forced == 0)) return launch_warps<T, DK, 8>(p);
+  }
+  return launch_warps<T, DK, 4>(p);
 }
 
 template <typename T>
@@ -454,6 +547,13 @@ bool launch_dtype(SelectTcParams& p, int dk) {
 
 
 }  // namespace
+
+void set_select_blocks_warps(int warps) {
+  TORCH_CHECK(warps == 0 || warps == 4 || warps == 8, "set_select_blocks_warps: 0, 4 or 8, got ", warps);
+  g_select_warps.store(warps);
+}
+int select_blocks_warps() { return g_select_warps.load(); }
+int last_select_blocks_warps() { return g_last_select_warps.load(); }
 
 // Called by select_blocks (select_blocks.cu) after its argument checks; false:
 // this shape / dtype is not tiled here, the caller runs v1.
@@ -486,7 +586,7 @@ bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at
   const int h8 = ceil_div(p.h, 8) * 8;
   p.half_sums = 4 * (h8 - p.h) <= h8;
   p.hp = p.half_sums ? h8 : p.h;
-  if (p.h > kRows) return false;  // the group's heads must fit one CTA
+  if (p.h > SelCta<4>::kRows) return false;  // the group's heads must fit one CTA
   // 16-byte rows for cp.async (dk is a multiple of 64), 4-byte pairs for Q.
   if (!aligned16(p.q) || (p.S_cmp > 0 && !aligned16(p.kc))) return false;
   // Every block's overlapping compressed keys must fit the 128-key ring (see top).

@@ -229,5 +229,43 @@ INSTANTIATE_TEST_SUITE_P(
     V2Cases, SelectBlocksV1AndV2, ::testing::ValuesIn(v2_cases()),
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
+// CTAs of 4 and of 8 warps (set_select_blocks_warps): both equal the
+// reference, and each other bit for bit (a query's rows, its half sums and
+// its blocks' sums are the same computation in either); 8 runs where it
+// exists (half sums, dk 128 or 192), and the rule's choice is what ran.
+class SelectBlocksWarps : public ::testing::TestWithParam<SelectCase> {};
+
+TEST_P(SelectBlocksWarps, FourAndEightAgreeBitwise) {
+  NSA_REQUIRE_CUDA();
+  const SelectCase& c = GetParam();
+  const SelectInputs in = make_select_inputs(c, 5000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  const int64_t h = c.H / c.G, h8 = (h + 7) / 8 * 8;
+  const bool eight = 4 * (h8 - h) <= h8 && c.dk >= 128;  // half sums at dk >= 128
+  const int prev = select_blocks_warps();
+  at::Tensor got[3];
+  int ran[3];
+  const int asked[3] = {4, 8, 0};
+  for (int i = 0; i < 3; ++i) {
+    set_select_blocks_warps(asked[i]);
+    got[i] = run_select(c, in, scale);
+    ran[i] = last_select_blocks_warps();
+  }
+  set_select_blocks_warps(prev);
+  ASSERT_EQ(last_select_blocks_kernel_version(), 2) << "this case should run the tensor-core kernel";
+  EXPECT_EQ(ran[0], 4);
+  EXPECT_EQ(ran[1], eight ? 8 : 4);
+  EXPECT_EQ(ran[2], eight ? 8 : 4) << "the rule: 8 warps with half sums at dk >= 128";
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(::testing::Message() << ran[i] << " warps");
+    expect_matches_reference(c, in, scale, got[i]);
+  }
+  EXPECT_TRUE(at::equal(got[0], got[1])) << "4 and 8 warps differ";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    V2Cases, SelectBlocksWarps, ::testing::ValuesIn(v2_cases()),
+    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
+
 }  // namespace
 }  // namespace nsa::cuda
