@@ -120,13 +120,17 @@ def load_bench(path: str) -> Bench:
     entries = doc.get("benchmarks") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise BadInput(f"{path}: no 'benchmarks' list: not Google Benchmark JSON")
-    samples, impls, hbm = {}, {}, {}
+    # Per (kind, shape, S): the repetitions' rows, and the bench's own median row, which counts
+    # only for a row written without its repetitions (--benchmark_report_aggregates_only).
+    found = {"iteration": ({}, {}, {}), "median": ({}, {}, {})}  # samples, compressed_impl, hbm_share
     for b in entries:
         if not isinstance(b, dict):
             raise BadInput(f"{path}: a 'benchmarks' entry is not an object: {b!r}")
         m = BENCH_NAME.match(str(b.get("name", "")))
-        # Aggregates (mean/median/stddev rows) would count a run twice; errored rows have no time.
-        if not m or b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+        # Mean and stddev aggregates are not times of a run; errored rows have no time.
+        run_type = b.get("run_type", "iteration")
+        which = "iteration" if run_type == "iteration" else "median" if b.get("aggregate_name") == "median" else None
+        if not m or which is None or b.get("error_occurred"):
             continue
         kind, shape, S, version = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
         # v1 kernels are the baseline, not the goal; of the compressed implementations, the two forwards.
@@ -136,15 +140,28 @@ def load_bench(path: str) -> Bench:
         # A ratio of times needs a positive one on both sides; anything else is a broken row.
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < float("inf"):
             raise BadInput(f"{path}: benchmark {b['name']!r}: 'ms' counter is {ms!r}, not a positive time")
-        samples.setdefault((kind, shape, S), []).append(float(ms))
+        samples, impls, hbm = found[which]
+        samples.setdefault((kind, shape, S), []).append((float(ms), b.get("repetitions", 1)))
         if kind == "LayerAttentionFwd" and "compressed_impl" in b:
             impls.setdefault((shape, S), set()).add(b["compressed_impl"])
         if kind == "DecodeStepGraph" and isinstance(b.get("hbm_share"), (int, float)):
             hbm.setdefault((shape, S), []).append(float(b["hbm_share"]))
+    (samples, impls, hbm), (med_samples, med_impls, med_hbm) = found["iteration"], found["median"]
+    ms = {k: quantiles([t for t, _ in v])["ms"] for k, v in samples.items()}
+    reps = {k: len(v) for k, v in samples.items()}
+    for k, v in med_samples.items():
+        if k in samples:
+            continue
+        if len(v) != 1:
+            raise BadInput(f"{path}: {len(v)} median rows for {row_name(*k)}: one run of the bench a file")
+        ms[k], reps[k] = v[0][0], v[0][1] if isinstance(v[0][1], int) and v[0][1] > 0 else 1
+    for key, val in med_impls.items():
+        impls.setdefault(key, val)
+    for key, val in med_hbm.items():
+        hbm.setdefault(key, val)
     ctx = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")), str(ctx.get("gpu", "")),
-                 {k: quantiles(v)["ms"] for k, v in samples.items()}, {k: len(v) for k, v in samples.items()},
-                 impls, {k: statistics.median(v) for k, v in hbm.items()})
+                 ms, reps, impls, {k: statistics.median(v) for k, v in hbm.items()})
 
 
 def row_name(kind: str, shape: int, S: int) -> str:
@@ -448,8 +465,9 @@ def header(gpu_arg: str | None, bench: Bench, peers: list, results: list) -> dic
 
 
 FOOTNOTES = [
-    "Speedup over SDPA = SDPA ms / NSA ms, each the median of the bench's repetitions (`ms` counter; aggregate "
-    "and errored rows ignored); NSA = `BM_LayerAttention{Fwd,FwdBwd}` at v:2. Forward+backward SDPA = median "
+    "Speedup over SDPA = SDPA ms / NSA ms, each the median of the bench's repetitions (`ms` counter), or its "
+    "median row where the file holds none (`--benchmark_report_aggregates_only`); other aggregates and errored "
+    "rows ignored; NSA = `BM_LayerAttention{Fwd,FwdBwd}` at v:2. Forward+backward SDPA = median "
     "`BM_DenseSdpaFwd` + median `BM_DenseSdpaBwd`, the sum nsa_cuda_bench's own `speedup_vs_sdpa` of "
     "`BM_LayerAttentionFwdBwd` divides.",
     "Decode = `BM_DenseSdpaDecode` ms / `BM_DecodeStepGraph` version:2 ms (one query against S cached tokens, "

@@ -322,6 +322,49 @@ class SeveralPeerFilesTest(TableCase):
         self.assertIn("meta.gpu", err)
 
 
+class AggregatesOnlyTest(TableCase):
+    """A bench written with --benchmark_report_aggregates_only: its median rows stand for the repetitions."""
+
+    @staticmethod
+    def agg(name, ms, kind="median", **extra):
+        return {"name": f"{name}/manual_time_{kind}", "run_type": "aggregate", "aggregate_name": kind,
+                "repetitions": 3, "ms": ms, **extra}
+
+    def test_median_rows_when_no_repetitions(self):
+        # paper forward at 8k: median 2.0 against SDPA's 3.0 -> 1.5x: met; the mean rows (0.001) would miss it.
+        doc = {"context": BENCH["context"], "benchmarks": [
+            self.agg("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 2.0),
+            self.agg("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 0.001, kind="mean"),
+            self.agg("BM_DenseSdpaFwd/shape:0/S:8192", 3.0),
+            self.agg("BM_DenseSdpaFwd/shape:0/S:8192", 0.001, kind="stddev"),
+            # decode at 64k: 0.06 / 0.03 = 2x, its bandwidth counter from the median row: 0.7 -> met.
+            self.agg("BM_DecodeStepGraph/shape:1/S:65536/version:2", 0.03, hbm_share=0.7),
+            self.agg("BM_DenseSdpaDecode/shape:1/S:65536", 0.06)]}
+        rc, rows, md, _ = self.run_table("--bench", self.write("agg.json", doc))
+        self.assertEqual(rc, 0)
+        self.assertAlmostEqual(rows["sdpa:paper_kernel:fwd:8192"]["value"], 1.5)
+        self.assertEqual(rows["sdpa:paper_kernel:fwd:8192"]["verdict"], "met")
+        self.assertIn("median of 3 reps", rows["sdpa:paper_kernel:fwd:8192"]["measured"])
+        self.assertAlmostEqual(rows["sdpa:m7c_125m:decode:65536"]["value"], 2.0)
+        self.assertAlmostEqual(rows["hbm:m7c_125m:decode:65536"]["value"], 0.7)
+
+    def test_repetitions_win_over_a_median_row(self):
+        # Both present: the repetitions' median (BENCH's 2.2 / 1.9 / 2.0 -> 0.5x), not the 0.001 median row.
+        rc, rows, _, _ = self.run_table("--bench", self.bench)
+        self.assertAlmostEqual(rows["sdpa:paper_kernel:fwd:8192"]["value"], 0.5)
+
+    def test_two_median_rows_of_one_benchmark_exit_2(self):
+        doc = {"context": BENCH["context"], "benchmarks": [
+            self.agg("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 2.0),
+            self.agg("BM_LayerAttentionFwd/shape:0/S:8192/v:2", 2.5)]}
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = goals_table.main(["--bench", self.write("two.json", doc), "--json", os.path.join(self.dir.name, "o")])
+        self.assertEqual(rc, 2)
+        self.assertIn("two.json", err.getvalue())
+        self.assertIn("median rows", err.getvalue())
+
+
 class RealFilesTest(unittest.TestCase):
     """The H100 bench and peer files in docs/perf: properties, not numbers copied from the output."""
 
