@@ -695,26 +695,27 @@ void BM_CtaOrder(benchmark::State& state) {
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
   branch_row<W, BWD>(state);
 }
-// select_blocks from the compressed forward's logsumexp, as the layer runs it.
-void BM_SelectBlocksCtaOrder(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
+// select_blocks from the compressed forward's logsumexp, as the layer runs it,
+// under whatever choice the caller holds; reports its time and TFLOP/s.
+void select_from_lse_row(benchmark::State& state) {
   const Problem p = make_problem(state);
   const at::Tensor lse = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)).lse;
   const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
   report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
-// select_blocks (from the compressed logsumexp, as the layer runs it) with
-// CTAs of arg warps = 4 or 8 (nsa_cuda.h, set_select_blocks_warps); counter
-// warps = what ran (8 exists with half sums at dk >= 128 only).
+void BM_SelectBlocksCtaOrder(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
+  select_from_lse_row(state);
+}
+// select_blocks with CTAs of arg warps = 4 or 8 (nsa_cuda.h,
+// set_select_blocks_warps); counter warps = what ran (8 exists with half sums
+// at dk >= 128 only).
 void BM_SelectBlocksWarps(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<int> warps(select_blocks_warps(), set_select_blocks_warps, int(state.range(2)));
-  const Problem p = make_problem(state);
-  const at::Tensor lse = attention_forward(p.q, p.kc, p.vc, spec_for(p, Which::Compressed)).lse;
-  const double ms = time_it(state, [&] { select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, lse); });
+  select_from_lse_row(state);
   state.counters["warps"] = last_select_blocks_warps();
-  report(state, ms, 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * p.sh.dk, 0);
 }
 void SizesSelectWarps(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}})
