@@ -156,6 +156,11 @@ const std::vector<SelectCase>& v2_cases() {
       SelectCase{"v2_bf16_S1000_h5_paper", 1, 1000, 10, 2, 64, 32, 16, 64, 16, at::kBFloat16, false},
       SelectCase{"v2_fp16_ties_S700_h9_d128", 1, 700, 9, 1, 128, 8, 4, 16, 8, at::kHalf, true},
       SelectCase{"v2_bf16_S3000_h4_l8_B2", 2, 3000, 8, 2, 64, 8, 4, 16, 16, at::kBFloat16, false},
+      // 8-warp CTAs (half sums at dk >= 128) over several key tiles with each
+      // warp finishing its own queries: one query a warp (h 16, 8 tiles), two
+      // (h 8 at dk 192, 6 tiles, B 2).
+      SelectCase{"v2_bf16_S2000_h16_d128_l8", 1, 2000, 16, 1, 128, 8, 4, 16, 16, at::kBFloat16, false},
+      SelectCase{"v2_fp16_S1500_h8_d192_l8_B2", 2, 1500, 16, 2, 192, 8, 4, 16, 8, at::kHalf, false},
       // Over 32 candidates (up to 188): the top-n's threshold shortcut, on
       // ties (v1, which runs the rounds, must agree bitwise), at n = 32 (its
       // largest) and n = 40 (the rounds again).
