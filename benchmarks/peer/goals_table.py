@@ -120,17 +120,17 @@ def load_bench(path: str) -> Bench:
     entries = doc.get("benchmarks") if isinstance(doc, dict) else None
     if not isinstance(entries, list):
         raise BadInput(f"{path}: no 'benchmarks' list: not Google Benchmark JSON")
-    # Per (kind, shape, S): the repetitions' rows, and the bench's own median row, which counts
-    # only for a row written without its repetitions (--benchmark_report_aggregates_only).
-    found = {"iteration": ({}, {}, {}), "median": ({}, {}, {})}  # samples, compressed_impl, hbm_share
+    # Per (kind, shape, S) its rows: the repetitions, or the bench's own median row where the file
+    # holds none (--benchmark_report_aggregates_only). Mean and stddev aggregates are not times of a
+    # run; errored rows have no time.
+    runs, medians = {}, {}
     for b in entries:
         if not isinstance(b, dict):
             raise BadInput(f"{path}: a 'benchmarks' entry is not an object: {b!r}")
         m = BENCH_NAME.match(str(b.get("name", "")))
-        # Mean and stddev aggregates are not times of a run; errored rows have no time.
         run_type = b.get("run_type", "iteration")
-        which = "iteration" if run_type == "iteration" else "median" if b.get("aggregate_name") == "median" else None
-        if not m or which is None or b.get("error_occurred"):
+        found = runs if run_type == "iteration" else medians if b.get("aggregate_name") == "median" else None
+        if not m or found is None or b.get("error_occurred"):
             continue
         kind, shape, S, version = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
         # v1 kernels are the baseline, not the goal; of the compressed implementations, the two forwards.
@@ -140,28 +140,28 @@ def load_bench(path: str) -> Bench:
         # A ratio of times needs a positive one on both sides; anything else is a broken row.
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < float("inf"):
             raise BadInput(f"{path}: benchmark {b['name']!r}: 'ms' counter is {ms!r}, not a positive time")
-        samples, impls, hbm = found[which]
-        samples.setdefault((kind, shape, S), []).append((float(ms), b.get("repetitions", 1)))
-        if kind == "LayerAttentionFwd" and "compressed_impl" in b:
-            impls.setdefault((shape, S), set()).add(b["compressed_impl"])
-        if kind == "DecodeStepGraph" and isinstance(b.get("hbm_share"), (int, float)):
-            hbm.setdefault((shape, S), []).append(float(b["hbm_share"]))
-    (samples, impls, hbm), (med_samples, med_impls, med_hbm) = found["iteration"], found["median"]
-    ms = {k: quantiles([t for t, _ in v])["ms"] for k, v in samples.items()}
-    reps = {k: len(v) for k, v in samples.items()}
-    for k, v in med_samples.items():
-        if k in samples:
-            continue
-        if len(v) != 1:
-            raise BadInput(f"{path}: {len(v)} median rows for {row_name(*k)}: one run of the bench a file")
-        ms[k], reps[k] = v[0][0], v[0][1] if isinstance(v[0][1], int) and v[0][1] > 0 else 1
-    for key, val in med_impls.items():
-        impls.setdefault(key, val)
-    for key, val in med_hbm.items():
-        hbm.setdefault(key, val)
+        found.setdefault((kind, shape, S), []).append(b)
+    times, reps, impls, hbm = {}, {}, {}, {}
+    for key in runs.keys() | medians.keys():
+        rows = runs.get(key)
+        if rows is not None:
+            reps[key] = len(rows)
+        else:
+            rows = medians[key]
+            if len(rows) != 1:
+                raise BadInput(f"{path}: {len(rows)} median rows for {row_name(*key)}: one run of the bench a file")
+            n = rows[0].get("repetitions")
+            reps[key] = n if isinstance(n, int) and n > 0 else 1
+        times[key] = quantiles([float(b["ms"]) for b in rows])["ms"]
+        kind, shape, S = key
+        if kind == "LayerAttentionFwd" and any("compressed_impl" in b for b in rows):
+            impls[(shape, S)] = {b["compressed_impl"] for b in rows if "compressed_impl" in b}
+        shares = [float(b["hbm_share"]) for b in rows if isinstance(b.get("hbm_share"), (int, float))]
+        if kind == "DecodeStepGraph" and shares:
+            hbm[(shape, S)] = statistics.median(shares)
     ctx = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")), str(ctx.get("gpu", "")),
-                 ms, reps, impls, {k: statistics.median(v) for k, v in hbm.items()})
+                 times, reps, impls, hbm)
 
 
 def row_name(kind: str, shape: int, S: int) -> str:
