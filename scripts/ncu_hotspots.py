@@ -16,7 +16,6 @@ Exit 2 on input that is not such a page (naming the file and what is missing).
 import argparse
 import csv
 import gzip
-import io
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -72,12 +71,11 @@ def read_kernels(path: str) -> list:
     try:
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt", newline="") as f:
-            rows = list(csv.reader(io.StringIO(f.read())))
-    except (OSError, UnicodeDecodeError, EOFError) as e:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, EOFError, csv.Error) as e:
         raise BadInput(f"{path}: cannot read: {e}") from e
-    kernels, header, i = [], None, 0
-    while i < len(rows):
-        row = rows[i]
+    kernels, header = [], None
+    for row in rows:
         if row and row[0] == "Kernel Name":
             kernels.append(Kernel(row[1] if len(row) > 1 else ""))
             header = None
@@ -97,7 +95,6 @@ def read_kernels(path: str) -> list:
                 as_int(get.get(EXECUTED, ""), path, f"{EXECUTED} of {get.get(ADDRESS)}"),
                 {r: as_int(row[j], path, f"stall_{r} of {get.get(ADDRESS)}") for r, j in stall_cols.items()
                  if j < len(row)}))
-        i += 1
     if not kernels:
         raise BadInput(f"{path}: no 'Kernel Name' row: not an ncu source page in CSV")
     return kernels
