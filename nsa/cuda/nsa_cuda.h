@@ -162,6 +162,15 @@ SelectedTiling parse_selected_tiling(std::string_view value);
 // 0 = as many as fit 1 GiB; n > 0 forces n, for tests. Next launch on.
 void set_selected_key_outer_chunk(int64_t queries);
 int64_t selected_key_outer_chunk();
+// KeyOuter's forward CTA: 0 = its rule (the size with more warps resident an
+// SM: 8 warps sharing the block's K/V at the paper's 192/128, 4 elsewhere); 4
+// or 8 forces that size. The result is the same, bit for bit (each row's
+// partial is computed by one warp either way). For tests and benchmarks; next
+// launch on.
+void set_selected_key_outer_warps(int warps);
+int selected_key_outer_warps();
+// Testing hook: the warps per CTA of the last KeyOuter forward launched.
+int last_selected_key_outer_warps();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

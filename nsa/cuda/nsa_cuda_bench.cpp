@@ -27,7 +27,9 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +50,7 @@
 #include "nsa/cuda/reverse_index.h"
 #include "nsa/cuda/window_cudnn.h"
 #include "nsa/cuda/window_flash.h"
+#include "nsa/determinism.h"
 #include "nsa/device_peak.h"
 #include "nsa/model.h"
 #include "nsa/nsa_ops.h"
@@ -302,6 +305,7 @@ std::optional<CompressedImpl> g_compressed_impl;
 // The backward after cuDNN's forward (impl other than ours): CudnnBackward in
 // the same order, one place behind.
 CudnnBackward cudnn_backward_of(CompressedImpl impl) { return CudnnBackward(int(impl) - 1); }
+CompressedImpl cudnn_then(CudnnBackward backward) { return CompressedImpl(int(backward) + 1); }
 
 // The layer's default (NSA_COMPRESSED_CUDNN=auto, NSA_COMPRESSED_BWD=auto
 // without deterministic algorithms): cuDNN with its atomic backward where the
@@ -312,6 +316,10 @@ CompressedImpl layer_compressed_impl(const Problem& p) {
                      cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, CudnnBackward::cudnn_atomic).empty();
   return cudnn ? CompressedImpl::cudnn_atomic : CompressedImpl::ours;
 }
+
+// The window's backward in the layer rows (after cuDNN's forward): ours unless
+// a row sets it (BM_LayerFwdBwdChoices), CudnnBackward's order.
+CudnnBackward g_window_backward = CudnnBackward::ours;
 
 // The compressed forward and backward by `impl`.
 ForwardResult compressed_forward(const Problem& p, const BranchSpec& spec, CompressedImpl impl) {
@@ -513,9 +521,13 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   for (Which w : {Which::Window, Which::Compressed, Which::Selected}) n += rows_keys(p, w);
   *flops = 2 * n * (dk + dv) + 2 * keys_compressed(p.S) * p.sh.B * p.sh.H * dk;
   // The window's forward as the layer runs it by default (NSA_WINDOW_CUDNN=1):
-  // cuDNN's where it has an engine, with v2; its backward is ours either way.
+  // cuDNN's where it has an engine, with v2; its backward ours, or cuDNN's where
+  // a row asks (g_window_backward) and cuDNN takes it.
   const bool cudnn_window = !force_v1_kernels() && cudnn_window_declines(p.q, p.k, p.v, kW).empty();
+  const bool cudnn_window_bwd = cudnn_window && g_window_backward != CudnnBackward::ours &&
+                                cudnn_window_declines(p.q, p.k, p.v, kW, g_window_backward).empty();
   state.counters["cudnn_window"] = cudnn_window;
+  state.counters["window_bwd"] = int(cudnn_window_bwd ? g_window_backward : CudnnBackward::ours);
   // The compressed branch likewise (layer_compressed_impl): the counter names it.
   const CompressedImpl cmp = layer_compressed_impl(p);
   state.counters["compressed_impl"] = int(cmp);
@@ -535,7 +547,10 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
     const auto f = fwd_all();
     compressed_backward(p, spec_for(p, Which::Compressed), f[0], cmp);
     attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
-    attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
+    if (cudnn_window_bwd)
+      cudnn_window_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, kW, p.scale, g_window_backward);
+    else
+      attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
   });
 }
 
@@ -583,6 +598,45 @@ void SizesBackwardDq(benchmark::internal::Benchmark* b) {
   M7cChoices(b, "dq", 2);
   for (int64_t S : {8192, 65536})
     for (int64_t dq : {0, 1}) b->Args({0, S, dq});
+}
+
+// The layer's forward + backward with the three backward choices a run makes
+// of `auto` (nsa/determinism.h, kBackwardChoices): arg fast 0 = the
+// reproducible ones (train.deterministic), 1 = the fast ones (a run without
+// deterministic algorithms, the layer's default, as SDPA's own backward is).
+// BM_LayerAttentionFwdBwd keeps its mixed set (the compressed backward's fast
+// choice, the others' reproducible ones) so that its figures compare across
+// sections. Counters name what ran: window_bwd (CudnnBackward), compressed_impl
+// (CompressedImpl), selected_dq (BackwardDq).
+void BM_LayerFwdBwdChoices(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const bool fast = state.range(2) != 0;
+  const auto value = [fast](std::string_view flag) {
+    for (const BackwardChoice& c : kBackwardChoices)
+      if (c.flag == flag) return fast ? c.fast : c.reproducible;
+    throw std::logic_error("no kBackwardChoices row for " + std::string(flag));
+  };
+  const Problem p = make_problem(state);
+  const CudnnBackward window = parse_cudnn_backward("NSA_WINDOW_BWD", value("NSA_WINDOW_BWD"));
+  const CudnnBackward compressed = parse_cudnn_backward("NSA_COMPRESSED_BWD", value("NSA_COMPRESSED_BWD"));
+  const BackwardDq dq = parse_backward_dq(value("NSA_SELECTED_DQ"));
+  // The compressed branch: cuDNN where the layer takes it (its forward pays and
+  // cuDNN has the backward asked), with that backward; ours otherwise.
+  const bool cmp_cudnn = !force_v1_kernels() && cudnn_compressed_pays(p.q, p.kc, p.vc) &&
+                         cudnn_compressed_declines(p.q, p.kc, p.vc, kL, kD, compressed).empty();
+  const ScopedChoice<std::optional<CompressedImpl>> impl(
+      g_compressed_impl, cmp_cudnn ? cudnn_then(compressed) : CompressedImpl::ours);
+  const ScopedChoice<CudnnBackward> win(g_window_backward, window);
+  const ScopedChoice<BackwardDq> sel(g_backward_dq[int(Which::Selected)], dq);
+  state.counters["selected_dq"] = int(dq);
+  layer_fwd_bwd_row(state);
+}
+void SizesLayerChoices(benchmark::internal::Benchmark* b) {
+  for (int shape : {0, 1})
+    for (int64_t S : {8192, 32768, 65536})
+      for (int64_t fast : {0, 1}) b->Args({shape, S, fast});
+  b->Args({2, 2048, 0})->Args({2, 2048, 1});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "fast"});
 }
 
 template <bool BWD>
@@ -722,6 +776,21 @@ void SizesSelectWarps(benchmark::internal::Benchmark* b) {
     for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
 }
+// KeyOuter's forward in CTAs of 4 or 8 warps (nsa_cuda.h,
+// set_selected_key_outer_warps; counter warps: what ran), the selected forward
+// with KeyOuter forced, same inputs, same run.
+void BM_SelectedKoWarps(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
+  const ScopedChoice<int> warps(selected_key_outer_warps(), set_selected_key_outer_warps, int(state.range(2)));
+  branch_row<Which::Selected, false>(state);
+  state.counters["warps"] = last_selected_key_outer_warps();
+}
+void SizesKoWarps(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}})
+    for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
+}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -789,6 +858,7 @@ BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(Si
 BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
+BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
@@ -797,6 +867,7 @@ BENCHMARK(BM_BwdDq<Which::Window>)->Name("BM_WindowBwdDq")->Apply(SizesBackwardD
 BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesBackwardDq);
 BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq);
 BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq);
+BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
 

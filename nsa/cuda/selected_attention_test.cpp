@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include <ATen/cuda/CUDAContext.h>
+
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/test_util.h"
@@ -158,6 +160,70 @@ INSTANTIATE_TEST_SUITE_P(
         // or one chunk where block 0's 2500 queries take 40 units of 64.
         SelectedCase{"bf16_S2500_h16_d192_dv128_l64_n16_key_outer", 1, 2500, 32, 2, 192, 128, 64, 16, at::kBFloat16,
                      1}),
+    [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
+
+// KeyOuter's forward in CTAs of 4 and of 8 warps (set_selected_key_outer_warps):
+// each matches the float64 reference (output and gradients), and the two give
+// the same bits (a row's partial is one warp's work in either; only which warp
+// takes a group changes). On sm_90 the rule takes 8 at 192/128 (16 warps an SM
+// against 12) and 4 at 64/64 (20 against 16).
+class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {};
+
+TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
+  NSA_REQUIRE_CUDA();
+  const SelectedCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 91 + c.S)
+                                             : blocks_from_select(in, 8, 4, c.sel_block, c.n, scale);
+  const SelectedTiling prev = selected_tiling();
+  const int64_t prev_chunk = selected_key_outer_chunk();
+  const int prev_warps = selected_key_outer_warps();
+  set_selected_tiling(SelectedTiling::KeyOuter);
+  BranchSpec spec;
+  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+  const int asked[3] = {4, 8, 0};
+  for (const int64_t chunk : {int64_t(37), int64_t(0)}) {
+    set_selected_key_outer_chunk(chunk);
+    ForwardResult f[3];
+    int ran[3];
+    for (int i = 0; i < 3; ++i) {
+      set_selected_key_outer_warps(asked[i]);
+      f[i] = attention_forward(in.q, in.k, in.v, spec);
+      ASSERT_TRUE(last_forward_used_key_outer()) << c.name;
+      ran[i] = last_selected_key_outer_warps();
+      if (i < 2) {
+        const std::string name = std::string(c.name) + "/warps_" + std::to_string(asked[i]) + "/chunk_" +
+                                 std::to_string(chunk);
+        testing::check_branch(name, in, kernel(block_idx, c.sel_block, scale),
+                              reference(block_idx, c.sel_block, scale));
+      }
+    }
+    EXPECT_EQ(ran[0], 4);
+    EXPECT_EQ(ran[1], 8);
+    EXPECT_TRUE(ran[2] == 4 || ran[2] == 8) << ran[2];
+    if (at::cuda::getCurrentDeviceProperties()->major == 9) {
+      if (c.dk == 192 && c.dv == 128) EXPECT_EQ(ran[2], 8) << "the rule at 192/128 on sm_90";
+      if (c.dk == 64 && c.dv == 64) EXPECT_EQ(ran[2], 4) << "the rule at 64/64 on sm_90";
+    }
+    EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": o differs between 4 and 8 warps, chunk " << chunk;
+    EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": lse differs between 4 and 8 warps, chunk " << chunk;
+  }
+  set_selected_key_outer_warps(prev_warps);
+  set_selected_key_outer_chunk(prev_chunk);
+  set_selected_tiling(prev);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SelectedKeyOuterWarps,
+    ::testing::Values(
+        // The paper's heads: 8 warps take 64 groups of 16 rows a unit, several
+        // units a block (block 0 at S 2500), groups past a unit's last row.
+        SelectedCase{"bf16_B2_S257_h16_d192_dv128_l64_n4_selected", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1},
+        SelectedCase{"bf16_S2500_h16_d192_dv128_l64_n16", 1, 2500, 32, 2, 192, 128, 64, 16, at::kBFloat16, 1},
+        SelectedCase{"fp16_S700_h6_d128_dv64_l64_n5", 1, 700, 12, 2, 128, 64, 64, 5, at::kHalf, 0},
+        SelectedCase{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0},
+        SelectedCase{"fp16_S200_h1_d192_dv192_l64_n3", 1, 200, 2, 2, 192, 192, 64, 3, at::kHalf, 0}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {

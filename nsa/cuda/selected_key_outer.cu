@@ -91,6 +91,8 @@ constexpr int kMergeWarps = 8;
 constexpr int kMergeCtas = 4;
 
 std::atomic<int64_t> g_chunk_queries{0};
+std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
+std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
 
 // One chunk's work list and partials.
 struct KoChunk {
@@ -144,28 +146,29 @@ __global__ void nsa_selected_ko_units_kernel(AttnParams p, KoChunk c) {
 // CTA-wide double-buffered 64-row Q stage took 95 KB: 2 CTAs, 8 warps an SM,
 // an instruction issued every 4.4 cycles per scheduler, ncu). dq: 87 KB at
 // 192/128, 2 CTAs.
-template <int DK, int DV, bool kDq>
+template <int DK, int DV, bool kDq, int WARPS = tc::kTcWarps>
 struct KoLayout {
   static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
   static constexpr size_t kKvBytes = size_t(kTcKeys) * (kLdK + kLdV) * 2;
   // A buffer row: Q, or Q | dO | pad, an odd number of 16-byte pieces either
   // way, so ldmatrix's 8 rows fall in 8 distinct bank groups.
   static constexpr int kLdWarp = kDq ? kLdK + kLdV + tc::kSmemPad : kLdK;
-  static constexpr size_t kBytes = kKvBytes + size_t(tc::kTcWarps) * 16 * kLdWarp * 2;
+  static constexpr size_t kBytes = kKvBytes + size_t(WARPS) * 16 * kLdWarp * 2;
   static_assert(kBytes <= kSmemBudget, "KeyOuter tiles exceed the shared-memory budget");
 };
 
 // The unit's block: K and V rows k0 .. k0 + 63 of (b, g) into shared memory
-// (zeros past the end), two threads a row, one cp.async group.
-template <typename T, int DK, int DV, int LDK, int LDV>
+// (zeros past the end), PARTS = threads / 64 threads a row, one cp.async group.
+template <typename T, int DK, int DV, int LDK, int LDV, int THREADS = kTcThreads>
 __device__ __forceinline__ void load_block_kv(T* Ks, T* Vs, const AttnParams& p, int b, int g, int k0, int tid) {
-  const int r = tid / 2, kr = k0 + r;
+  constexpr int kParts = THREADS / kTcKeys;
+  const int r = tid / kParts, kr = k0 + r;
   const bool valid = kr < p.Sk;
   const int src = valid ? kr : 0;
-  tc::copy_row_async<DK>(Ks + r * LDK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK), valid,
-                         tid & 1);
-  tc::copy_row_async<DV>(Vs + r * LDV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV), valid,
-                         tid & 1);
+  tc::copy_row_async<DK, kParts>(Ks + r * LDK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK),
+                                 valid, tid % kParts);
+  tc::copy_row_async<DV, kParts>(Vs + r * LDV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV),
+                                 valid, tid % kParts);
   tc::cp_async_commit();
 }
 
@@ -228,6 +231,26 @@ struct GroupRows {
   }
 };
 
+// Which row of a warp's group of 16 a lane copies in (two lanes a row, every
+// other 16-byte piece each: tc::copy_row_async), and where the row's Q (or dO)
+// starts. Its query (a shuffle) and head (a modulo) are worked out once a row;
+// worked out once a 16-byte piece, the address arithmetic was a quarter of the
+// dq kernel's instructions (IMAD, ncu at paper_kernel 64k) beside 10 % HMMA.
+struct RowCopy {
+  int r;       // the row in the group, lane / 2
+  int b, t;    // its batch and query (0 when padding)
+  int hq;      // its query head
+  bool valid;  // false: a padding row, zeros copied
+  // t_lane: lane l's query of row l % 16 (UnitRows::query_of).
+  __device__ __forceinline__ static RowCopy of(const AttnParams& p, int b, int g, int gi, int t_lane, int lane) {
+    const int r = lane / 2, t = __shfl_sync(0xffffffffu, t_lane, r);
+    return {r, b, t < 0 ? 0 : t, g * p.h + (gi * 16 + r) % p.h, t >= 0};
+  }
+  __device__ __forceinline__ int64_t offset(const AttnParams& p, int dim) const {
+    return row_offset(b, t, hq, p.S, p.H, dim);
+  }
+};
+
 // A warp's first group of rows: issued behind the block's K/V (its own
 // cp.async group), then the wait for this thread's K/V pieces (the older
 // group) and the barrier after which every thread's are in shared memory.
@@ -249,10 +272,15 @@ __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, con
 // the partial of each row to the slot the block has in its query's row.
 // Registers (ptxas, CUDA 13.0): 167 a thread at 192/128 for sm_90a, so 3 CTAs
 // an SM there too (222 for sm_80, where asking for 3 spills).
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
-  using L = KoLayout<DK, DV, false>;
-  constexpr int kPieces = DK / 8;  // 16-byte pieces of a Q row
+// 8 warps at dv <= 128 are asked to fit 2 CTAs an SM (128 registers: the
+// forward at 192/128 needs 130 unasked, which leaves one); at dv 192 the
+// accumulators need ~170 and 8 warps stay one CTA (the rule then keeps 4).
+template <int DV, int WARPS>
+constexpr int kFwdKoMinCtas = WARPS == 8 && DV <= 128 ? 2 : 1;
+
+template <typename T, int DK, int DV, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>) nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
+  using L = KoLayout<DK, DV, false, WARPS>;
   const int u = blockIdx.x;
   if (u >= *c.n_units) return;  // the grid is an upper bound of the units
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -264,30 +292,25 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
   const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
   const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
-  load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
+  load_block_kv<T, DK, DV, L::kLdK, L::kLdV, 32 * WARPS>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_q = [&](int gi, int t_lane) {
-#pragma unroll
-    for (int e = lane; e < 16 * kPieces; e += 32) {
-      const int r = e / kPieces, cc = e % kPieces;
-      const int t = __shfl_sync(0xffffffffu, t_lane, r);
-      const int hq = g * p.h + (gi * 16 + r) % p.h;
-      tc::cp_async_16(Qw + r * L::kLdK + cc * 8, q + row_offset(b, t < 0 ? 0 : t, hq, p.S, p.H, DK) + cc * 8, t >= 0);
-    }
+    const RowCopy rc = RowCopy::of(p, b, g, gi, t_lane, lane);
+    tc::copy_row_async<DK>(Qw + rc.r * L::kLdK, q + rc.offset(p, DK), rc.valid, lane & 1);
     tc::cp_async_commit();
   };
-  int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
+  int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + WARPS, lane);
   start_rows(gi, n_groups, t_cur, issue_q);
   const float scale_log2 = p.scale * kLog2e;
-  for (; gi < n_groups; gi += tc::kTcWarps) {
+  for (; gi < n_groups; gi += WARPS) {
     tc::cp_async_wait<0>();
     __syncwarp();
     uint32_t qa[DK / 16][4];
     tc::ldmatrix_a_frags<T, DK, L::kLdK>(qa, Qw, 0, lane);
     __syncwarp();  // every lane's fragments are read before the buffer refills
     const int t_here = t_cur;
-    if (gi + tc::kTcWarps < n_groups) issue_q(gi + tc::kTcWarps, t_next);
+    if (gi + WARPS < n_groups) issue_q(gi + WARPS, t_next);
     t_cur = t_next;
-    t_next = rows.query_of(gi + 2 * tc::kTcWarps, lane);
+    t_next = rows.query_of(gi + 2 * WARPS, lane);
     // For row lane % 16; loaded now, used after the products.
     const int slot = slot_of(p, b, t_here, g, j);
     float s[kTcKeys / 8][4];
@@ -341,7 +364,6 @@ __global__ void __launch_bounds__(kTcThreads) nsa_selected_fwd_ko_kernel(AttnPar
 template <typename T, int DK, int DV>
 __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(AttnParams p, KoChunk c) {
   using L = KoLayout<DK, DV, true>;
-  constexpr int kQPieces = DK / 8, kPieces = (DK + DV) / 8;  // 16-byte pieces of a Q | dO row
   const int u = blockIdx.x;
   if (u >= *c.n_units) return;  // the grid is an upper bound of the units
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -357,17 +379,10 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   const T* dout = static_cast<const T*>(p.dout);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_rows = [&](int gi, int t_lane) {
-    // Unrolled whole (20 copies a lane at 192/128) the addresses took ~50
-    // registers more and the kernel spilled 76 bytes at the 255 cap (ptxas).
-#pragma unroll 2
-    for (int e = lane; e < 16 * kPieces; e += 32) {
-      const int r = e / kPieces, cc = e % kPieces;
-      const int t = __shfl_sync(0xffffffffu, t_lane, r), ts = t < 0 ? 0 : t;
-      const int hq = g * p.h + (gi * 16 + r) % p.h;
-      const T* src = cc < kQPieces ? q + row_offset(b, ts, hq, p.S, p.H, DK) + cc * 8
-                                   : dout + row_offset(b, ts, hq, p.S, p.H, DV) + (cc - kQPieces) * 8;
-      tc::cp_async_16(Qw + r * L::kLdWarp + (cc < kQPieces ? cc * 8 : L::kLdK + (cc - kQPieces) * 8), src, t >= 0);
-    }
+    const RowCopy rc = RowCopy::of(p, b, g, gi, t_lane, lane);
+    T* dst = Qw + rc.r * L::kLdWarp;
+    tc::copy_row_async<DK>(dst, q + rc.offset(p, DK), rc.valid, lane & 1);
+    tc::copy_row_async<DV>(dst + L::kLdK, dout + rc.offset(p, DV), rc.valid, lane & 1);
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
@@ -570,18 +585,57 @@ dim3 merge_grid(const AttnParams& p, const KoChunk& c) {
 
 void set_selected_key_outer_chunk(int64_t queries) { g_chunk_queries.store(queries < 0 ? 0 : queries); }
 int64_t selected_key_outer_chunk() { return g_chunk_queries.load(); }
+void set_selected_key_outer_warps(int warps) {
+  TORCH_CHECK(warps == 0 || warps == 4 || warps == 8, "set_selected_key_outer_warps: 0, 4 or 8, got ", warps);
+  g_ko_warps.store(warps);
+}
+int selected_key_outer_warps() { return g_ko_warps.load(); }
+int last_selected_key_outer_warps() { return g_last_ko_warps.load(); }
 
 bool selected_key_outer_applies(const AttnParams& p) {
   return p.sel_block == kTcKeys && p.n_sel >= 1 && p.n_sel <= 32;
 }
 
+// Warps a forward ko CTA: the size with more warps resident an SM, as the
+// driver counts them from the kernel's registers and shared memory (4 on a
+// tie), unless set_selected_key_outer_warps forces one. 8 share one copy of
+// the block's K/V among twice the rows: at 192/128 the forward holds 127
+// registers and 68.6 KB with 4 warps (3 CTAs, 12 warps an SM, by shared
+// memory), 94 KB with 8 (2 CTAs, 16 warps); at 64/64 4 warps keep 20.
 template <typename T, int DK, int DV>
-void launch_selected_key_outer(AttnParams& p) {
+int fwd_ko_warps() {
+  const int forced = g_ko_warps.load();
+  if (forced != 0) return forced;
+  static const int rule = [] {
+    const auto resident_warps = [](auto kernel, int warps, size_t smem) {
+      NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      int ctas = 0;
+      NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, 32 * warps, smem));
+      return ctas * warps;
+    };
+    const int four = resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 4>, 4, KoLayout<DK, DV, false, 4>::kBytes);
+    const int eight = resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 8>, 8, KoLayout<DK, DV, false, 8>::kBytes);
+    return eight > four ? 8 : 4;
+  }();
+  return rule;
+}
+
+template <typename T, int DK, int DV, int WARPS>
+void launch_fwd_ko(AttnParams& p) {
   for_each_key_outer_chunk<T>(p, DV, /*with_lse=*/true, [&](const KoChunk& c, int64_t max_units) {
-    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
-                  KoLayout<DK, DV, false>::kBytes, p, c);
+    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS>, dim3(unsigned(max_units)), 32 * WARPS,
+                  KoLayout<DK, DV, false, WARPS>::kBytes, p, c);
     launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
   });
+  g_last_ko_warps.store(WARPS);
+}
+
+template <typename T, int DK, int DV>
+void launch_selected_key_outer(AttnParams& p) {
+  if (fwd_ko_warps<T, DK, DV>() == 8)
+    launch_fwd_ko<T, DK, DV, 8>(p);
+  else
+    launch_fwd_ko<T, DK, DV, 4>(p);
 }
 
 template <typename T, int DK, int DV>

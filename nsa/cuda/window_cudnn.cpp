@@ -54,6 +54,20 @@ ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, con
   return r;
 }
 
+Gradients cudnn_window_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                                const at::Tensor& lse, const at::Tensor& dout, int64_t window, double scale,
+                                CudnnBackward backward) {
+  const c10::cuda::CUDAGuard guard(q.device());
+  Gradients g{at::empty_like(q), at::empty_like(k), at::empty_like(v)};
+  const at::Tensor lse_bhs = lse.permute({0, 2, 1}).contiguous();
+  SdpaPointers ptr;
+  ptr.q = q.data_ptr(), ptr.k = k.data_ptr(), ptr.v = v.data_ptr(), ptr.o = o.data_ptr();
+  ptr.stats = lse_bhs.data_ptr<float>(), ptr.dout = dout.data_ptr();
+  ptr.dq = g.dq.data_ptr(), ptr.dk = g.dk.data_ptr(), ptr.dv = g.dv.data_ptr();
+  sdpa_run(call_of(q, k, v, window, scale, backward), ptr, q);
+  return g;
+}
+
 namespace {
 
 struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
@@ -84,14 +98,8 @@ struct CudnnWindowFn : torch::autograd::Function<CudnnWindowFn> {
       Gradients g = attention_backward(q, k, v, o, lse, dout, spec);
       return {g.dq, g.dk, g.dv, none, none, none, none};
     }
-    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
-    const at::Tensor lse_bhs = lse.permute({0, 2, 1}).contiguous();
-    SdpaPointers ptr;
-    ptr.q = q.data_ptr(), ptr.k = k.data_ptr(), ptr.v = v.data_ptr(), ptr.o = o.data_ptr();
-    ptr.stats = lse_bhs.data_ptr<float>(), ptr.dout = dout.data_ptr();
-    ptr.dq = dq.data_ptr(), ptr.dk = dk.data_ptr(), ptr.dv = dv.data_ptr();
-    sdpa_run(call_of(q, k, v, spec.window, spec.scale, backward), ptr, q);
-    return {dq, dk, dv, none, none, none, none};
+    Gradients g = cudnn_window_backward(q, k, v, o, lse, dout, spec.window, spec.scale, backward);
+    return {g.dq, g.dk, g.dv, none, none, none, none};
   }
 };
 

@@ -46,6 +46,14 @@ std::string cudnn_window_declines(const at::Tensor& q, const at::Tensor& k, cons
 ForwardResult cudnn_window_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t window,
                                    double scale);
 
+// cuDNN's backward alone, without autograd (benchmarks): dq, dk, dv from
+// cudnn_window_forward's o and logsumexp. `backward` is one of cuDNN's
+// (deterministic or with atomics); call only where cudnn_window_declines(...,
+// backward) is "".
+Gradients cudnn_window_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o,
+                                const at::Tensor& lse, const at::Tensor& dout, int64_t window, double scale,
+                                CudnnBackward backward);
+
 // Sliding window through cuDNN (the same function as window_attention: query t
 // sees keys [max(0, t-window+1), t]), differentiable (q, k, v), its backward
 // the one named here (ours making dq as `dq` says). Call only where
