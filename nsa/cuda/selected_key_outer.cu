@@ -231,25 +231,24 @@ struct GroupRows {
   }
 };
 
-// Which row of a warp's group of 16 a lane copies in (two lanes a row, every
-// other 16-byte piece each: tc::copy_row_async), and where the row's Q (or dO)
-// starts. Its query (a shuffle) and head (a modulo) are worked out once a row;
-// worked out once a 16-byte piece, the address arithmetic was a quarter of the
-// dq kernel's instructions (IMAD, ncu at paper_kernel 64k) beside 10 % HMMA.
-struct RowCopy {
-  int r;       // the row in the group, lane / 2
-  int b, t;    // its batch and query (0 when padding)
-  int hq;      // its query head
-  bool valid;  // false: a padding row, zeros copied
-  // t_lane: lane l's query of row l % 16 (UnitRows::query_of).
-  __device__ __forceinline__ static RowCopy of(const AttnParams& p, int b, int g, int gi, int t_lane, int lane) {
-    const int r = lane / 2, t = __shfl_sync(0xffffffffu, t_lane, r);
-    return {r, b, t < 0 ? 0 : t, g * p.h + (gi * 16 + r) % p.h, t >= 0};
+// A warp's group of 16 rows into its buffer: 8 lanes a row (one 128-byte line
+// an instruction a row, tc::copy_row_async), four rows a pass. Each row's
+// query (a shuffle) and head (a modulo) are worked out once a pass; worked out
+// once a 16-byte piece, the address arithmetic was a quarter of the dq
+// kernel's instructions (IMAD, ncu at paper_kernel 64k) beside 10 % HMMA; with
+// two lanes a row (16 lines an instruction) the forward lost 6 % (H200).
+// copy(r, row_offset) issues row r's copies for the lane's part, lane % 8.
+// t_lane: lane l's query of row l % 16 (UnitRows::query_of).
+template <typename Copy>
+__device__ __forceinline__ void copy_group_rows(const AttnParams& p, int b, int g, int gi, int t_lane, int lane,
+                                                const Copy& copy) {
+#pragma unroll
+  for (int pass = 0; pass < 4; ++pass) {
+    const int r = 4 * pass + lane / 8, t = __shfl_sync(0xffffffffu, t_lane, r);
+    const int hq = g * p.h + (gi * 16 + r) % p.h;
+    copy(r, [&](int dim) { return row_offset(b, t < 0 ? 0 : t, hq, p.S, p.H, dim); }, t >= 0);
   }
-  __device__ __forceinline__ int64_t offset(const AttnParams& p, int dim) const {
-    return row_offset(b, t, hq, p.S, p.H, dim);
-  }
-};
+}
 
 // A warp's first group of rows: issued behind the block's K/V (its own
 // cp.async group), then the wait for this thread's K/V pieces (the older
@@ -294,8 +293,9 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>) nsa_sele
   const T* q = static_cast<const T*>(p.q);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV, 32 * WARPS>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_q = [&](int gi, int t_lane) {
-    const RowCopy rc = RowCopy::of(p, b, g, gi, t_lane, lane);
-    tc::copy_row_async<DK>(Qw + rc.r * L::kLdK, q + rc.offset(p, DK), rc.valid, lane & 1);
+    copy_group_rows(p, b, g, gi, t_lane, lane, [&](int r, const auto& offset, bool valid) {
+      tc::copy_row_async<DK, 8>(Qw + r * L::kLdK, q + offset(DK), valid, lane % 8);
+    });
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + WARPS, lane);
@@ -379,10 +379,10 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   const T* dout = static_cast<const T*>(p.dout);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_rows = [&](int gi, int t_lane) {
-    const RowCopy rc = RowCopy::of(p, b, g, gi, t_lane, lane);
-    T* dst = Qw + rc.r * L::kLdWarp;
-    tc::copy_row_async<DK>(dst, q + rc.offset(p, DK), rc.valid, lane & 1);
-    tc::copy_row_async<DV>(dst + L::kLdK, dout + rc.offset(p, DV), rc.valid, lane & 1);
+    copy_group_rows(p, b, g, gi, t_lane, lane, [&](int r, const auto& offset, bool valid) {
+      tc::copy_row_async<DK, 8>(Qw + r * L::kLdWarp, q + offset(DK), valid, lane % 8);
+      tc::copy_row_async<DV, 8>(Qw + r * L::kLdWarp + L::kLdK, dout + offset(DV), valid, lane % 8);
+    });
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + tc::kTcWarps, lane);
