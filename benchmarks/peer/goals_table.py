@@ -37,15 +37,23 @@ from peer_records import PASSES, SEQ_LENS, SHAPES, BadInput, emit, load_peer_run
 
 SCHEMA = "nsa-goals/1"
 # Layer rows carry /v:N, decode rows /version:N; SDPA rows carry neither.
-BENCH_NAME = re.compile(r"BM_(\w+)/shape:(\d+)/S:(\d+)(?:/(?:v|version|impl):(\d+))?(?:/|$)")
+BENCH_NAME = re.compile(r"BM_(\w+)/shape:(\d+)/S:(\d+)(?:/(?:v|version|impl|fast):(\d+))?(?:/|$)")
 VERSIONED = {"LayerAttentionFwd": "v", "LayerAttentionFwdBwd": "v", "SelectBlocks": "v",
              "SelectBlocksFromLse": "v", "CompressedFwd": "v", "DecodeStepGraph": "version"}
 
-# Issue 15 against dense SDPA: (shape index, pass, S, speedup at least).
-SDPA_GOALS = ((0, "fwd", 8192, 1.5), (0, "fwd", 32768, 3.0), (0, "fwd", 65536, 5.0),
-              (0, "fwdbwd", 8192, 1.0), (0, "fwdbwd", 65536, 4.0),
-              (1, "fwdbwd", 8192, 1.0), (1, "fwdbwd", 65536, 2.5),
-              (1, "decode", 65536, 1.5))
+# BM_LayerFwdBwdChoices: the layer's forward + backward with the backward choices a run makes of
+# `auto` (nsa/determinism.h), its arg fast: 1 = a run without deterministic algorithms (the layer's
+# default, and SDPA's own backward, which adds dq with atomics), 0 = with them. Read as two kinds.
+CHOICE_KINDS = {"1": "LayerFwdBwdFast", "0": "LayerFwdBwdReproducible"}
+CHOICE_ROW = "LayerFwdBwdChoices"
+
+# Issue 15 against dense SDPA: (shape index, pass, S, speedup at least). The forward + backward
+# goals are shown three ways: BM_LayerAttentionFwdBwd (its long-standing mix: the compressed
+# backward's fast choice, the others' reproducible ones), and each of the two consistent sets.
+FWDBWD_GOALS = ((0, 8192, 1.0), (0, 65536, 4.0), (1, 8192, 1.0), (1, 65536, 2.5))
+SDPA_GOALS = ((0, "fwd", 8192, 1.5), (0, "fwd", 32768, 3.0), (0, "fwd", 65536, 5.0)) + tuple(
+    (shape, pass_, S, x) for shape, S, x in FWDBWD_GOALS for pass_ in ("fwdbwd", "fwdbwd_fast", "fwdbwd_repro")) + (
+    (1, "decode", 65536, 1.5),)
 # Issue 15's decode bandwidth: the step's K/V bytes over its back-to-back time, a share of the HBM peak
 # (BM_DecodeStepGraph's counter hbm_share), for (shape, S).
 HBM_GOAL = (1, 65536, 0.60)
@@ -57,9 +65,13 @@ MIN_TOK_S_VS_DENSE = 0.6
 
 # Timed rows per pass: ours, and SDPA as a sum of rows (forward+backward SDPA =
 # forward + backward, the same sum nsa_cuda_bench's speedup_vs_sdpa divides).
-NSA_ROW = {"fwd": "LayerAttentionFwd", "fwdbwd": "LayerAttentionFwdBwd", "decode": "DecodeStepGraph"}
-SDPA_ROWS = {"fwd": ("DenseSdpaFwd",), "fwdbwd": ("DenseSdpaFwd", "DenseSdpaBwd"), "decode": ("DenseSdpaDecode",)}
-PASS_LABEL = {"fwd": "forward", "fwdbwd": "forward+backward", "decode": "decode step"}
+NSA_ROW = {"fwd": "LayerAttentionFwd", "fwdbwd": "LayerAttentionFwdBwd", "fwdbwd_fast": CHOICE_KINDS["1"],
+           "fwdbwd_repro": CHOICE_KINDS["0"], "decode": "DecodeStepGraph"}
+SDPA_ROWS = {"fwd": ("DenseSdpaFwd",), "fwdbwd": ("DenseSdpaFwd", "DenseSdpaBwd"),
+             "fwdbwd_fast": ("DenseSdpaFwd", "DenseSdpaBwd"), "fwdbwd_repro": ("DenseSdpaFwd", "DenseSdpaBwd"),
+             "decode": ("DenseSdpaDecode",)}
+PASS_LABEL = {"fwd": "forward", "fwdbwd": "forward+backward", "fwdbwd_fast": "forward+backward (fast backward)",
+              "fwdbwd_repro": "forward+backward (reproducible backward)", "decode": "decode step"}
 SELECT_ROWS = ("SelectBlocksFromLse", "SelectBlocks")
 # The rows read; others (BM_DecodeKvTokens counts tokens, has no time) are passed over.
 # The compressed forward as the layer runs it: BM_LayerAttentionFwd's counter
@@ -133,6 +145,8 @@ def load_bench(path: str) -> Bench:
         if not m or found is None or b.get("error_occurred"):
             continue
         kind, shape, S, version = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        if kind == CHOICE_ROW:  # one kind per choice set, no version
+            kind, version = CHOICE_KINDS.get(version), None
         # v1 kernels are the baseline, not the goal; of the compressed implementations, the two forwards.
         if kind not in USED or version not in (None, ROW_VERSION.get(kind, "2")):
             continue
@@ -165,6 +179,9 @@ def load_bench(path: str) -> Bench:
 
 
 def row_name(kind: str, shape: int, S: int) -> str:
+    fast = next((f for f, k in CHOICE_KINDS.items() if k == kind), None)
+    if fast is not None:
+        return f"BM_{CHOICE_ROW}/shape:{shape}/S:{S}/fast:{fast}"
     if kind == COMPRESSED_ROWS[True][0]:
         return f"BM_{kind}/shape:{shape}/S:{S}/impl:{COMPRESSED_ROWS[True][1]}"
     tag = VERSIONED.get(kind)
@@ -469,7 +486,11 @@ FOOTNOTES = [
     "median row where the file holds none (`--benchmark_report_aggregates_only`); other aggregates and errored "
     "rows ignored; NSA = `BM_LayerAttention{Fwd,FwdBwd}` at v:2. Forward+backward SDPA = median "
     "`BM_DenseSdpaFwd` + median `BM_DenseSdpaBwd`, the sum nsa_cuda_bench's own `speedup_vs_sdpa` of "
-    "`BM_LayerAttentionFwdBwd` divides.",
+    "`BM_LayerAttentionFwdBwd` divides. Forward+backward three ways: `BM_LayerAttentionFwdBwd` (the compressed "
+    "backward's fast choice, the selected dq and window backward reproducible), and `BM_LayerFwdBwdChoices` "
+    "fast:1 (every backward as a run without deterministic algorithms takes it: cuDNN's window and compressed "
+    "backward with atomics, the selected dq in fp32 atomics; SDPA's backward is of that kind) and fast:0 (every "
+    "one reproducible).",
     "Decode = `BM_DenseSdpaDecode` ms / `BM_DecodeStepGraph` version:2 ms (one query against S cached tokens, "
     "fastest SDPA backend); the step's own `speedup_vs_sdpa` counter uses a separate SDPA timing and is not used.",
     "fla = fla ms / ours ms per S (8k, 16k, 32k, 64k) from the peer file (ours from the same peer run when it has "

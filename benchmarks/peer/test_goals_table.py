@@ -64,6 +64,10 @@ BENCH = {"context": {"date": "2026-12-01T10:00:00+00:00", "host_name": "box"}, "
     gb("BM_CompressedImplFwd/shape:1/S:65536/impl:1", 0.001),
     gb("BM_LayerAttentionFwd/shape:1/S:65536/v:2", 100.0),
     gb("BM_LayerAttentionFwdBwd/shape:2/S:2048/v:2", 3.0),  # the bench's training shape: not a goal
+    # paper_kernel forward+backward at 8k with each set of backward choices: SDPA 1.0 + 1.0 against the
+    # fast set 1.6 -> 1.25x of 1x: met; against the reproducible set 2.5 -> 0.8x: missed.
+    gb("BM_LayerFwdBwdChoices/shape:0/S:8192/fast:1", 1.6), gb("BM_LayerFwdBwdChoices/shape:0/S:8192/fast:0", 2.5),
+    gb("BM_LayerFwdBwdChoices/shape:0/S:8192/fast:2", 0.001),  # no such set: ignored
 ]}
 
 
@@ -157,6 +161,20 @@ class GoalsTableTest(TableCase):
         self.assertEqual(rows["sdpa:m7c_125m:decode:65536"]["verdict"], "met")  # at the threshold, through rounding
         self.assertEqual(rows["sdpa:m7c_125m:fwdbwd:8192"]["verdict"], "not measured")
         self.assertEqual(rows["sdpa:paper_kernel:fwdbwd:65536"]["verdict"], "not measured")
+
+    def test_fwdbwd_with_each_set_of_backward_choices(self):
+        rows, _ = self.full()
+        fast, repro = rows["sdpa:paper_kernel:fwdbwd_fast:8192"], rows["sdpa:paper_kernel:fwdbwd_repro:8192"]
+        self.assertAlmostEqual(fast["value"], 2.0 / 1.6)
+        self.assertEqual(fast["verdict"], "met")
+        self.assertAlmostEqual(repro["value"], 2.0 / 2.5)
+        self.assertEqual(repro["verdict"], "missed (0.80× of ≥ 1×)")
+        # The plain row keeps reading BM_LayerAttentionFwdBwd (2.0: 1x, met).
+        self.assertAlmostEqual(rows["sdpa:paper_kernel:fwdbwd:8192"]["value"], 1.0)
+        # Where a set has no row: not measured, naming the row it wanted.
+        m7c = rows["sdpa:m7c_125m:fwdbwd_fast:65536"]
+        self.assertEqual(m7c["verdict"], "not measured")
+        self.assertIn("BM_LayerFwdBwdChoices/shape:1/S:65536/fast:1", m7c["measured"])
 
     def test_selection_share(self):
         rows, _ = self.full()
@@ -383,6 +401,9 @@ class RealFilesTest(unittest.TestCase):
             ("paper_kernel", "fwd", K8), ("paper_kernel", "fwd", K32), ("paper_kernel", "fwd", K64),
             ("paper_kernel", "fwdbwd", K8), ("paper_kernel", "fwdbwd", K64), ("m7c_125m", "fwdbwd", K8),
             ("m7c_125m", "fwdbwd", K64), ("m7c_125m", "decode", K64)]}
+        # Each forward + backward goal also with each set of backward choices (not in this older file).
+        expected |= {f"sdpa:{s}:{p}:{S}" for s in ("paper_kernel", "m7c_125m") for S in (K8, K64)
+                     for p in ("fwdbwd_fast", "fwdbwd_repro")}
         expected |= {f"fla:{s}:{p}" for s in ("paper_kernel", "m7c_125m") for p in ("fwd", "fwdbwd")}
         expected |= {"hbm:m7c_125m:decode:65536", "share:paper_kernel:65536", "share:m7c_125m:65536", "tok_s",
                      "tok_s_vs_dense"}
@@ -400,6 +421,7 @@ class RealFilesTest(unittest.TestCase):
         fb = bench["BM_LayerAttentionFwdBwd/shape:0/S:65536/v:2/manual_time"]
         self.assertAlmostEqual(rows["sdpa:paper_kernel:fwdbwd:65536"]["value"], fb["speedup_vs_sdpa"], places=3)
         self.assertEqual(rows["sdpa:paper_kernel:fwd:32768"]["verdict"], "not measured")  # no 32k rows in the file
+        self.assertEqual(rows["sdpa:paper_kernel:fwdbwd_fast:65536"]["verdict"], "not measured")
         self.assertEqual(rows["tok_s"]["verdict"], "not measured")
 
         with open(self.PEER) as f:

@@ -163,8 +163,8 @@ SelectedTiling parse_selected_tiling(std::string_view value);
 void set_selected_key_outer_chunk(int64_t queries);
 int64_t selected_key_outer_chunk();
 // KeyOuter's forward CTA: 0 = its rule (the size with more warps resident an
-// SM: 8 warps sharing the block's K/V at the paper's 192/128, 4 elsewhere); 4
-// or 8 forces that size. The result is the same, bit for bit (each row's
+// SM, as the driver counts them: 8 warps sharing the block's K/V at the
+// paper's 192/128 and at 64/64 on sm_90a); 4 or 8 forces that size. The result is the same, bit for bit (each row's
 // partial is computed by one warp either way). For tests and benchmarks; next
 // launch on.
 void set_selected_key_outer_warps(int warps);

@@ -54,7 +54,8 @@
 // way to spare the gathering, with float atomics). The reverse index is the
 // one attention_backward built for dk/dv. Measured (H200, BM_SelectedBwdTiling,
 // docs/performance.md): the selected backward (dq + dk/dv) at paper_kernel 64k
-// 104 ms query-tiled against 70.7, m7c 64k 8.61 against 6.49.
+// 104 ms query-tiled against 70.7, m7c 64k 8.61 against 6.49 (65.6 and 6.23
+// once the rows were copied 8 lanes a row).
 // Applies where sel_block = 64 (a block is one key tile), n <= 32 (a row's
 // slots in one warp's lanes), fp16/bf16, the v2 head dims.
 #include <ATen/ops/empty.h>
@@ -142,10 +143,10 @@ __global__ void nsa_selected_ko_units_kernel(AttnParams p, KoChunk c) {
 
 // Shared memory: the block's K and V (loaded once), then one 16-row buffer per
 // warp (each warp walks its own rows: no barrier after the K/V load) for Q,
-// and in dq Q and dO. Forward: 67 KB at 192/128, so 3 CTAs share an SM (a
-// CTA-wide double-buffered 64-row Q stage took 95 KB: 2 CTAs, 8 warps an SM,
-// an instruction issued every 4.4 cycles per scheduler, ncu). dq: 87 KB at
-// 192/128, 2 CTAs.
+// and in dq Q and dO. Forward at 192/128: 68.6 KB with 4 warps, 94 KB with 8
+// (the K/V's 43 KB shared by twice the rows; a CTA-wide double-buffered 64-row
+// Q stage took 95 KB for 4 warps: an instruction issued every 4.4 cycles per
+// scheduler, ncu). dq: 87 KB at 192/128, 2 CTAs.
 template <int DK, int DV, bool kDq, int WARPS = tc::kTcWarps>
 struct KoLayout {
   static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
@@ -264,16 +265,16 @@ __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, con
   __syncthreads();
 }
 
-// The unit's rows (query, head) in groups of 16; warp w takes groups w, w + 4,
-// ... Per group: Q (cp.async into the warp's buffer, issued one group ahead:
+// The unit's rows (query, head) in groups of 16; warp w takes groups w,
+// w + WARPS, ... Per group: Q (cp.async into the warp's buffer, issued one group ahead:
 // the buffer is free again once its rows are A fragments in registers), then
 // S = Q K^T, the block's own softmax (max m, sum l), O = P V on mma.sync, and
 // the partial of each row to the slot the block has in its query's row.
-// Registers (ptxas, CUDA 13.0): 167 a thread at 192/128 for sm_90a, so 3 CTAs
-// an SM there too (222 for sm_80, where asking for 3 spills).
-// 8 warps at dv <= 128 are asked to fit 2 CTAs an SM (128 registers: the
-// forward at 192/128 needs 130 unasked, which leaves one); at dv 192 the
-// accumulators need ~170 and 8 warps stay one CTA (the rule then keeps 4).
+// Registers (ptxas, CUDA 13.0, sm_90a): with 4 warps 172 at 192/128 and 137
+// at 64/64 (2 and 3 CTAs an SM). 8 warps at dv <= 128 are asked to fit 2
+// CTAs an SM (128 registers, no spill on sm_90a; unasked, 130 at 192/128 left
+// one); at dv 192 the accumulators need ~210 and 8 warps stay one CTA (the
+// rule then keeps 4).
 template <int DV, int WARPS>
 constexpr int kFwdKoMinCtas = WARPS == 8 && DV <= 128 ? 2 : 1;
 
@@ -359,7 +360,7 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>) nsa_sele
 //   dS = P (dP - delta), dQ = dS K        dS rounded to the input dtype
 // then scale dQ, rounded to the input dtype, to the block's slot in the row's
 // query. Registers: S and dP (16 each), then the dq accumulators (dk/2) beside
-// dS: 211 at 192/128, 178 at 64/64 (ptxas, CUDA 13.0, sm_90a; 2 CTAs an SM
+// dS: 210 at 192/128, 178 at 64/64 (ptxas, CUDA 13.0, sm_90a; 2 CTAs an SM
 // by shared memory).
 template <typename T, int DK, int DV>
 __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(AttnParams p, KoChunk c) {
@@ -599,9 +600,10 @@ bool selected_key_outer_applies(const AttnParams& p) {
 // Warps a forward ko CTA: the size with more warps resident an SM, as the
 // driver counts them from the kernel's registers and shared memory (4 on a
 // tie), unless set_selected_key_outer_warps forces one. 8 share one copy of
-// the block's K/V among twice the rows: at 192/128 the forward holds 127
-// registers and 68.6 KB with 4 warps (3 CTAs, 12 warps an SM, by shared
-// memory), 94 KB with 8 (2 CTAs, 16 warps); at 64/64 4 warps keep 20.
+// the block's K/V among twice the rows. On sm_90a (registers above): at
+// 192/128 4 warps keep 8 an SM (2 CTAs by registers, 3 by shared memory), 8
+// keep 16; at 64/64 4 keep 12, 8 keep 16. Measured on an H200 (BM_SelectedKoWarps,
+// docs/performance.md): 8 warps 4.6 % faster at paper_kernel 64k, 3.6 % at m7c 64k.
 template <typename T, int DK, int DV>
 int fwd_ko_warps() {
   const int forced = g_ko_warps.load();
