@@ -238,8 +238,10 @@ struct GroupRows {
 // once a 16-byte piece, the address arithmetic was a quarter of the dq
 // kernel's instructions (IMAD, ncu at paper_kernel 64k) beside 10 % HMMA; with
 // two lanes a row (16 lines an instruction) the forward lost 6 % (H200).
-// copy(r, row_offset) issues row r's copies for the lane's part, lane % 8.
-// t_lane: lane l's query of row l % 16 (UnitRows::query_of).
+// copy(r, offset, valid) issues row r's copies for the lane's part, lane % 8:
+// offset(dim) is the row's start in a [B, S, H, dim] tensor, valid false for
+// a padding row (zeros copied). t_lane: lane l's query of row l % 16
+// (UnitRows::query_of).
 template <typename Copy>
 __device__ __forceinline__ void copy_group_rows(const AttnParams& p, int b, int g, int gi, int t_lane, int lane,
                                                 const Copy& copy) {
@@ -266,8 +268,9 @@ __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, con
 }
 
 // The unit's rows (query, head) in groups of 16; warp w takes groups w,
-// w + WARPS, ... Per group: Q (cp.async into the warp's buffer, issued one group ahead:
-// the buffer is free again once its rows are A fragments in registers), then
+// w + WARPS, ... Per group: Q (cp.async into the warp's buffer, issued one
+// group ahead: the buffer is free again once its rows are A fragments in
+// registers), then
 // S = Q K^T, the block's own softmax (max m, sum l), O = P V on mma.sync, and
 // the partial of each row to the slot the block has in its query's row.
 // Registers (ptxas, CUDA 13.0, sm_90a): with 4 warps 172 at 192/128 and 137
@@ -279,7 +282,8 @@ template <int DV, int WARPS>
 constexpr int kFwdKoMinCtas = WARPS == 8 && DV <= 128 ? 2 : 1;
 
 template <typename T, int DK, int DV, int WARPS>
-__global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>) nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
+__global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>)
+    nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
   using L = KoLayout<DK, DV, false, WARPS>;
   const int u = blockIdx.x;
   if (u >= *c.n_units) return;  // the grid is an upper bound of the units
@@ -602,8 +606,10 @@ bool selected_key_outer_applies(const AttnParams& p) {
 // tie), unless set_selected_key_outer_warps forces one. 8 share one copy of
 // the block's K/V among twice the rows. On sm_90a (registers above): at
 // 192/128 4 warps keep 8 an SM (2 CTAs by registers, 3 by shared memory), 8
-// keep 16; at 64/64 4 keep 12, 8 keep 16. Measured on an H200 (BM_SelectedKoWarps,
-// docs/performance.md): 8 warps 4.6 % faster at paper_kernel 64k, 3.6 % at m7c 64k.
+// keep 16; at 64/64 4 keep 12, 8 keep 16. Measured on an H200
+// (BM_SelectedKoWarps, docs/performance.md): 8 warps 4.6 % faster at
+// paper_kernel 64k, 3.6 % at m7c 64k. Worked out once a kernel, on the device
+// that first runs it.
 template <typename T, int DK, int DV>
 int fwd_ko_warps() {
   const int forced = g_ko_warps.load();
