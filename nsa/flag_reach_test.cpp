@@ -37,6 +37,9 @@ const std::string kCupti = "harness/probes/cupti_probe.cpp";
 const std::string kRoutingCheck = "harness/probes/routing_check.cpp";
 const std::string kRoutingProbe = "harness/probes/routing_probe.cpp";
 const std::string kDeterminism = "nsa/determinism.h";  // kBackwardChoices
+// BM_LayerFwdBwdChoices resolves the three backward choices by name: a
+// benchmark of the branch kernels alone, no model, no cell.
+const std::string kCudaBench = "nsa/cuda/nsa_cuda_bench.cpp";
 
 const std::vector<LayerOnly> kLayerOnly = {
     {"NSA_USE_SEL_PACK", "sel_pack", {"nsa/nsa_batched.cpp"}, "the batched path's selected branch"},
@@ -49,17 +52,17 @@ const std::vector<LayerOnly> kLayerOnly = {
      "the window branch's route; the CUPTI probe's window expectations"},
     {"NSA_WINDOW_CUDNN", "", {"nsa/cuda/layer_routing.cpp", kCupti},
      "the window branch's route; the CUPTI probe's window expectations"},
-    {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+    {"NSA_WINDOW_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism, kCudaBench},
      "the window branch's backward; named in the CUPTI probe's window expectation; `auto` resolved by the "
-     "table the layer and that probe read"},
+     "table the layer and that probe read; a benchmark of the kernels alone"},
     {"NSA_COMPRESSED_CUDNN", "", {"nsa/cuda/layer_routing.cpp", kCupti},
      "the compressed branch's route; the CUPTI probe's compressed and window expectations"},
-    {"NSA_COMPRESSED_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+    {"NSA_COMPRESSED_BWD", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism, kCudaBench},
      "the compressed branch's backward; named in the CUPTI probe's compressed expectation; `auto` resolved by "
-     "the table the layer and that probe read"},
-    {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism},
+     "the table the layer and that probe read; a benchmark of the kernels alone"},
+    {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism, kCudaBench},
      "the selected branch's backward; named in the CUPTI probe's selected expectation; `auto` resolved by the "
-     "table the layer and that probe read"},
+     "table the layer and that probe read; a benchmark of the kernels alone"},
     {"NSA_HEARTBEAT_EVERY", "heartbeat_every", {"nsa/nsa_decode.cpp"}, "the NSA layer's sequential prefill"},
     {"NSA_USE_CUDA_SEL", "use_cuda_sel",
      {"nsa/nsa_layer.cpp", "nsa/cuda/layer_routing.cpp", kCupti, kRoutingCheck, kRoutingProbe},
