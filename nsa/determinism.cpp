@@ -12,14 +12,17 @@ void use_deterministic_algorithms() {
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
-std::string backward_choice(const Flags& flags, std::string_view flag) {
-  for (const BackwardChoice& c : kBackwardChoices) {
-    if (c.flag != flag) continue;
-    const std::string value = flags.get_string(flag);
-    if (value != "auto") return value;
-    return std::string(at::globalContext().deterministicAlgorithms() ? c.reproducible : c.fast);
-  }
+const BackwardChoice& backward_choice_row(std::string_view flag) {
+  for (const BackwardChoice& c : kBackwardChoices)
+    if (c.flag == flag) return c;
   throw std::invalid_argument("backward_choice: " + std::string(flag) + " is not a backward choice");
+}
+
+std::string backward_choice(const Flags& flags, std::string_view flag) {
+  const BackwardChoice& c = backward_choice_row(flag);
+  const std::string value = flags.get_string(flag);
+  if (value != "auto") return value;
+  return std::string(at::globalContext().deterministicAlgorithms() ? c.reproducible : c.fast);
 }
 
 }  // namespace nsa

@@ -41,4 +41,8 @@ inline constexpr BackwardChoice kBackwardChoices[] = {
 // kBackwardChoices.
 std::string backward_choice(const Flags& flags, std::string_view flag);
 
+// The kBackwardChoices row of `flag`; throws std::invalid_argument for a flag
+// not in it.
+const BackwardChoice& backward_choice_row(std::string_view flag);
+
 }  // namespace nsa

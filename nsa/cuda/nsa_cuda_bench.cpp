@@ -612,9 +612,8 @@ void BM_LayerFwdBwdChoices(benchmark::State& state) {
   if (!require_device(state)) return;
   const bool fast = state.range(2) != 0;
   const auto value = [fast](std::string_view flag) {
-    for (const BackwardChoice& c : kBackwardChoices)
-      if (c.flag == flag) return fast ? c.fast : c.reproducible;
-    throw std::logic_error("no kBackwardChoices row for " + std::string(flag));
+    const BackwardChoice& c = backward_choice_row(flag);
+    return fast ? c.fast : c.reproducible;
   };
   const Problem p = make_problem(state);
   const CudnnBackward window = parse_cudnn_backward("NSA_WINDOW_BWD", value("NSA_WINDOW_BWD"));

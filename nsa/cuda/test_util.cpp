@@ -205,12 +205,9 @@ void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducibl
     EXPECT_EQ(info->allowed[i + 1], expected[i].first);
     EXPECT_EQ(parse_cudnn_backward(flag, expected[i].first), expected[i].second) << expected[i].first;
   }
-  const BackwardChoice* row = nullptr;
-  for (const BackwardChoice& c : kBackwardChoices)
-    if (c.flag == flag) row = &c;
-  ASSERT_NE(row, nullptr) << "no kBackwardChoices row";
-  EXPECT_EQ(parse_cudnn_backward(flag, row->reproducible), reproducible);
-  EXPECT_EQ(parse_cudnn_backward(flag, row->fast), fast);
+  const BackwardChoice& row = backward_choice_row(flag);  // throws: no kBackwardChoices row
+  EXPECT_EQ(parse_cudnn_backward(flag, row.reproducible), reproducible);
+  EXPECT_EQ(parse_cudnn_backward(flag, row.fast), fast);
   try {
     parse_cudnn_backward(flag, "cudnn_deterministic");
     ADD_FAILURE() << "accepted";
