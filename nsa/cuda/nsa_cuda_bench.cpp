@@ -24,10 +24,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -770,11 +770,13 @@ void BM_SelectBlocksWarps(benchmark::State& state) {
   select_from_lse_row(state);
   state.counters["warps"] = last_select_blocks_warps();
 }
-void SizesSelectWarps(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}})
+// (shape, S) pairs, each with 4 and 8 warps as the third arg.
+void SizesWarps(benchmark::internal::Benchmark* b, std::initializer_list<std::pair<int, int64_t>> sizes) {
+  for (const auto& [shape, S] : sizes)
     for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
 }
+void SizesSelectWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}}); }
 // KeyOuter's forward in CTAs of 4 or 8 warps (nsa_cuda.h,
 // set_selected_key_outer_warps; counter warps: what ran), the selected forward
 // with KeyOuter forced, same inputs, same run.
@@ -785,11 +787,7 @@ void BM_SelectedKoWarps(benchmark::State& state) {
   branch_row<Which::Selected, false>(state);
   state.counters["warps"] = last_selected_key_outer_warps();
 }
-void SizesKoWarps(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}})
-    for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
-}
+void SizesKoWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}}); }
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));

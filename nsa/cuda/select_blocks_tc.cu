@@ -183,7 +183,7 @@ struct SelLayout {
   NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums, kRows)) * kLdP * sizeof(float); }
   NSA_HD static size_t fixed(bool half_sums) { return kKBytes + p_bytes(half_sums) + kTableBytes; }  // scores follow
   // The per-head ring (64 rows) with 4 warps; 8 warps only with half sums.
-  static_assert(kKBytes + ring_rows(WARPS == 4 ? false : true, kRows) * kLdP * sizeof(float) + kTableBytes <
+  static_assert(kKBytes + ring_rows(WARPS == 8, kRows) * kLdP * sizeof(float) + kTableBytes <
                     kSmemBudget,
                 "select v2 tiles exceed the shared-memory budget");
 };
