@@ -171,6 +171,15 @@ void set_selected_key_outer_warps(int warps);
 int selected_key_outer_warps();
 // Testing hook: the warps per CTA of the last KeyOuter forward launched.
 int last_selected_key_outer_warps();
+// KeyOuter's forward products: MmaSync (mma.sync per warp, every GPU), or
+// Wgmma and Auto (Hopper's warpgroup MMAs where wgmma_declines() is "", else
+// mma.sync). The results agree within rounding,
+// not bit for bit. For tests and benchmarks; next launch on.
+enum class KeyOuterMma { Auto, MmaSync, Wgmma };
+void set_selected_key_outer_mma(KeyOuterMma mma);
+KeyOuterMma selected_key_outer_mma();
+// Testing hook: the last KeyOuter forward launched ran on wgmma.
+bool last_selected_key_outer_wgmma();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

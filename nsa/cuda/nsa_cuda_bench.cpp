@@ -788,6 +788,26 @@ void BM_SelectedKoWarps(benchmark::State& state) {
   state.counters["warps"] = last_selected_key_outer_warps();
 }
 void SizesKoWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}}); }
+// KeyOuter's forward products on mma.sync (mma 1) or Hopper's warpgroup MMAs
+// (mma 2; nsa_cuda.h, set_selected_key_outer_mma; counter wgmma: what ran), in
+// CTAs of 4 or 8 warps, the selected forward with KeyOuter forced, same inputs,
+// same run.
+void BM_SelectedKoMma(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
+  const ScopedChoice<int> warps(selected_key_outer_warps(), set_selected_key_outer_warps, int(state.range(2)));
+  const ScopedChoice<KeyOuterMma> mma(selected_key_outer_mma(), set_selected_key_outer_mma,
+                                      KeyOuterMma(state.range(3)));
+  branch_row<Which::Selected, false>(state);
+  state.counters["warps"] = last_selected_key_outer_warps();
+  state.counters["wgmma"] = last_selected_key_outer_wgmma() ? 1 : 0;
+}
+void SizesKoMma(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}, {1, 8192}, {1, 65536}})
+    for (int64_t warps : {4, 8})
+      for (KeyOuterMma mma : {KeyOuterMma::MmaSync, KeyOuterMma::Wgmma}) b->Args({shape, S, warps, int64_t(mma)});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps", "mma"});
+}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -856,6 +876,7 @@ BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
+BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);

@@ -22,7 +22,8 @@
 //      memory once; each warp walks its own groups of 16 of the unit's rows
 //      (Q by cp.async into the warp's buffer, one group ahead): S = Q K^T,
 //      the block's own softmax (its max m and sum l), O = P V on mma.sync, as
-//      the query-tiled forward's tile step; then the row's partial O / l,
+//      the query-tiled forward's tile step (on Hopper the two products as
+//      warpgroup MMAs, 4 warps' groups together); then the row's partial O / l,
 //      rounded to the input dtype, and lse2 = m + log2 l (fp32) go to the
 //      slot the block has in the query's block_idx row.
 //   3. nsa_selected_fwd_merge_kernel: one warp per output row (b, t, head):
@@ -75,6 +76,7 @@
 #include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/query_tiles.cuh"
 #include "nsa/cuda/reverse_index.h"
+#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -94,6 +96,8 @@ constexpr int kMergeCtas = 4;
 std::atomic<int64_t> g_chunk_queries{0};
 std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
 std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
+std::atomic<int> g_ko_mma{int(KeyOuterMma::Auto)};
+std::atomic<bool> g_last_ko_wgmma{false};  // last_selected_key_outer_wgmma
 
 // One chunk's work list and partials.
 struct KoChunk {
@@ -147,29 +151,38 @@ __global__ void nsa_selected_ko_units_kernel(AttnParams p, KoChunk c) {
 // (the K/V's 43 KB shared by twice the rows; a CTA-wide double-buffered 64-row
 // Q stage took 95 KB for 4 warps: an instruction issued every 4.4 cycles per
 // scheduler, ncu). dq: 87 KB at 192/128, 2 CTAs.
-template <int DK, int DV, bool kDq, int WARPS = tc::kTcWarps>
+// WG: the forward on warpgroup MMAs, its K / V tile as wgmma's core matrices
+// (unpadded rows, wgmma.cuh); else rows padded for ldmatrix.
+template <int DK, int DV, bool kDq, int WARPS = tc::kTcWarps, bool WG = false>
 struct KoLayout {
-  static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
+  static constexpr int kLdK = WG ? DK : DK + tc::kSmemPad, kLdV = WG ? DV : DV + tc::kSmemPad;
   static constexpr size_t kKvBytes = size_t(kTcKeys) * (kLdK + kLdV) * 2;
   // A buffer row: Q, or Q | dO | pad, an odd number of 16-byte pieces either
   // way, so ldmatrix's 8 rows fall in 8 distinct bank groups.
-  static constexpr int kLdWarp = kDq ? kLdK + kLdV + tc::kSmemPad : kLdK;
+  static constexpr int kLdQ = DK + tc::kSmemPad;
+  static constexpr int kLdWarp = kDq ? kLdQ + DV + 2 * tc::kSmemPad : kLdQ;
   static constexpr size_t kBytes = kKvBytes + size_t(WARPS) * 16 * kLdWarp * 2;
   static_assert(kBytes <= kSmemBudget, "KeyOuter tiles exceed the shared-memory budget");
 };
 
 // The unit's block: K and V rows k0 .. k0 + 63 of (b, g) into shared memory
-// (zeros past the end), PARTS = threads / 64 threads a row, one cp.async group.
-template <typename T, int DK, int DV, int LDK, int LDV, int THREADS = kTcThreads>
+// (zeros past the end), PARTS = threads / 64 threads a row, one cp.async group;
+// rows of LDK / LDV elements, or with CORE wgmma's core matrices.
+template <typename T, int DK, int DV, int LDK, int LDV, int THREADS = kTcThreads, bool CORE = false>
 __device__ __forceinline__ void load_block_kv(T* Ks, T* Vs, const AttnParams& p, int b, int g, int k0, int tid) {
   constexpr int kParts = THREADS / kTcKeys;
   const int r = tid / kParts, kr = k0 + r;
   const bool valid = kr < p.Sk;
   const int src = valid ? kr : 0;
-  tc::copy_row_async<DK, kParts>(Ks + r * LDK, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK),
-                                 valid, tid % kParts);
-  tc::copy_row_async<DV, kParts>(Vs + r * LDV, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV),
-                                 valid, tid % kParts);
+  const T* k = static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK);
+  const T* v = static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV);
+  if constexpr (CORE) {
+    wg::copy_row_core_async<DK, kParts>(Ks, r, k, valid, tid % kParts);
+    wg::copy_row_core_async<DV, kParts>(Vs, r, v, valid, tid % kParts);
+  } else {
+    tc::copy_row_async<DK, kParts>(Ks + r * LDK, k, valid, tid % kParts);
+    tc::copy_row_async<DV, kParts>(Vs + r * LDV, v, valid, tid % kParts);
+  }
   tc::cp_async_commit();
 }
 
@@ -255,8 +268,9 @@ __device__ __forceinline__ void copy_group_rows(const AttnParams& p, int b, int 
 
 // A warp's first group of rows: issued behind the block's K/V (its own
 // cp.async group), then the wait for this thread's K/V pieces (the older
-// group) and the barrier after which every thread's are in shared memory.
-template <typename Issue>
+// group) and the barrier after which every thread's are in shared memory
+// (with WG also for the warpgroup MMAs, which read them through the async proxy).
+template <bool WG = false, typename Issue>
 __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, const Issue& issue) {
   if (gi < n_groups) {
     issue(gi, t_lane);
@@ -264,6 +278,7 @@ __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, con
   } else {
     tc::cp_async_wait<0>();
   }
+  if constexpr (WG) wg::fence_proxy_async();
   __syncthreads();
 }
 
@@ -274,43 +289,57 @@ __device__ __forceinline__ void start_rows(int gi, int n_groups, int t_lane, con
 // S = Q K^T, the block's own softmax (max m, sum l), O = P V on mma.sync, and
 // the partial of each row to the slot the block has in its query's row.
 // Registers (ptxas, CUDA 13.0, sm_90a): with 4 warps 172 at 192/128 and 137
-// at 64/64 (2 and 3 CTAs an SM). 8 warps at dv <= 128 are asked to fit 2
-// CTAs an SM (128 registers, no spill on sm_90a; unasked, 130 at 192/128 left
-// one); at dv 192 the accumulators need ~210 and 8 warps stay one CTA (the
-// rule then keeps 4).
-template <int DV, int WARPS>
-constexpr int kFwdKoMinCtas = WARPS == 8 && DV <= 128 ? 2 : 1;
+// at 64/64 (2 and 3 CTAs an SM; at 64/64 asked to fit 5, 20 warps, spilling
+// 16 bytes). 8 warps at dv <= 128 are asked to fit 2 CTAs an SM (128
+// registers, no spill on sm_90a; unasked, 130 at 192/128 left one); at dv 192
+// the accumulators need ~210 and 8 warps stay one CTA (the rule then keeps 4).
+// WG (sm_90a): the two products on warpgroup MMAs instead (wgmma.cuh), the
+// 4 warps of a warpgroup taking 4 consecutive groups (64 rows) together: the
+// tensor cores read the block's K and V from shared memory once for 64 rows,
+// where each warp's mma.sync fetched them (ldmatrix) for its 16 — 40 KB of
+// shared-memory reads a group at 192/128. A warp past the unit's rows still
+// joins its warpgroup's MMAs with zero rows and writes nothing. The fragments
+// and the accumulators have mma.sync's layouts (wgmma.cuh), so the masking,
+// softmax and stores are the same code.
+template <int DK, int DV, int WARPS>
+constexpr int kFwdKoMinCtas = WARPS == 8 && DV <= 128 ? 2 : WARPS == 4 && DK <= 64 && DV <= 64 ? 5 : 1;
 
-template <typename T, int DK, int DV, int WARPS>
-__global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>)
+template <typename T, int DK, int DV, int WARPS, bool WG>
+__global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DK, DV, WARPS>)
     nsa_selected_fwd_ko_kernel(AttnParams p, KoChunk c) {
-  using L = KoLayout<DK, DV, false, WARPS>;
+  using L = KoLayout<DK, DV, false, WARPS, WG>;
   const int u = blockIdx.x;
   if (u >= *c.n_units) return;  // the grid is an upper bound of the units
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][kLdK]
   T* Vs = Ks + kTcKeys * L::kLdK;          // [64][kLdV]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
-  T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdK;  // this warp's [16][kLdK]
+  T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdQ;  // this warp's [16][kLdQ]
   const KoUnit unit = KoUnit::of(p, c, u);
   const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
   const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
-  load_block_kv<T, DK, DV, L::kLdK, L::kLdV, 32 * WARPS>(Ks, Vs, p, b, g, k0, tid);
+  load_block_kv<T, DK, DV, L::kLdK, L::kLdV, 32 * WARPS, WG>(Ks, Vs, p, b, g, k0, tid);
   const auto issue_q = [&](int gi, int t_lane) {
     copy_group_rows(p, b, g, gi, t_lane, lane, [&](int r, const auto& offset, bool valid) {
-      tc::copy_row_async<DK, 8>(Qw + r * L::kLdK, q + offset(DK), valid, lane % 8);
+      tc::copy_row_async<DK, 8>(Qw + r * L::kLdQ, q + offset(DK), valid, lane % 8);
     });
     tc::cp_async_commit();
   };
   int gi = warp, t_cur = rows.query_of(gi, lane), t_next = rows.query_of(gi + WARPS, lane);
-  start_rows(gi, n_groups, t_cur, issue_q);
+  start_rows<WG>(gi, n_groups, t_cur, issue_q);
   const float scale_log2 = p.scale * kLog2e;
-  for (; gi < n_groups; gi += WARPS) {
+  // WG: while the warpgroup's first group is a group (the same trip count for its 4 warps).
+  for (; (WG ? gi - warp % 4 : gi) < n_groups; gi += WARPS) {
     tc::cp_async_wait<0>();
     __syncwarp();
     uint32_t qa[DK / 16][4];
-    tc::ldmatrix_a_frags<T, DK, L::kLdK>(qa, Qw, 0, lane);
+    if (!WG || gi < n_groups) {
+      tc::ldmatrix_a_frags<T, DK, L::kLdQ>(qa, Qw, 0, lane);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < DK / 16; ++kk) qa[kk][0] = qa[kk][1] = qa[kk][2] = qa[kk][3] = 0u;
+    }
     __syncwarp();  // every lane's fragments are read before the buffer refills
     const int t_here = t_cur;
     if (gi + WARPS < n_groups) issue_q(gi + WARPS, t_next);
@@ -319,7 +348,10 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>)
     // For row lane % 16; loaded now, used after the products.
     const int slot = slot_of(p, b, t_here, g, j);
     float s[kTcKeys / 8][4];
-    tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks, 0, lane);
+    if constexpr (WG)
+      wg::warpgroup_a_bt<T, DK>(s, qa, Ks);
+    else
+      tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks, 0, lane);
     const GroupRows gr = GroupRows::of(rows, gi, k0, t_here, lane);
     if (!gr.all) {
 #pragma unroll
@@ -333,7 +365,10 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DV, WARPS>)
 #pragma unroll
     for (int n = 0; n < DV / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     tc::softmax_update<kTcKeys, DV>(s, scale_log2, m, l, o);
-    tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(o, s, Vs, 0, lane);
+    if constexpr (WG)
+      wg::warpgroup_c_b<T, kTcKeys, DV>(o, s, Vs);
+    else
+      tc::warp_c_b<T, DV, kTcKeys, L::kLdV>(o, s, Vs, 0, lane);
     const int slot_row[2] = {__shfl_sync(0xffffffffu, slot, gid), __shfl_sync(0xffffffffu, slot, gid + 8)};
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -596,6 +631,9 @@ void set_selected_key_outer_warps(int warps) {
 }
 int selected_key_outer_warps() { return g_ko_warps.load(); }
 int last_selected_key_outer_warps() { return g_last_ko_warps.load(); }
+void set_selected_key_outer_mma(KeyOuterMma mma) { g_ko_mma.store(int(mma)); }
+KeyOuterMma selected_key_outer_mma() { return KeyOuterMma(g_ko_mma.load()); }
+bool last_selected_key_outer_wgmma() { return g_last_ko_wgmma.load(); }
 
 bool selected_key_outer_applies(const AttnParams& p) {
   return p.sel_block == kTcKeys && p.n_sel >= 1 && p.n_sel <= 32;
@@ -604,13 +642,16 @@ bool selected_key_outer_applies(const AttnParams& p) {
 // Warps a forward ko CTA: the size with more warps resident an SM, as the
 // driver counts them from the kernel's registers and shared memory (4 on a
 // tie), unless set_selected_key_outer_warps forces one. 8 share one copy of
-// the block's K/V among twice the rows. On sm_90a (registers above): at
-// 192/128 4 warps keep 8 an SM (2 CTAs by registers, 3 by shared memory), 8
-// keep 16; at 64/64 4 keep 12, 8 keep 16. Measured on an H200
-// (BM_SelectedKoWarps, docs/performance.md): 8 warps 4.6 % faster at
-// paper_kernel 64k, 3.6 % at m7c 64k. Worked out once a kernel, on the device
-// that first runs it.
-template <typename T, int DK, int DV>
+// the block's K/V among twice the rows. On sm_90a (registers above): mma.sync
+// at 192/128 4 warps keep 8 an SM (2 CTAs by registers, 3 by shared memory), 8
+// keep 16; at 64/64 4 keep 20 (5 CTAs, asked), 8 keep 16. wgmma at 192/128: 4
+// keep 12 (130 registers), 8 keep 16 (125); at 64/64 4 keep 20, 8 keep 16 (96).
+// Measured on an H200 (BM_SelectedKoWarps, BM_SelectedKoMma,
+// docs/performance.md): mma.sync 8 warps 4.6 % faster at paper_kernel 64k;
+// at m7c 64k 4 warps at 5 CTAs 2.75 ms against 8's 2.79 (8k: 0.412 against
+// 0.400); wgmma 8 warps 2.8 % faster at paper 64k, 4 warps 9 % faster at m7c
+// 64k. Worked out once a kernel, on the device that first runs it.
+template <typename T, int DK, int DV, bool WG>
 int fwd_ko_warps() {
   const int forced = g_ko_warps.load();
   if (forced != 0) return forced;
@@ -621,29 +662,53 @@ int fwd_ko_warps() {
       NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, 32 * warps, smem));
       return ctas * warps;
     };
-    const int four = resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 4>, 4, KoLayout<DK, DV, false, 4>::kBytes);
-    const int eight = resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 8>, 8, KoLayout<DK, DV, false, 8>::kBytes);
+    const int four =
+        resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 4, WG>, 4, KoLayout<DK, DV, false, 4, WG>::kBytes);
+    const int eight =
+        resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 8, WG>, 8, KoLayout<DK, DV, false, 8, WG>::kBytes);
     return eight > four ? 8 : 4;
   }();
   return rule;
 }
 
-template <typename T, int DK, int DV, int WARPS>
+template <typename T, int DK, int DV, int WARPS, bool WG>
 void launch_fwd_ko(AttnParams& p) {
   for_each_key_outer_chunk<T>(p, DV, /*with_lse=*/true, [&](const KoChunk& c, int64_t max_units) {
-    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS>, dim3(unsigned(max_units)), 32 * WARPS,
-                  KoLayout<DK, DV, false, WARPS>::kBytes, p, c);
+    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS, WG>, dim3(unsigned(max_units)), 32 * WARPS,
+                  KoLayout<DK, DV, false, WARPS, WG>::kBytes, p, c);
     launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
   });
   g_last_ko_warps.store(WARPS);
+  g_last_ko_wgmma.store(WG);
+}
+
+// The forward's products on warpgroup MMAs? Unless mma.sync is asked
+// (set_selected_key_outer_mma), where wgmma_declines() has nothing against it.
+// Measured (H200, BM_SelectedKoMma, one binary, two rounds; docs/performance.md),
+// each with its best CTA size against mma.sync's: paper_kernel 8k 2.67 against
+// 2.71 ms, 32k 11.3 against 11.2, 64k 22.3 against 22.8; m7c 64k 2.68
+// against 2.75. Used synchronously (issue, wait) the MMAs save shared-memory
+// reads and ldmatrix, not latency: the kernel stays latency-bound.
+bool fwd_ko_wgmma() {
+  if (selected_key_outer_mma() == KeyOuterMma::MmaSync) return false;
+  static const bool ok = wgmma_declines().empty();
+  return ok;
+}
+
+template <typename T, int DK, int DV, bool WG>
+void launch_fwd_ko_sized(AttnParams& p) {
+  if (fwd_ko_warps<T, DK, DV, WG>() == 8)
+    launch_fwd_ko<T, DK, DV, 8, WG>(p);
+  else
+    launch_fwd_ko<T, DK, DV, 4, WG>(p);
 }
 
 template <typename T, int DK, int DV>
 void launch_selected_key_outer(AttnParams& p) {
-  if (fwd_ko_warps<T, DK, DV>() == 8)
-    launch_fwd_ko<T, DK, DV, 8>(p);
+  if (fwd_ko_wgmma())
+    launch_fwd_ko_sized<T, DK, DV, true>(p);
   else
-    launch_fwd_ko<T, DK, DV, 4>(p);
+    launch_fwd_ko_sized<T, DK, DV, false>(p);
 }
 
 template <typename T, int DK, int DV>

@@ -1,6 +1,7 @@
 // Hopper warpgroup tensor-core MMA (wgmma.mma_async, sm_90a) for the v3
-// attention forward (attention_fwd_tc.cu): the building blocks and the two
-// warpgroup tiles, beside mma_tile.cuh's warp tiles they replace there.
+// attention forward (attention_fwd_tc.cu) and the selected KeyOuter forward
+// (selected_key_outer.cu): the building blocks and the two warpgroup tiles,
+// beside mma_tile.cuh's warp tiles they replace there.
 //
 // Why: the v2 kernels issue mma.sync m16n8k16 per warp, each B fragment loaded
 // from shared memory by ldmatrix into registers first; at 4 warps x 16 rows
@@ -158,11 +159,13 @@ __device__ __forceinline__ void warpgroup_a_bt(float (&acc)[8][4], const uint32_
   fence_operands(acc);
 }
 
-// acc[64 x 64] += C[64 x NK] B, C = fp32 accumulators of warpgroup_a_bt rounded
+// acc[64 x C] += P[64 x NK] B, P = fp32 accumulators of warpgroup_a_bt rounded
 // to T (C layout of n-tiles 2 kk, 2 kk + 1 = A layout of k-step kk), B = NK rows
-// x 64 columns of a core-matrix tile (V): O += P V.
-template <typename T, int NK>
-__device__ __forceinline__ void warpgroup_c_b(float (&acc)[8][4], const float (&c)[NK / 8][4], const T* tile) {
+// x C columns of a core-matrix tile (V), C a multiple of 64 taken 64 columns an
+// MMA (acc[8 h ..] holds columns 64 h ..): O += P V.
+template <typename T, int NK, int C = 64>
+__device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const float (&c)[NK / 8][4], const T* tile) {
+  static_assert(C % 64 == 0, "the tile's columns go 64 an MMA");
   uint32_t a[NK / 16][4];
 #pragma unroll
   for (int kk = 0; kk < NK / 16; ++kk) {
@@ -174,11 +177,24 @@ __device__ __forceinline__ void warpgroup_c_b(float (&acc)[8][4], const float (&
   fence();
   fence_operands(acc);
 #pragma unroll
-  for (int kk = 0; kk < NK / 16; ++kk)  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
-    mma_m64n64k16<T, 1>(acc, a[kk], smem_desc(tile + kk * 2 * (64 / 8) * 64, (64 / 8) * 128, 128), true);
+  for (int kk = 0; kk < NK / 16; ++kk) {  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
+#pragma unroll
+    for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7
+      mma_m64n64k16<T, 1>(*reinterpret_cast<float(*)[8][4]>(acc[8 * h]), a[kk],
+                          smem_desc(tile + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
+  }
   commit();
   wait<0>();
   fence_operands(acc);
+}
+
+// Row r of a [R][D] core-matrix tile from global memory, D 16-bit elements in
+// 16-byte pieces; the PARTS threads of a row take every PARTS-th piece from
+// their `part` (tc::copy_row_async's split, into core matrices).
+template <int D, int PARTS, typename T>
+__device__ __forceinline__ void copy_row_core_async(T* tile, int r, const T* src, bool valid, int part) {
+#pragma unroll
+  for (int c = part; c < D / 8; c += PARTS) tc::cp_async_16(tile + core_offset<D>(r, c), src + c * 8, valid);
 }
 
 }  // namespace nsa::cuda::wg
