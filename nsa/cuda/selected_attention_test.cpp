@@ -162,6 +162,44 @@ INSTANTIATE_TEST_SUITE_P(
                      1}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
+// KeyOuter's forward in CTAs of 4 and 8 warps, on mma.sync and on wgmma.
+class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {
+ protected:
+  // The case's inputs, its blocks and the branch, KeyOuter forced; the
+  // settings the tests change come back after each.
+  void SetUp() override {
+    NSA_REQUIRE_CUDA();
+    const SelectedCase& c = GetParam();
+    in_ = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
+    scale_ = 1.0 / std::sqrt(double(c.dk));
+    block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 91 + c.S)
+                               : blocks_from_select(in_, 8, 4, c.sel_block, c.n, scale_);
+    spec_.branch = Branch::Selected, spec_.block_idx = block_idx_, spec_.sel_block = c.sel_block;
+    spec_.scale = scale_;
+    set_selected_tiling(SelectedTiling::KeyOuter);
+  }
+  void TearDown() override {
+    set_selected_key_outer_mma(prev_mma_);
+    set_selected_key_outer_warps(prev_warps_);
+    set_selected_key_outer_chunk(prev_chunk_);
+    set_selected_tiling(prev_tiling_);
+  }
+  // The forward and backward of this case against the float64 reference.
+  void check(const std::string& name) {
+    const int64_t sel_block = GetParam().sel_block;
+    testing::check_branch(name, in_, kernel(block_idx_, sel_block, scale_), reference(block_idx_, sel_block, scale_));
+  }
+
+  const SelectedTiling prev_tiling_ = selected_tiling();
+  const int64_t prev_chunk_ = selected_key_outer_chunk();
+  const int prev_warps_ = selected_key_outer_warps();
+  const KeyOuterMma prev_mma_ = selected_key_outer_mma();
+  testing::AttnInputs in_;
+  double scale_ = 0;
+  at::Tensor block_idx_;
+  BranchSpec spec_;
+};
+
 // KeyOuter's forward on mma.sync (asked: on Hopper the layer's default is
 // wgmma, tested below) in CTAs of 4 and of 8 warps
 // (set_selected_key_outer_warps): each matches the float64 reference (output
@@ -169,23 +207,9 @@ INSTANTIATE_TEST_SUITE_P(
 // warp's work in either; only which warp takes a group changes). On sm_90 the
 // rule takes 8 at 192/128, where 8 warps fit 2 CTAs of 94 KB (registers capped
 // at 128 for it) and 4 warps at most 3 CTAs of 68.6 KB.
-class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {};
-
 TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
-  NSA_REQUIRE_CUDA();
   const SelectedCase& c = GetParam();
-  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 91 + c.S)
-                                             : blocks_from_select(in, 8, 4, c.sel_block, c.n, scale);
-  const SelectedTiling prev = selected_tiling();
-  const int64_t prev_chunk = selected_key_outer_chunk();
-  const int prev_warps = selected_key_outer_warps();
-  const KeyOuterMma prev_mma = selected_key_outer_mma();
-  set_selected_tiling(SelectedTiling::KeyOuter);
   set_selected_key_outer_mma(KeyOuterMma::MmaSync);
-  BranchSpec spec;
-  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
   const int asked[3] = {4, 8, 0};
   for (const int64_t chunk : {int64_t(37), int64_t(0)}) {
     set_selected_key_outer_chunk(chunk);
@@ -193,16 +217,11 @@ TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
     int ran[3];
     for (int i = 0; i < 3; ++i) {
       set_selected_key_outer_warps(asked[i]);
-      f[i] = attention_forward(in.q, in.k, in.v, spec);
+      f[i] = attention_forward(in_.q, in_.k, in_.v, spec_);
       ASSERT_TRUE(last_forward_used_key_outer()) << c.name;
       ran[i] = last_selected_key_outer_warps();
       EXPECT_FALSE(last_selected_key_outer_wgmma()) << c.name;
-      if (i < 2) {
-        const std::string name = std::string(c.name) + "/warps_" + std::to_string(asked[i]) + "/chunk_" +
-                                 std::to_string(chunk);
-        testing::check_branch(name, in, kernel(block_idx, c.sel_block, scale),
-                              reference(block_idx, c.sel_block, scale));
-      }
+      if (i < 2) check(std::string(c.name) + "/warps_" + std::to_string(asked[i]) + "/chunk_" + std::to_string(chunk));
     }
     EXPECT_EQ(ran[0], 4);
     EXPECT_EQ(ran[1], 8);
@@ -212,59 +231,37 @@ TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
     EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": o differs between 4 and 8 warps, chunk " << chunk;
     EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": lse differs between 4 and 8 warps, chunk " << chunk;
   }
-  set_selected_key_outer_mma(prev_mma);
-  set_selected_key_outer_warps(prev_warps);
-  set_selected_key_outer_chunk(prev_chunk);
-  set_selected_tiling(prev);
 }
 
 // The forward's products on Hopper's warpgroup MMAs (KeyOuterMma::Wgmma): in
 // CTAs of 4 and 8 warps, in chunks of 37 queries and in one, against the
 // float64 reference (output and gradients); the two sizes bit for bit (a row's
 // result does not depend on the other rows of its warpgroup's MMAs, and the
-// warpgroups take the same 4 groups either way). Skipped where wgmma cannot
-// run (wgmma_declines()).
+// warpgroups take the same 4 groups either way); the default takes it. Skipped
+// where wgmma cannot run (wgmma_declines()).
 TEST_P(SelectedKeyOuterWarps, WgmmaMatchesReference) {
-  NSA_REQUIRE_CUDA();
   if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
   const SelectedCase& c = GetParam();
-  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 91 + c.S)
-                                             : blocks_from_select(in, 8, 4, c.sel_block, c.n, scale);
-  const SelectedTiling prev = selected_tiling();
-  const int64_t prev_chunk = selected_key_outer_chunk();
-  const int prev_warps = selected_key_outer_warps();
-  const KeyOuterMma prev_mma = selected_key_outer_mma();
-  set_selected_tiling(SelectedTiling::KeyOuter);
   set_selected_key_outer_mma(KeyOuterMma::Wgmma);
-  BranchSpec spec;
-  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
   for (const int64_t chunk : {int64_t(37), int64_t(0)}) {
     set_selected_key_outer_chunk(chunk);
     ForwardResult f[2];
     for (int i = 0; i < 2; ++i) {
       const int warps = 4 * (i + 1);
       set_selected_key_outer_warps(warps);
-      f[i] = attention_forward(in.q, in.k, in.v, spec);
+      f[i] = attention_forward(in_.q, in_.k, in_.v, spec_);
       ASSERT_TRUE(last_forward_used_key_outer()) << c.name;
       EXPECT_TRUE(last_selected_key_outer_wgmma()) << c.name;
       EXPECT_EQ(last_selected_key_outer_warps(), warps) << c.name;
-      const std::string name =
-          std::string(c.name) + "/wgmma/warps_" + std::to_string(warps) + "/chunk_" + std::to_string(chunk);
-      testing::check_branch(name, in, kernel(block_idx, c.sel_block, scale), reference(block_idx, c.sel_block, scale));
+      check(std::string(c.name) + "/wgmma/warps_" + std::to_string(warps) + "/chunk_" + std::to_string(chunk));
     }
     EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": wgmma o differs between 4 and 8 warps, chunk " << chunk;
     EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": wgmma lse differs between 4 and 8 warps, chunk " << chunk;
   }
   set_selected_key_outer_mma(KeyOuterMma::Auto);
   set_selected_key_outer_warps(0);
-  (void)attention_forward(in.q, in.k, in.v, spec);
+  (void)attention_forward(in_.q, in_.k, in_.v, spec_);
   EXPECT_TRUE(last_selected_key_outer_wgmma()) << c.name << ": the default where wgmma runs";
-  set_selected_key_outer_mma(prev_mma);
-  set_selected_key_outer_warps(prev_warps);
-  set_selected_key_outer_chunk(prev_chunk);
-  set_selected_tiling(prev);
 }
 
 INSTANTIATE_TEST_SUITE_P(
