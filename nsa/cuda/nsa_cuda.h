@@ -173,8 +173,8 @@ int selected_key_outer_warps();
 int last_selected_key_outer_warps();
 // KeyOuter's forward products: MmaSync (mma.sync per warp, every GPU), or
 // Wgmma and Auto (Hopper's warpgroup MMAs where wgmma_declines() is "", else
-// mma.sync). The results agree within rounding,
-// not bit for bit. For tests and benchmarks; next launch on.
+// mma.sync). The two agree within rounding, not bit for bit. For tests and
+// benchmarks; next launch on.
 enum class KeyOuterMma { Auto, MmaSync, Wgmma };
 void set_selected_key_outer_mma(KeyOuterMma mma);
 KeyOuterMma selected_key_outer_mma();

@@ -96,8 +96,8 @@ constexpr int kMergeCtas = 4;
 std::atomic<int64_t> g_chunk_queries{0};
 std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
 std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
-std::atomic<int> g_ko_mma{int(KeyOuterMma::Auto)};
-std::atomic<bool> g_last_ko_wgmma{false};  // last_selected_key_outer_wgmma
+std::atomic<int> g_ko_mma{int(KeyOuterMma::Auto)};  // set_selected_key_outer_mma
+std::atomic<bool> g_last_ko_wgmma{false};           // last_selected_key_outer_wgmma
 
 // One chunk's work list and partials.
 struct KoChunk {
