@@ -268,8 +268,7 @@ std::atomic<int> g_last_fwd_key_outer{0};
 bool use_wgmma(Branch br, const AttnParams& p) {
   if (!forward_wgmma() || p.dk != 64 || p.dv != 64) return false;
   if (br == Branch::Selected && selected_split_keys(p)) return false;
-  static const bool ok = wgmma_declines().empty();
-  return ok;
+  return wgmma_runs();
 }
 
 struct LaunchFwd {
@@ -359,6 +358,11 @@ std::string wgmma_declines() {
            std::to_string(minor);
   return "";
 #endif
+}
+
+bool wgmma_runs() {
+  static const bool ok = wgmma_declines().empty();
+  return ok;
 }
 
 bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p) {

@@ -79,6 +79,10 @@ inline bool selected_query_columns(const AttnParams& p) {
   return fits && ceil_div(p.Sk, p.sel_block) >= 4 * p.n_sel;
 }
 
+// wgmma_declines() is "" (nsa_cuda.h): the warpgroup-MMA kernels can run here.
+// Worked out once, on the device that first asks (attention_fwd_tc.cu).
+bool wgmma_runs();
+
 // The KeyOuter forward and dq (selected_key_outer.cu): where they apply
 // (sel_block = 64, n <= 32), and their launchers (reverse index, then per chunk
 // of queries its units, its partials and their merge). dk/dv is key-centric

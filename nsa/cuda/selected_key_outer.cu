@@ -690,9 +690,7 @@ void launch_fwd_ko(AttnParams& p) {
 // against 2.75. Used synchronously (issue, wait) the MMAs save shared-memory
 // reads and ldmatrix, not latency: the kernel stays latency-bound.
 bool fwd_ko_wgmma() {
-  if (selected_key_outer_mma() == KeyOuterMma::MmaSync) return false;
-  static const bool ok = wgmma_declines().empty();
-  return ok;
+  return selected_key_outer_mma() != KeyOuterMma::MmaSync && wgmma_runs();
 }
 
 template <typename T, int DK, int DV, bool WG>
