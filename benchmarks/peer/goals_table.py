@@ -67,9 +67,9 @@ MIN_TOK_S_VS_DENSE = 0.6
 # forward + backward, the same sum nsa_cuda_bench's speedup_vs_sdpa divides).
 NSA_ROW = {"fwd": "LayerAttentionFwd", "fwdbwd": "LayerAttentionFwdBwd", "fwdbwd_fast": CHOICE_KINDS["1"],
            "fwdbwd_repro": CHOICE_KINDS["0"], "decode": "DecodeStepGraph"}
-SDPA_ROWS = {"fwd": ("DenseSdpaFwd",), "fwdbwd": ("DenseSdpaFwd", "DenseSdpaBwd"),
-             "fwdbwd_fast": ("DenseSdpaFwd", "DenseSdpaBwd"), "fwdbwd_repro": ("DenseSdpaFwd", "DenseSdpaBwd"),
-             "decode": ("DenseSdpaDecode",)}
+SDPA_FWDBWD = ("DenseSdpaFwd", "DenseSdpaBwd")  # every forward + backward pass against the same SDPA sum
+SDPA_ROWS = {"fwd": ("DenseSdpaFwd",), "fwdbwd": SDPA_FWDBWD, "fwdbwd_fast": SDPA_FWDBWD,
+             "fwdbwd_repro": SDPA_FWDBWD, "decode": ("DenseSdpaDecode",)}
 PASS_LABEL = {"fwd": "forward", "fwdbwd": "forward+backward", "fwdbwd_fast": "forward+backward (fast backward)",
               "fwdbwd_repro": "forward+backward (reproducible backward)", "decode": "decode step"}
 SELECT_ROWS = ("SelectBlocksFromLse", "SelectBlocks")
