@@ -36,6 +36,19 @@
 // reproducible bit for bit. The layer asks it of the selected branch only
 // (NSA_SELECTED_DQ): for the window and compressed branches it measured slower.
 //
+// On Hopper (sm_90a) that selected kernel runs its four products as warpgroup
+// MMAs instead (nsa_selected_bwd_dkdvdq_wg_kernel, wgmma.cuh): the 4 warps'
+// 16-key slices are one warpgroup's M = 64 keys, so the tensor cores read each
+// row step's Q and dO once for the 64 keys where every warp's ldmatrix read
+// them for its 16 (and K, V once a step as the A operand from shared memory:
+// no room for them in registers beside dK and dV at the paper's 192 / 128).
+// S^T = K Q^T and dP^T = V dO^T take both operands from shared memory, dV +=
+// P^T dO and dK += dS^T Q take P^T and dS^T from the accumulators (which have
+// mma.sync's layout per warp, so the masking, exponentials and dS code is the
+// same). The tiles are stored as core matrices: one stored Q tile is B of S^T
+// (K-major) and B of dK (MN-major). A step no row of whose sees any of the 64
+// keys is skipped by all 4 warps together; dq's product stays on mma.sync.
+//
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
 // cp.async; RT = 64, or 32 when dk + dv > 256) and per-row t / lse / delta
@@ -68,6 +81,7 @@
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
+#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda {
 
@@ -83,11 +97,14 @@ using tc::kTcThreads;
 using tc::kTcWarps;
 constexpr int kKeys = 64;  // keys per CTA (4 warps x 16)
 
-template <int DK, int DV>
+// CORE (the warpgroup-MMA kernel): K, V, Q and dO tiles as wgmma's core
+// matrices, unpadded (wgmma.cuh); else rows padded for ldmatrix.
+template <int DK, int DV, bool CORE = false>
 struct DkdvLayout {
   static constexpr int kRows = DK + DV > 256 ? 32 : 64;   // rows per stage (RT)
   static constexpr int kStep = DK + DV >= 320 ? 16 : 32;  // rows per warp step (NR)
-  static constexpr int kLdK = DK + tc::kSmemPad, kLdV = DV + tc::kSmemPad;
+  static constexpr int kPad = CORE ? 0 : tc::kSmemPad;
+  static constexpr int kLdK = DK + kPad, kLdV = DV + kPad;
   static constexpr size_t kKvBytes = size_t(kKeys) * (kLdK + kLdV) * 2;
   static constexpr size_t kStageBytes = size_t(kRows) * (kLdK + kLdV) * 2;
   static constexpr size_t kMetaBytes = 2 * size_t(kRows) * 3 * 4;  // [2][RT] t, lse, delta
@@ -106,16 +123,23 @@ struct DkdvLayout {
 };
 
 // dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
-// (64 keys x RT rows, `ds`) is complete; each warp takes 16-row groups, reads
-// dS as A fragments (transposed from ds) and K from the key tile, 64 columns of
-// dq at a time, and adds them to the fp32 accumulator in 16-byte atomics: the
-// 4 lanes of a row pair exchange halves (shfl) so that even lanes add four
-// columns of row gid and odd lanes four of row gid + 8. Padding rows add nothing.
-template <typename T, int DK, int LDS, int LDK>
+// (64 keys x RT rows, `ds`) is complete; the warps take units of 16 rows x
+// kCols columns of dq in turn, each reading dS as A fragments (transposed from
+// ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
+// atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
+// add four columns of row gid and odd lanes four of row gid + 8. Padding rows
+// add nothing. Units of 64 columns where they come out a multiple of the
+// warps, else of 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64
+// left 2 of the 4 warps waiting for half the time; 12 of 32 go 3 a warp.
+template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int* ts, int n_here,
                                             int tile_row0, int b, int g, int warp, int lane) {
+  constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
+  constexpr int kChunks = DK / kCols;
   const int gid = lane / 4, tig = lane % 4;
-  for (int r0 = warp * 16; r0 < n_here; r0 += kTcWarps * 16) {
+  const int n_units = ceil_div(n_here, 16) * kChunks;
+  for (int u = warp; u < n_units; u += kTcWarps) {
+    const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
     // The global rows of the thread's two accumulator rows (gid, gid + 8), -1 if none.
     int64_t row[2];
 #pragma unroll
@@ -123,43 +147,45 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
       const int r = r0 + gid + 8 * i, t = r < n_here ? ts[r] : -1;
       row[i] = t < 0 ? -1 : (int64_t(b) * p.S + t) * p.H + g * p.h + (tile_row0 + r) % p.h;
     }
+    float acc[kCols / 8][4];
 #pragma unroll
-    for (int c0 = 0; c0 < DK; c0 += 64) {
-      float acc[8][4];
+    for (int n = 0; n < kCols / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
 #pragma unroll
-      for (int n = 0; n < 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      uint32_t a[4];
+      tc::ldmatrix_a_frag_trans<T, LDS>(a, ds, kk * 16, r0, lane);
+      if constexpr (CORE)
+        wg::warp_a_b_step_core<T, kCols, DK>(acc, a, Ks, kk * 16, c0, lane);
+      else
+        tc::warp_a_b_step<T, kCols, LDK>(acc, a, Ks, kk * 16, c0, lane);
+    }
+    const bool odd = tig & 1;
+    const int64_t mine = row[odd ? 1 : 0];
 #pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t a[4];
-        tc::ldmatrix_a_frag_trans<T, LDS>(a, ds, kk * 16, r0, lane);
-        tc::warp_a_b_step<T, 64, LDK>(acc, a, Ks, kk * 16, c0, lane);
-      }
-      const bool odd = tig & 1;
-      const int64_t mine = row[odd ? 1 : 0];
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
-        const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
-        const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
-        if (mine < 0) continue;
-        const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
-        float* dst = p.dq_accum + mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+    for (int n = 0; n < kCols / 8; ++n) {
+      // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
+      const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
+      const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
+      if (mine < 0) continue;
+      const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
+      float* dst = p.dq_accum + mine * DK + c0 + 8 * n + 2 * (tig & ~1);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        atomicAdd(reinterpret_cast<float4*>(dst), v4);
+      atomicAdd(reinterpret_cast<float4*>(dst), v4);
 #else
-        atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
+      atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
 #endif
-      }
     }
   }
 }
 
 // kDq (BackwardDq::atomic): also dQ += dS K into p.dq_accum for every row tile
 // (add_tile_dq), one barrier more per tile; 4 key slices only (Selected:
-// sel_block a multiple of 64).
-template <typename T, int DK, int DV, Branch BR, bool kDq = false>
+// sel_block a multiple of 64). WG (sm_90a, with kDq): the products on
+// warpgroup MMAs over core-matrix tiles (the file's head).
+template <typename T, int DK, int DV, Branch BR, bool kDq = false, bool WG = false>
 __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
-  using L = DkdvLayout<DK, DV>;
+  static_assert(!WG || kDq, "the warpgroup kernel is the one with dq");
+  using L = DkdvLayout<DK, DV, WG>;
   constexpr int RT = L::kRows, NR = L::kStep, kTpr = kTcThreads / RT;  // loader threads per row
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                       // [64][kLdK]
@@ -215,14 +241,15 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const int t = next_t;
     next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
     const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
-    T* qdst = Qs + (stage * RT + r) * L::kLdK;
-    T* odst = dOs + (stage * RT + r) * L::kLdV;
     const T* qsrc = q + row_offset(b, ts, hq, p.S, p.H, DK);
     const T* osrc = dout + row_offset(b, ts, hq, p.S, p.H, DV);
-#pragma unroll
-    for (int c = part; c < DK / 8; c += kTpr) tc::cp_async_16(qdst + c * 8, qsrc + c * 8, valid);
-#pragma unroll
-    for (int c = part; c < DV / 8; c += kTpr) tc::cp_async_16(odst + c * 8, osrc + c * 8, valid);
+    if constexpr (WG) {
+      wg::copy_row_core_async<DK, kTpr>(Qs + stage * RT * DK, r, qsrc, valid, part);
+      wg::copy_row_core_async<DV, kTpr>(dOs + stage * RT * DV, r, osrc, valid, part);
+    } else {
+      tc::copy_row_async<DK, kTpr>(Qs + (stage * RT + r) * L::kLdK, qsrc, valid, part);
+      tc::copy_row_async<DV, kTpr>(dOs + (stage * RT + r) * L::kLdV, osrc, valid, part);
+    }
     if (part == 0) {
       // A padding row's lse and delta arrive as zeros; its t = -1 masks it.
       const int64_t li = (int64_t(b) * p.S + ts) * p.H + hq;
@@ -243,15 +270,22 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const int r = tid / 2, key = k0 + r;
     const bool valid = key < k1;
     const int src = valid ? key : k0;
-    tc::copy_row_async<DK>(Ks + r * L::kLdK, k + row_offset(b, src, g, p.Sk, p.G, DK), valid, tid & 1);
-    tc::copy_row_async<DV>(Vs + r * L::kLdV, v + row_offset(b, src, g, p.Sk, p.G, DV), valid, tid & 1);
+    const T* ksrc = k + row_offset(b, src, g, p.Sk, p.G, DK);
+    const T* vsrc = v + row_offset(b, src, g, p.Sk, p.G, DV);
+    if constexpr (WG) {
+      wg::copy_row_core_async<DK, 2>(Ks, r, ksrc, valid, tid & 1);
+      wg::copy_row_core_async<DV, 2>(Vs, r, vsrc, valid, tid & 1);
+    } else {
+      tc::copy_row_async<DK>(Ks + r * L::kLdK, ksrc, valid, tid & 1);
+      tc::copy_row_async<DV>(Vs + r * L::kLdV, vsrc, valid, tid & 1);
+    }
     issue_rows(tile0);
   }
   const float scale_log2 = p.scale * kLog2e;
   // With room for them (3 CTAs per SM at 64/64, launch.cuh), the warp's 16 keys
   // of K and V stay in registers as A fragments from the first row tile on,
   // where every row step re-read them by ldmatrix (8 of its 40 shared loads).
-  constexpr bool kHoldKv = DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
+  constexpr bool kHoldKv = !WG && DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
   uint32_t kf[kHoldKv ? DK / 16 : 1][4], vf[kHoldKv ? DV / 16 : 1][4];
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
@@ -262,6 +296,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     } else {
       tc::cp_async_wait<0>();
     }
+    if constexpr (WG) wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
     __syncthreads();
     if constexpr (kHoldKv) {
       if (i == tile0 && slice_active) {  // the key tile arrived with the first row tile
@@ -275,17 +310,22 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const int* ts = row_t + stage * RT;
     const float* lse = row_lse + stage * RT;
     const float* delta = row_delta + stage * RT;
-    for (int s = row_group; slice_active && s < RT / NR; s += n_groups) {
+    // WG: the warpgroup's MMAs need all 4 warps at every step, so no warp
+    // leaves the loop alone (a slice without keys is masked to zeros instead).
+    for (int s = row_group; (WG || slice_active) && s < RT / NR; s += n_groups) {
       const int row0 = s * NR;
       if (row0 >= n_here) break;
       const int tf = ts[row0], tl = ts[imin(row0 + NR, n_here) - 1];  // rows ascend in t
-      bool none;  // no row of the step sees a key of the warp (warp-uniform)
+      // No row of the step sees a key of the warp (warp-uniform); WG: a key of
+      // the CTA (from its first key k0, CTA-uniform).
+      const int kn0 = WG ? k0 : kw0;
+      bool none;
       if (BR == Branch::Window)
-        none = tl < kw0 || kw1 - 1 <= tf - p.window;
+        none = tl < kn0 || kw1 - 1 <= tf - p.window;
       else if (BR == Branch::Compressed)
-        none = kw0 * p.cmp_stride + p.cmp_block - 1 > tl;
+        none = kn0 * p.cmp_stride + p.cmp_block - 1 > tl;
       else
-        none = kw0 > tl;
+        none = kn0 > tl;
       if (none) {
         if constexpr (kDq) {  // no row of the step sees the warp's keys: their dS is 0
 #pragma unroll
@@ -308,10 +348,24 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         all = all && kw1 - 1 <= tf;  // the reverse index lists only queries that chose the block
 
       float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)
-      if constexpr (kHoldKv)
+      // WG: the step's rows in the core-matrix tiles (row0 a multiple of 8).
+      const T* q_rows = qs + wg::core_offset<DK>(row0, 0);
+      const T* o_rows = os + wg::core_offset<DV>(row0, 0);
+      if constexpr (WG) {  // S^T and dP^T for the 64 keys; the wait completes the last step's dV, dK too
+        wg::fence();
+        wg::warpgroup_ss_bt_issue<T, DK, NR>(sp, Ks, q_rows);
+        wg::warpgroup_ss_bt_issue<T, DV, NR>(dp, Vs, o_rows);
+        wg::commit();
+        wg::wait<0>();
+        wg::fence_operands(sp);
+        wg::fence_operands(dp);
+        wg::fence_operands(dv_acc);
+        wg::fence_operands(dk_acc);
+      } else if constexpr (kHoldKv) {
         tc::warp_a_bt<T, DK, NR, L::kLdK>(sp, kf, qs, row0, lane);
-      else
+      } else {
         tc::warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
+      }
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
       // The rows' logsumexp in the log2 domain (lse = +inf: P = 0), the thread's
       // two rows per 8-row column block.
@@ -338,17 +392,28 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
           }
         }
       }
-      tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
-      if constexpr (kHoldKv)
-        tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
-      else
-        tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
+      if constexpr (!WG) {
+        tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
+        if constexpr (kHoldKv)
+          tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
+        else
+          tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
+      }
 #pragma unroll
       for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
       }
-      tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
+      if constexpr (WG) {  // dV += P^T dO and dK += dS^T Q, waited for with the next step's S^T
+        wg::fence();
+        wg::fence_operands(dv_acc);
+        wg::fence_operands(dk_acc);
+        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
+        wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, q_rows);
+        wg::commit();
+      } else {
+        tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
+      }
       if constexpr (kDq) {  // dS^T (keys x rows, rounded as dK's operand was) for the tile's dQ
 #pragma unroll
         for (int n = 0; n < NR / 8; ++n)
@@ -358,9 +423,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
                 tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
       }
     }
+    if constexpr (WG) {  // the tile's last dV, dK: its stage is refilled after the barrier below
+      wg::wait<0>();
+      wg::fence_operands(dv_acc);
+      wg::fence_operands(dk_acc);
+    }
     if constexpr (kDq) {
       __syncthreads();  // every warp's dS^T of the tile is in ds
-      add_tile_dq<T, DK, L::kLdS, L::kLdK>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
+      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
     }
     __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
@@ -413,6 +483,19 @@ __device__ __forceinline__ void tc_dkdvdq_body(const AttnParams& p) {
 }
 NSA_TC_BRANCH_KERNELS_AS(bwd_dkdvdq, tc, tc_dkdvdq_body, TcFamily::DkdvDq)
 
+// The selected dk, dv and dq on warpgroup MMAs (the file's head): sm_90a
+// code only, empty elsewhere and for the head dims the mma.sync kernel with dq
+// leaves to the dq kernel (never launched there: LaunchDkdv).
+template <int DK, int DV>
+constexpr bool kWgDkdvDq = DkdvLayout<DK, DV>::kDqFits && DkdvLayout<DK, DV, true>::kDqFits;
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq, Branch::Selected, DK, DV>()))
+    nsa_selected_bwd_dkdvdq_wg_kernel(AttnParams p) {
+#if NSA_WGMMA_DEVICE
+  if constexpr (kWgDkdvDq<DK, DV>) tc_dkdv_body<T, DK, DV, Branch::Selected, true, true>(p);
+#endif
+}
+
 // dq = scale * the fp32 accumulator, in the input dtype, two elements per
 // thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
 template <typename T>
@@ -445,6 +528,22 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
 }
 
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
+std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
+std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
+
+// The selected dk/dv kernel with dq on warpgroup MMAs? Where wgmma_declines()
+// has nothing against it: when asked (set_selected_dkdv_mma), and by default at
+// dk + dv <= 128. Measured (H200, BM_SelectedBwdMma, one binary, two machines;
+// docs/performance.md): m7c (64/64) 2k / 8k / 64k 0.758 / 0.578 / 4.51 ms on
+// mma.sync against 0.728 / 0.572 / 4.25 on wgmma; the paper's 192/128 8k / 64k
+// 6.53 / 63.1 against 6.82 / 66.0. There the registers of dK and dV leave a
+// step 16 rows (m64n16 MMAs that read the 64 keys' K and V from shared memory
+// for every 16 rows) and the two waits a step are not hidden by 2 CTAs an SM.
+bool selected_dkdv_wgmma(int dk_plus_dv) {
+  const SelectedMma asked = SelectedMma(g_selected_mma.load());
+  if (asked == SelectedMma::MmaSync || (asked == SelectedMma::Auto && dk_plus_dv > 128)) return false;
+  return wgmma_runs();
+}
 
 // How many CTAs share a key tile's rows (each split costs an fp32 partial of
 // dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
@@ -497,7 +596,12 @@ struct LaunchDkdv {
       p.dkdv_partial = partial.data_ptr<float>();
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
-    if (with_dq)
+    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> && selected_dkdv_wgmma(DK + DV);
+    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
+    if (wgmma)
+      launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
+                    p);
+    else if (with_dq)
       launch_kernel(bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytesDq, p);
     else
       launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytes, p);
@@ -527,6 +631,9 @@ void set_dkdv_row_splits(int n) {
   g_forced_row_splits.store(n);
 }
 int dkdv_row_splits_forced() { return g_forced_row_splits.load(); }
+void set_selected_dkdv_mma(SelectedMma mma) { g_selected_mma.store(int(mma)); }
+SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
+bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},

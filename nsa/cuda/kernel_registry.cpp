@@ -34,6 +34,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_selected_bwd_dq_tc_kernel", "selected-block attention backward v2: dq, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_bwd_dkdv_kernel", "selected-block attention backward: dk, dv via reverse index", "slc"},
       {"nsa_selected_bwd_dkdv_tc_kernel", "selected-block attention backward v2: dk, dv via reverse index, tensor cores (fp16/bf16)", "slc"},
+      {"nsa_selected_bwd_dkdvdq_wg_kernel", "selected-block attention backward with NSA_SELECTED_DQ=atomic on Hopper warpgroup MMAs (wgmma): dk, dv and dq (fp32 atomics) via reverse index", "slc"},
       {"nsa_selected_bwd_dkdvdq_tc_kernel", "selected-block attention backward v2 with NSA_SELECTED_DQ=atomic: dk, dv and dq (fp32 atomics) via reverse index, tensor cores (fp16/bf16)", "slc"},
       {"nsa_reverse_index_count_kernel", "selected backward: queries per chosen block, counted per chunk of queries", "slc"},
       {"nsa_reverse_index_fill_kernel", "selected backward: the reverse index (queries of each block, ascending) from the counts", "slc"},

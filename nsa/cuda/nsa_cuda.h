@@ -171,15 +171,23 @@ void set_selected_key_outer_warps(int warps);
 int selected_key_outer_warps();
 // Testing hook: the warps per CTA of the last KeyOuter forward launched.
 int last_selected_key_outer_warps();
-// KeyOuter's forward products: MmaSync (mma.sync per warp, every GPU), or
-// Wgmma and Auto (Hopper's warpgroup MMAs where wgmma_declines() is "", else
-// mma.sync). The two agree within rounding, not bit for bit. For tests and
-// benchmarks; next launch on.
-enum class KeyOuterMma { Auto, MmaSync, Wgmma };
-void set_selected_key_outer_mma(KeyOuterMma mma);
-KeyOuterMma selected_key_outer_mma();
+// The MMAs of a selected-branch kernel that has both: MmaSync (mma.sync per
+// warp, every GPU), or Wgmma and Auto (Hopper's warpgroup MMAs where
+// wgmma_declines() is "", else mma.sync). The two agree within rounding, not
+// bit for bit. For tests and benchmarks; next launch on.
+enum class SelectedMma { Auto, MmaSync, Wgmma };
+// KeyOuter's forward products.
+void set_selected_key_outer_mma(SelectedMma mma);
+SelectedMma selected_key_outer_mma();
 // Testing hook: the last KeyOuter forward launched ran on wgmma.
 bool last_selected_key_outer_wgmma();
+// The selected dk/dv kernel that also makes dq (BackwardDq::atomic, sel_block a
+// multiple of 64): its four products (attention_bwd_dkdv_tc.cu). Auto takes
+// wgmma at dk + dv <= 128 only (measured faster at 64/64, slower at 192/128).
+void set_selected_dkdv_mma(SelectedMma mma);
+SelectedMma selected_dkdv_mma();
+// Testing hook: the last selected dk/dv kernel launched ran on wgmma.
+bool last_selected_dkdv_wgmma();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

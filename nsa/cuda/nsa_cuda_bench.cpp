@@ -600,6 +600,41 @@ void SizesBackwardDq(benchmark::internal::Benchmark* b) {
     for (int64_t dq : {0, 1}) b->Args({0, S, dq});
 }
 
+// The selected dk/dv kernel with dq on mma.sync (arg mma 1) or on Hopper's
+// warpgroup MMAs (mma 2; nsa_cuda.h, set_selected_dkdv_mma; counter wgmma:
+// what ran): the selected backward with dq added in atomics, or the layer's
+// forward + backward (its default: dq atomic), same inputs, same run. A row
+// whose device or build declines wgmma is skipped with why.
+bool selected_mma_row(benchmark::State& state) {
+  if (!require_device(state)) return false;
+  if (const std::string why = wgmma_declines(); state.range(2) == 2 && !why.empty()) {
+    state.SkipWithError(("wgmma declines: " + why).c_str());
+    return false;
+  }
+  return true;
+}
+void BM_SelectedBwdMma(benchmark::State& state) {
+  if (!selected_mma_row(state)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
+  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<Which::Selected, true>(state, p);
+  state.counters["wgmma"] = last_selected_dkdv_wgmma() ? 1 : 0;
+  report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
+}
+void BM_LayerFwdBwdMma(benchmark::State& state) {
+  if (!selected_mma_row(state)) return;
+  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
+  layer_fwd_bwd_row(state);
+  state.counters["wgmma"] = last_selected_dkdv_wgmma() ? 1 : 0;
+}
+void SizesSelectedMma(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] :
+       {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}})
+    for (SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma}) b->Args({shape, S, int64_t(mma)});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "mma"});
+}
+
 // The layer's forward + backward with the three backward choices a run makes
 // of `auto` (nsa/determinism.h, kBackwardChoices): arg fast 0 = the
 // reproducible ones (train.deterministic), 1 = the fast ones (a run without
@@ -796,8 +831,8 @@ void BM_SelectedKoMma(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
   const ScopedChoice<int> warps(selected_key_outer_warps(), set_selected_key_outer_warps, int(state.range(2)));
-  const ScopedChoice<KeyOuterMma> mma(selected_key_outer_mma(), set_selected_key_outer_mma,
-                                      KeyOuterMma(state.range(3)));
+  const ScopedChoice<SelectedMma> mma(selected_key_outer_mma(), set_selected_key_outer_mma,
+                                      SelectedMma(state.range(3)));
   branch_row<Which::Selected, false>(state);
   state.counters["warps"] = last_selected_key_outer_warps();
   state.counters["wgmma"] = last_selected_key_outer_wgmma() ? 1 : 0;
@@ -805,7 +840,7 @@ void BM_SelectedKoMma(benchmark::State& state) {
 void SizesKoMma(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}, {1, 8192}, {1, 65536}})
     for (int64_t warps : {4, 8})
-      for (KeyOuterMma mma : {KeyOuterMma::MmaSync, KeyOuterMma::Wgmma}) b->Args({shape, S, warps, int64_t(mma)});
+      for (SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma}) b->Args({shape, S, warps, int64_t(mma)});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps", "mma"});
 }
 void BM_LayerCtaOrder(benchmark::State& state) {
@@ -886,6 +921,8 @@ BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesB
 BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq);
 BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
+BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
+BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
 

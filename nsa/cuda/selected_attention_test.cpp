@@ -193,7 +193,7 @@ class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {
   const SelectedTiling prev_tiling_ = selected_tiling();
   const int64_t prev_chunk_ = selected_key_outer_chunk();
   const int prev_warps_ = selected_key_outer_warps();
-  const KeyOuterMma prev_mma_ = selected_key_outer_mma();
+  const SelectedMma prev_mma_ = selected_key_outer_mma();
   testing::AttnInputs in_;
   double scale_ = 0;
   at::Tensor block_idx_;
@@ -209,7 +209,7 @@ class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {
 // at 128 for it) and 4 warps at most 3 CTAs of 68.6 KB.
 TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
   const SelectedCase& c = GetParam();
-  set_selected_key_outer_mma(KeyOuterMma::MmaSync);
+  set_selected_key_outer_mma(SelectedMma::MmaSync);
   const int asked[3] = {4, 8, 0};
   for (const int64_t chunk : {int64_t(37), int64_t(0)}) {
     set_selected_key_outer_chunk(chunk);
@@ -233,7 +233,7 @@ TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
   }
 }
 
-// The forward's products on Hopper's warpgroup MMAs (KeyOuterMma::Wgmma): in
+// The forward's products on Hopper's warpgroup MMAs (SelectedMma::Wgmma): in
 // CTAs of 4 and 8 warps, in chunks of 37 queries and in one, against the
 // float64 reference (output and gradients); the two sizes bit for bit (a row's
 // result does not depend on the other rows of its warpgroup's MMAs, and the
@@ -242,7 +242,7 @@ TEST_P(SelectedKeyOuterWarps, FourAndEightAgreeBitwise) {
 TEST_P(SelectedKeyOuterWarps, WgmmaMatchesReference) {
   if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
   const SelectedCase& c = GetParam();
-  set_selected_key_outer_mma(KeyOuterMma::Wgmma);
+  set_selected_key_outer_mma(SelectedMma::Wgmma);
   for (const int64_t chunk : {int64_t(37), int64_t(0)}) {
     set_selected_key_outer_chunk(chunk);
     ForwardResult f[2];
@@ -258,7 +258,7 @@ TEST_P(SelectedKeyOuterWarps, WgmmaMatchesReference) {
     EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": wgmma o differs between 4 and 8 warps, chunk " << chunk;
     EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": wgmma lse differs between 4 and 8 warps, chunk " << chunk;
   }
-  set_selected_key_outer_mma(KeyOuterMma::Auto);
+  set_selected_key_outer_mma(SelectedMma::Auto);
   set_selected_key_outer_warps(0);
   (void)attention_forward(in_.q, in_.k, in_.v, spec_);
   EXPECT_TRUE(last_selected_key_outer_wgmma()) << c.name << ": the default where wgmma runs";
@@ -366,6 +366,48 @@ TEST_P(SelectedAtomicDq, MatchesReference) {
   spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
   testing::check_atomic_dq(c.name, in, spec, kernel(block_idx, c.sel_block, scale, BackwardDq::atomic),
                            reference(block_idx, c.sel_block, scale), c.applies);
+}
+
+// The selected dk/dv kernel with dq on Hopper's warpgroup MMAs
+// (SelectedMma::Wgmma): gradients against the float64 reference, in one row
+// split and in 3; dk, dv and dq within rounding of the mma.sync kernel's; the
+// default takes it at 64/64. Where the atomic path does not apply neither runs.
+// Skipped where wgmma cannot run (wgmma_declines()).
+TEST_P(SelectedAtomicDq, WgmmaMatchesReference) {
+  NSA_REQUIRE_CUDA();
+  if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
+  testing::ForceV1Scope force(false);
+  const AtomicDqCase& c = GetParam();
+  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
+  const double scale = 1.0 / std::sqrt(double(c.dk));
+  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S)
+                                             : blocks_from_select(in, 16, 8, c.sel_block, c.n, scale);
+  const auto atomic = kernel(block_idx, c.sel_block, scale, BackwardDq::atomic);
+  {
+    testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::Wgmma);
+    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma)", in, atomic, reference(block_idx, c.sel_block, scale));
+    EXPECT_EQ(last_selected_dkdv_wgmma(), c.applies) << c.name;
+    testing::SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
+    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma, 3 row splits)", in, atomic,
+                          reference(block_idx, c.sel_block, scale));
+  }
+  BranchSpec spec;
+  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+  spec.dq = BackwardDq::atomic;
+  const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
+  Gradients g[2];
+  for (int i = 0; i < 2; ++i) {
+    testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma,
+                                           i == 0 ? SelectedMma::MmaSync : SelectedMma::Auto);
+    g[i] = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
+    // The default takes wgmma at dk + dv <= 128 (nsa_cuda.h).
+    EXPECT_EQ(last_selected_dkdv_wgmma(), i == 1 && c.applies && c.dk + c.dv <= 128)
+        << c.name << (i ? ": the default" : ": mma.sync");
+  }
+  const double tol = testing::tolerance_for(c.dtype);
+  testing::expect_close(std::string(c.name) + " dk wgmma vs mma.sync", g[1].dk, testing::f64(g[0].dk), tol);
+  testing::expect_close(std::string(c.name) + " dv wgmma vs mma.sync", g[1].dv, testing::f64(g[0].dv), tol);
+  testing::expect_close(std::string(c.name) + " dq wgmma vs mma.sync", g[1].dq, testing::f64(g[0].dq), tol);
 }
 
 INSTANTIATE_TEST_SUITE_P(

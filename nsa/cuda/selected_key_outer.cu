@@ -96,7 +96,7 @@ constexpr int kMergeCtas = 4;
 std::atomic<int64_t> g_chunk_queries{0};
 std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
 std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
-std::atomic<int> g_ko_mma{int(KeyOuterMma::Auto)};  // set_selected_key_outer_mma
+std::atomic<int> g_ko_mma{int(SelectedMma::Auto)};  // set_selected_key_outer_mma
 std::atomic<bool> g_last_ko_wgmma{false};           // last_selected_key_outer_wgmma
 
 // One chunk's work list and partials.
@@ -631,8 +631,8 @@ void set_selected_key_outer_warps(int warps) {
 }
 int selected_key_outer_warps() { return g_ko_warps.load(); }
 int last_selected_key_outer_warps() { return g_last_ko_warps.load(); }
-void set_selected_key_outer_mma(KeyOuterMma mma) { g_ko_mma.store(int(mma)); }
-KeyOuterMma selected_key_outer_mma() { return KeyOuterMma(g_ko_mma.load()); }
+void set_selected_key_outer_mma(SelectedMma mma) { g_ko_mma.store(int(mma)); }
+SelectedMma selected_key_outer_mma() { return SelectedMma(g_ko_mma.load()); }
 bool last_selected_key_outer_wgmma() { return g_last_ko_wgmma.load(); }
 
 bool selected_key_outer_applies(const AttnParams& p) {
@@ -690,7 +690,7 @@ void launch_fwd_ko(AttnParams& p) {
 // against 2.75. Used synchronously (issue, wait) the MMAs save shared-memory
 // reads and ldmatrix, not latency: the kernel stays latency-bound.
 bool fwd_ko_wgmma() {
-  return selected_key_outer_mma() != KeyOuterMma::MmaSync && wgmma_runs();
+  return selected_key_outer_mma() != SelectedMma::MmaSync && wgmma_runs();
 }
 
 template <typename T, int DK, int DV, bool WG>

@@ -173,6 +173,9 @@ bool capture_possible() { return std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") =
 void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_atomic,
                      const AttnFn& reference, bool applies) {
   check_branch(what + " (dq atomic)", in, kernel_atomic, reference);
+  // dk and dv bit for bit with and without dq: the same mma.sync products
+  // (the warpgroup kernel's MMAs round alike but are not the same instructions).
+  SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::MmaSync);
   const at::Tensor &k = in.k, &v = in.v;
   spec.dq = BackwardDq::kernel;
   const ForwardResult f = attention_forward(in.q, k, v, spec);

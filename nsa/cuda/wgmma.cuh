@@ -143,6 +143,53 @@ NSA_WG_MMA(c10::BFloat16, "bf16")
 NSA_WG_MMA(c10::Half, "f16")
 #undef NSA_WG_MMA
 #undef NSA_WG_ASM
+
+// d (64 x N, fp32) = A (64 x 16) * B (16 x N) + (accumulate ? d : 0), both
+// operands in shared memory through descriptors, both K-major (N = 16, 32 or
+// 64): the selected dk/dv kernel's S^T = K Q^T and dP^T = V dO^T, whose A (the
+// CTA's 64 keys) is too wide to hold in registers at the paper's heads.
+template <typename T, int N>
+__device__ __forceinline__ void mma_m64k16_ss(float (&d)[N / 8][4], uint64_t adesc, uint64_t bdesc,
+                                              bool accumulate);
+#define NSA_WG_R8 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define NSA_WG_R16 NSA_WG_R8 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define NSA_WG_R32 NSA_WG_R16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define NSA_WG_OUT16 NSA_WG_D8(0), NSA_WG_D8(1)
+#define NSA_WG_OUT32 NSA_WG_OUT16, NSA_WG_D8(2), NSA_WG_D8(3)
+#define NSA_WG_OUT64 NSA_WG_OUT32, NSA_WG_D8(4), NSA_WG_D8(5), NSA_WG_D8(6), NSA_WG_D8(7)
+#if NSA_WGMMA_DEVICE
+// REGS: the accumulators' operand list; A, B, P: the operand numbers after them;
+// the variadic tail: the accumulators' constraints.
+#define NSA_WG_SS_ASM(PTXTYPE, N, REGS, A, B, P, ...)                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" P ", 0;\n"                                              \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTXTYPE "." PTXTYPE " {" REGS "}, %" A     \
+               ", %" B ", p, 1, 1, 0, 0;\n}\n"                                                               \
+               : __VA_ARGS__                                                                                \
+               : "l"(adesc), "l"(bdesc), "r"(int(accumulate)));
+#else
+#define NSA_WG_SS_ASM(PTXTYPE, N, REGS, A, B, P, ...) (void)d, (void)adesc, (void)bdesc, (void)accumulate;
+#endif
+#define NSA_WG_SS(TYPE, PTXTYPE, N, REGS, A, B, P, ...)                                                       \
+  template <>                                                                                                 \
+  __device__ __forceinline__ void mma_m64k16_ss<TYPE, N>(float (&d)[N / 8][4], uint64_t adesc, uint64_t bdesc, \
+                                                         bool accumulate) {                                   \
+    NSA_WG_SS_ASM(PTXTYPE, N, REGS, A, B, P, __VA_ARGS__)                                                     \
+  }
+#define NSA_WG_SS_ALL(TYPE, PTXTYPE)                                       \
+  NSA_WG_SS(TYPE, PTXTYPE, 16, NSA_WG_R8, "8", "9", "10", NSA_WG_OUT16)    \
+  NSA_WG_SS(TYPE, PTXTYPE, 32, NSA_WG_R16, "16", "17", "18", NSA_WG_OUT32) \
+  NSA_WG_SS(TYPE, PTXTYPE, 64, NSA_WG_R32, "32", "33", "34", NSA_WG_OUT64)
+NSA_WG_SS_ALL(c10::BFloat16, "bf16")
+NSA_WG_SS_ALL(c10::Half, "f16")
+#undef NSA_WG_SS_ALL
+#undef NSA_WG_SS
+#undef NSA_WG_SS_ASM
+#undef NSA_WG_OUT64
+#undef NSA_WG_OUT32
+#undef NSA_WG_OUT16
+#undef NSA_WG_R32
+#undef NSA_WG_R16
+#undef NSA_WG_R8
 #undef NSA_WG_D8
 
 // ---- warpgroup tiles: the 4 warps of a CTA, 64 rows, B in shared memory ----------
@@ -161,12 +208,29 @@ __device__ __forceinline__ void warpgroup_a_bt(float (&acc)[8][4], const uint32_
   fence_operands(acc);
 }
 
-// acc[64 x C] += P[64 x NK] B, P = fp32 accumulators of warpgroup_a_bt rounded
-// to T (C layout of n-tiles 2 kk, 2 kk + 1 = A layout of k-step kk), B = NK rows
-// x C columns of a core-matrix tile (V), C a multiple of 64 taken 64 columns an
-// MMA (acc[8 h ..] holds columns 64 h ..): O += P V.
+// acc[64 x N] = A[64 x KD] B^T, both from core-matrix tiles in shared memory:
+// A = 64 rows x KD columns (`a_tile`), B = N rows x KD columns starting at
+// `b_rows` (a row of a [R][KD] tile that is a multiple of 8). Issued only: the
+// caller fences before, commits, waits and fences the accumulators after, so
+// that several products share one wait (the dk/dv kernel's S^T and dP^T).
+template <typename T, int KD, int N>
+__device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], const T* a_tile, const T* b_rows) {
+#pragma unroll
+  for (int kk = 0; kk < KD / 16; ++kk)  // columns 16 kk .. : chunks 2 kk, 2 kk + 1
+    mma_m64k16_ss<T, N>(acc, smem_desc(a_tile + kk * 2 * 64, 128, (KD / 8) * 128),
+                        smem_desc(b_rows + kk * 2 * 64, 128, (KD / 8) * 128), kk > 0);
+}
+
+// acc[64 x C] += P[64 x NK] B, P = fp32 accumulators of an earlier product
+// rounded to T (C layout of n-tiles 2 kk, 2 kk + 1 = A layout of k-step kk),
+// B = NK rows x C columns of a core-matrix tile from `rows` (a multiple of 8),
+// C a multiple of 64 taken 64 columns an MMA (acc[8 h ..] holds columns 64 h
+// ..): O += P V; the dk/dv kernel's dV += P^T dO and dK += dS^T Q. Issued only
+// (as warpgroup_ss_bt_issue); the rounded P lives in registers the MMAs read
+// until the caller's wait, which the compiler sees through the asm operands.
 template <typename T, int NK, int C = 64>
-__device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const float (&c)[NK / 8][4], const T* tile) {
+__device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], const float (&c)[NK / 8][4],
+                                                    const T* rows) {
   static_assert(C % 64 == 0, "the tile's columns go 64 an MMA");
   uint32_t a[NK / 16][4];
 #pragma unroll
@@ -176,15 +240,21 @@ __device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const floa
     a[kk][2] = tc::pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
     a[kk][3] = tc::pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
   }
-  fence();
-  fence_operands(acc);
 #pragma unroll
   for (int kk = 0; kk < NK / 16; ++kk) {  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
 #pragma unroll
     for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7
       mma_m64n64k16<T, 1>(*reinterpret_cast<float(*)[8][4]>(acc[8 * h]), a[kk],
-                          smem_desc(tile + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
+                          smem_desc(rows + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
   }
+}
+
+// warpgroup_c_b_issue, waited for: O += P V in the KeyOuter and v3 forwards.
+template <typename T, int NK, int C = 64>
+__device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const float (&c)[NK / 8][4], const T* tile) {
+  fence();
+  fence_operands(acc);
+  warpgroup_c_b_issue<T, NK, C>(acc, c, tile);
   commit();
   wait<0>();
   fence_operands(acc);
@@ -197,6 +267,23 @@ template <int D, int PARTS, typename T>
 __device__ __forceinline__ void copy_row_core_async(T* tile, int r, const T* src, bool valid, int part) {
 #pragma unroll
   for (int c = part; c < D / 8; c += PARTS) tc::cp_async_16(tile + core_offset<D>(r, c), src + c * 8, valid);
+}
+
+// acc[16 x ND] += A[16 x 16] B, tc::warp_a_b_step with B read from a
+// core-matrix tile of D columns (rows k0 .. k0 + 15, columns c0 ..): the dk/dv
+// kernel's dQ += dS K where its K tile is stored for the warpgroup MMAs. Each
+// ldmatrix 8-lane group reads one core matrix: 128 contiguous bytes.
+template <typename T, int ND, int D>
+__device__ __forceinline__ void warp_a_b_step_core(float (&acc)[ND / 8][4], const uint32_t (&a)[4], const T* tile,
+                                                   int k0, int c0, int lane) {
+  const int r = k0 + ((lane / 8) % 2) * 8 + lane % 8, chunk = c0 / 8 + lane / 16;
+#pragma unroll
+  for (int np = 0; np < ND / 16; ++np) {
+    uint32_t b[4];
+    tc::ldmatrix_x4_trans(b, tile + core_offset<D>(r, chunk + 2 * np));
+    tc::mma_16816<T>(acc[2 * np], a, b[0], b[1]);
+    tc::mma_16816<T>(acc[2 * np + 1], a, b[2], b[3]);
+  }
 }
 
 }  // namespace nsa::cuda::wg
