@@ -46,8 +46,11 @@
 // P^T dO and dK += dS^T Q take P^T and dS^T from the accumulators (which have
 // mma.sync's layout per warp, so the masking, exponentials and dS code is the
 // same). The tiles are stored as core matrices: one stored Q tile is B of S^T
-// (K-major) and B of dK (MN-major). A step no row of whose sees any of the 64
-// keys is skipped by all 4 warps together; dq's product stays on mma.sync.
+// (K-major) and B of dK (MN-major). A step of 32 rows up to dk + dv = 320 (no
+// K / V fragments in registers). dV and dK are waited for with the next
+// step's S^T, a tile's last ones after dq's product, which stays on mma.sync.
+// A step no row of which sees any of the 64 keys is skipped by all 4 warps
+// together. The default at dk + dv <= 128 only (selected_dkdv_wgmma_by_default).
 //
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
@@ -57,7 +60,8 @@
 // load between tiles):
 // 55 KB at 64/64, 104 KB at 128/128, 101 KB at 192/192, all <= kSmemBudget
 // (112 KB). The final reduction area (4 warps x 16 keys x (dk + dv) floats)
-// aliases it once the row loop is done.
+// aliases it once the row loop is done. The warpgroup kernel's unpadded core
+// tiles and dS^T: 58.5 KB at 64/64, 85.8 KB at 192/128.
 // Registers per thread: dK dk/2 + dV dv/2 fp32 accumulators + S, dP (NR/2 each;
 // NR = 32 rows per step, 16 when dk + dv >= 320). Selected at 64/64 also holds
 // the warp's K and V fragments (dk/4 + dv/4) for the whole kernel in its 168
@@ -102,7 +106,10 @@ constexpr int kKeys = 64;  // keys per CTA (4 warps x 16)
 template <int DK, int DV, bool CORE = false>
 struct DkdvLayout {
   static constexpr int kRows = DK + DV > 256 ? 32 : 64;   // rows per stage (RT)
-  static constexpr int kStep = DK + DV >= 320 ? 16 : 32;  // rows per warp step (NR)
+  // Rows per warp step (NR): 16 where S^T and dP^T (NR / 2 registers each) do
+  // not fit beside dK and dV; the warpgroup kernel's registers (no K / V
+  // fragments) take 32 up to dk + dv = 320 (24 bytes of spill at 192/128).
+  static constexpr int kStep = DK + DV < 320 || (CORE && DK + DV <= 320) ? 32 : 16;
   static constexpr int kPad = CORE ? 0 : tc::kSmemPad;
   static constexpr int kLdK = DK + kPad, kLdV = DV + kPad;
   static constexpr size_t kKvBytes = size_t(kKeys) * (kLdK + kLdV) * 2;
@@ -423,14 +430,16 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
                 tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
       }
     }
-    if constexpr (WG) {  // the tile's last dV, dK: its stage is refilled after the barrier below
+    if constexpr (kDq) {
+      __syncthreads();  // every warp's dS^T of the tile is in ds
+      // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
+      // cores meanwhile (they read the stage's Q and dO, not ds or K).
+      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
+    }
+    if constexpr (WG) {  // the tile's last dV, dK, before the barrier that frees its stage
       wg::wait<0>();
       wg::fence_operands(dv_acc);
       wg::fence_operands(dk_acc);
-    }
-    if constexpr (kDq) {
-      __syncthreads();  // every warp's dS^T of the tile is in ds
-      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
     }
     __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
@@ -532,16 +541,12 @@ std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_m
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
 
 // The selected dk/dv kernel with dq on warpgroup MMAs? Where wgmma_declines()
-// has nothing against it: when asked (set_selected_dkdv_mma), and by default at
-// dk + dv <= 128. Measured (H200, BM_SelectedBwdMma, one binary, two machines;
-// docs/performance.md): m7c (64/64) 2k / 8k / 64k 0.758 / 0.578 / 4.51 ms on
-// mma.sync against 0.728 / 0.572 / 4.25 on wgmma; the paper's 192/128 8k / 64k
-// 6.53 / 63.1 against 6.82 / 66.0. There the registers of dK and dV leave a
-// step 16 rows (m64n16 MMAs that read the 64 keys' K and V from shared memory
-// for every 16 rows) and the two waits a step are not hidden by 2 CTAs an SM.
-bool selected_dkdv_wgmma(int dk_plus_dv) {
+// has nothing against it: when asked (set_selected_dkdv_mma), and by default
+// where selected_dkdv_wgmma_by_default.
+bool selected_dkdv_wgmma(int dk, int dv) {
   const SelectedMma asked = SelectedMma(g_selected_mma.load());
-  if (asked == SelectedMma::MmaSync || (asked == SelectedMma::Auto && dk_plus_dv > 128)) return false;
+  if (asked == SelectedMma::MmaSync || (asked == SelectedMma::Auto && !selected_dkdv_wgmma_by_default(dk, dv)))
+    return false;
   return wgmma_runs();
 }
 
@@ -596,7 +601,7 @@ struct LaunchDkdv {
       p.dkdv_partial = partial.data_ptr<float>();
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
-    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> && selected_dkdv_wgmma(DK + DV);
+    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> && selected_dkdv_wgmma(DK, DV);
     if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
     if (wgmma)
       launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
@@ -633,6 +638,15 @@ void set_dkdv_row_splits(int n) {
 int dkdv_row_splits_forced() { return g_forced_row_splits.load(); }
 void set_selected_dkdv_mma(SelectedMma mma) { g_selected_mma.store(int(mma)); }
 SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
+// At dk + dv <= 128 only. Measured (H200, BM_SelectedBwdMma, one binary on
+// each of four machines; docs/performance.md): m7c (64/64) 2k / 8k / 64k
+// 0.758 / 0.578 / 4.51 ms on mma.sync against 0.728 / 0.572 / 4.25 on wgmma;
+// the paper's 192/128 at 64k 63.0 against 65.6 (8k 6.80 against 6.76) with 32
+// rows a step and the last step's dV, dK beside dq's product, 63.1 against
+// 66.0 with 16 rows a step. The MMAs are waited for before the softmax and dS
+// that need them, and 2 CTAs an SM (8 warps; dK and dV hold 160 registers a
+// thread) do not hide that.
+bool selected_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
 bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {

@@ -183,9 +183,10 @@ SelectedMma selected_key_outer_mma();
 bool last_selected_key_outer_wgmma();
 // The selected dk/dv kernel that also makes dq (BackwardDq::atomic, sel_block a
 // multiple of 64): its four products (attention_bwd_dkdv_tc.cu). Auto takes
-// wgmma at dk + dv <= 128 only (measured faster at 64/64, slower at 192/128).
+// wgmma where selected_dkdv_wgmma_by_default(dk, dv).
 void set_selected_dkdv_mma(SelectedMma mma);
 SelectedMma selected_dkdv_mma();
+bool selected_dkdv_wgmma_by_default(int dk, int dv);
 // Testing hook: the last selected dk/dv kernel launched ran on wgmma.
 bool last_selected_dkdv_wgmma();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.

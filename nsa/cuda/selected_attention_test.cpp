@@ -162,20 +162,37 @@ INSTANTIATE_TEST_SUITE_P(
                      1}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
-// KeyOuter's forward in CTAs of 4 and 8 warps, on mma.sync and on wgmma.
-class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {
+// A parameterized case's inputs, chosen blocks and branch, for the fixtures
+// below (Case: SelectedCase or AtomicDqCase): blocks drawn at random (source
+// 0) or chosen by select_blocks from block means of l keys every d (1); seeds
+// input_seed + S and blocks_seed + S.
+template <typename Case>
+class SelectedProblem : public ::testing::TestWithParam<Case> {
  protected:
-  // The case's inputs, its blocks and the branch, KeyOuter forced; the
-  // settings the tests change come back after each.
-  void SetUp() override {
-    NSA_REQUIRE_CUDA();
-    const SelectedCase& c = GetParam();
-    in_ = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 3000 + c.S);
+  void make(int64_t input_seed, int64_t blocks_seed, int64_t l, int64_t d) {
+    const Case& c = this->GetParam();
+    in_ = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, input_seed + c.S);
     scale_ = 1.0 / std::sqrt(double(c.dk));
-    block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 91 + c.S)
-                               : blocks_from_select(in_, 8, 4, c.sel_block, c.n, scale_);
+    block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, blocks_seed + c.S)
+                               : blocks_from_select(in_, l, d, c.sel_block, c.n, scale_);
     spec_.branch = Branch::Selected, spec_.block_idx = block_idx_, spec_.sel_block = c.sel_block;
     spec_.scale = scale_;
+  }
+
+  testing::AttnInputs in_;
+  double scale_ = 0;
+  at::Tensor block_idx_;
+  BranchSpec spec_;
+};
+
+// KeyOuter's forward in CTAs of 4 and 8 warps, on mma.sync and on wgmma.
+class SelectedKeyOuterWarps : public SelectedProblem<SelectedCase> {
+ protected:
+  // The case's problem, KeyOuter forced; the settings the tests change come
+  // back after each.
+  void SetUp() override {
+    NSA_REQUIRE_CUDA();
+    make(3000, 91, 8, 4);
     set_selected_tiling(SelectedTiling::KeyOuter);
   }
   void TearDown() override {
@@ -194,10 +211,6 @@ class SelectedKeyOuterWarps : public ::testing::TestWithParam<SelectedCase> {
   const int64_t prev_chunk_ = selected_key_outer_chunk();
   const int prev_warps_ = selected_key_outer_warps();
   const SelectedMma prev_mma_ = selected_key_outer_mma();
-  testing::AttnInputs in_;
-  double scale_ = 0;
-  at::Tensor block_idx_;
-  BranchSpec spec_;
 };
 
 // KeyOuter's forward on mma.sync (asked: on Hopper the layer's default is
@@ -352,56 +365,49 @@ struct AtomicDqCase {
 };
 void PrintTo(const AtomicDqCase& c, std::ostream* os) { *os << c.name; }
 
-class SelectedAtomicDq : public ::testing::TestWithParam<AtomicDqCase> {};
+class SelectedAtomicDq : public SelectedProblem<AtomicDqCase> {
+ protected:
+  void SetUp() override {
+    NSA_REQUIRE_CUDA();
+    make(7000, 55, 16, 8);
+  }
+  testing::AttnFn atomic() const { return kernel(block_idx_, GetParam().sel_block, scale_, BackwardDq::atomic); }
+  testing::AttnFn ref() const { return reference(block_idx_, GetParam().sel_block, scale_); }
+
+  testing::ForceV1Scope force_{false};  // the v2 kernels, whatever the environment asks
+};
 
 TEST_P(SelectedAtomicDq, MatchesReference) {
-  NSA_REQUIRE_CUDA();
-  testing::ForceV1Scope force(false);
   const AtomicDqCase& c = GetParam();
-  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S)
-                                             : blocks_from_select(in, 16, 8, c.sel_block, c.n, scale);
-  BranchSpec spec;
-  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
-  testing::check_atomic_dq(c.name, in, spec, kernel(block_idx, c.sel_block, scale, BackwardDq::atomic),
-                           reference(block_idx, c.sel_block, scale), c.applies);
+  testing::check_atomic_dq(c.name, in_, spec_, atomic(), ref(), c.applies);
 }
 
 // The selected dk/dv kernel with dq on Hopper's warpgroup MMAs
 // (SelectedMma::Wgmma): gradients against the float64 reference, in one row
 // split and in 3; dk, dv and dq within rounding of the mma.sync kernel's; the
-// default takes it at 64/64. Where the atomic path does not apply neither runs.
+// default takes it where selected_dkdv_wgmma_by_default says. Where the atomic
+// path does not apply neither kernel runs.
 // Skipped where wgmma cannot run (wgmma_declines()).
 TEST_P(SelectedAtomicDq, WgmmaMatchesReference) {
-  NSA_REQUIRE_CUDA();
   if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
-  testing::ForceV1Scope force(false);
   const AtomicDqCase& c = GetParam();
-  const auto in = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, 7000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const at::Tensor block_idx = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, 55 + c.S)
-                                             : blocks_from_select(in, 16, 8, c.sel_block, c.n, scale);
-  const auto atomic = kernel(block_idx, c.sel_block, scale, BackwardDq::atomic);
   {
     testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::Wgmma);
-    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma)", in, atomic, reference(block_idx, c.sel_block, scale));
+    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma)", in_, atomic(), ref());
     EXPECT_EQ(last_selected_dkdv_wgmma(), c.applies) << c.name;
     testing::SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
-    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma, 3 row splits)", in, atomic,
-                          reference(block_idx, c.sel_block, scale));
+    testing::check_branch(std::string(c.name) + " (dq atomic, wgmma, 3 row splits)", in_, atomic(), ref());
   }
-  BranchSpec spec;
-  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = c.sel_block, spec.scale = scale;
+  BranchSpec spec = spec_;
   spec.dq = BackwardDq::atomic;
-  const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
+  const ForwardResult f = attention_forward(in_.q, in_.k, in_.v, spec);
   Gradients g[2];
   for (int i = 0; i < 2; ++i) {
     testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma,
                                            i == 0 ? SelectedMma::MmaSync : SelectedMma::Auto);
-    g[i] = attention_backward(in.q, in.k, in.v, f.o, f.lse, in.dout, spec);
-    // The default takes wgmma at dk + dv <= 128 (nsa_cuda.h).
-    EXPECT_EQ(last_selected_dkdv_wgmma(), i == 1 && c.applies && c.dk + c.dv <= 128)
+    g[i] = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
+    EXPECT_EQ(last_selected_dkdv_wgmma(),
+              i == 1 && c.applies && selected_dkdv_wgmma_by_default(int(c.dk), int(c.dv)))
         << c.name << (i ? ": the default" : ": mma.sync");
   }
   const double tol = testing::tolerance_for(c.dtype);
