@@ -226,8 +226,9 @@ __device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], co
 // B = NK rows x C columns of a core-matrix tile from `rows` (a multiple of 8),
 // C a multiple of 64 taken 64 columns an MMA (acc[8 h ..] holds columns 64 h
 // ..): O += P V; the dk/dv kernel's dV += P^T dO and dK += dS^T Q. Issued only
-// (as warpgroup_ss_bt_issue); the rounded P lives in registers the MMAs read
-// until the caller's wait, which the compiler sees through the asm operands.
+// (as warpgroup_ss_bt_issue). The MMAs read the rounded P from registers until
+// the caller's wait; PTX forbids writing them before it, and ptxas, which
+// allocates the registers, keeps them (the tests would see a clobbered P).
 template <typename T, int NK, int C = 64>
 __device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], const float (&c)[NK / 8][4],
                                                     const T* rows) {
