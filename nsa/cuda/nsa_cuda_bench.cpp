@@ -433,12 +433,21 @@ void BM_CudnnWindowBwd(benchmark::State& state) {
       });
   report(state, ms, branch_flops<Which::Window, true>(p), dense_ms(p, true));
 }
+// Each (shape, S) pair with each of `choices` as the third arg, named `arg`:
+// the rows of the benchmarks that set one choice and time it, same inputs.
+using ShapeSizes = std::initializer_list<std::pair<int, int64_t>>;
+void SizesTimesChoices(benchmark::internal::Benchmark* b, ShapeSizes sizes, const std::vector<int64_t>& choices,
+                       const char* arg) {
+  for (const auto& [shape, S] : sizes)
+    for (int64_t choice : choices) b->Args({shape, S, choice});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", arg});
+}
 // The m7c training shape, m7c at 8k and 64k, each with the benchmark's choices
 // 0 .. n_choices - 1 as the third arg.
 void M7cChoices(benchmark::internal::Benchmark* b, const char* arg, int n_choices) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}})
-    for (int64_t choice = 0; choice < n_choices; ++choice) b->Args({shape, S, choice});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", arg});
+  std::vector<int64_t> choices;
+  for (int64_t i = 0; i < n_choices; ++i) choices.push_back(i);
+  SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}}, choices, arg);
 }
 void SizesCudnnWindowBwd(benchmark::internal::Benchmark* b) { M7cChoices(b, "bwd", 3); }
 
@@ -629,10 +638,8 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
   state.counters["wgmma"] = last_selected_dkdv_wgmma() ? 1 : 0;
 }
 void SizesSelectedMma(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] :
-       {std::pair<int, int64_t>{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}})
-    for (SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma}) b->Args({shape, S, int64_t(mma)});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "mma"});
+  SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}},
+                    {int64_t(SelectedMma::MmaSync), int64_t(SelectedMma::Wgmma)}, "mma");
 }
 
 // The layer's forward + backward with the three backward choices a run makes
@@ -767,10 +774,8 @@ void BM_DkdvSplits(benchmark::State& state) {
   branch_row<W, true>(state);
 }
 void SizesSplits(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048},
-                                  {2, 8192}, {3, 2048}})
-    for (int64_t splits : {0, 1, 2, 4, 8, 16, 32, 64}) b->Args({shape, S, splits});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "splits"});
+  SizesTimesChoices(b, {{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048}, {2, 8192}, {3, 2048}},
+                    {0, 1, 2, 4, 8, 16, 32, 64}, "splits");
 }
 
 // Each branch and the layer with the CTAs started heaviest tile first (arg
@@ -806,11 +811,7 @@ void BM_SelectBlocksWarps(benchmark::State& state) {
   state.counters["warps"] = last_select_blocks_warps();
 }
 // (shape, S) pairs, each with 4 and 8 warps as the third arg.
-void SizesWarps(benchmark::internal::Benchmark* b, std::initializer_list<std::pair<int, int64_t>> sizes) {
-  for (const auto& [shape, S] : sizes)
-    for (int64_t warps : {4, 8}) b->Args({shape, S, warps});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps"});
-}
+void SizesWarps(benchmark::internal::Benchmark* b, ShapeSizes sizes) { SizesTimesChoices(b, sizes, {4, 8}, "warps"); }
 void SizesSelectWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}}); }
 // KeyOuter's forward in CTAs of 4 or 8 warps (nsa_cuda.h,
 // set_selected_key_outer_warps; counter warps: what ran), the selected forward
@@ -849,10 +850,7 @@ void BM_LayerCtaOrder(benchmark::State& state) {
   layer_fwd_bwd_row(state);
 }
 void SizesCtaOrder(benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] :
-       {std::pair<int, int64_t>{3, 2048}, {2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
-    for (int64_t order : {0, 1}) b->Args({shape, S, order});
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "order"});
+  SizesTimesChoices(b, {{3, 2048}, {2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}}, {0, 1}, "order");
 }
 
 // Backward with dk/dv on a second stream beside dq (arg overlap 1, the
