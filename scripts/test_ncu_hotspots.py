@@ -4,9 +4,6 @@ script's output.
 
     python3 -m unittest discover -s scripts -p test_ncu_hotspots.py
 """
-import contextlib
-import gzip
-import io
 import os
 import sys
 import tempfile
@@ -14,6 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_hotspots  # noqa: E402
+from script_test_util import call_main, write_lines  # noqa: E402
 
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
           '"Instructions Executed","stall_barrier","stall_short_sb","stall_wait","stall_barrier (Not Issued)"')
@@ -50,22 +48,11 @@ class HotspotsTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def write(self, name, lines, gz=False):
-        path = os.path.join(self.dir.name, name)
-        text = "\n".join(lines) + "\n"
-        if gz:
-            with gzip.open(path, "wt") as f:
-                f.write(text)
-        else:
-            with open(path, "w") as f:
-                f.write(text)
-        return path
+    def write(self, name, lines):  # gzip-compressed where name ends in .gz
+        return write_lines(self.dir.name, name, lines)
 
     def run_main(self, *args):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = ncu_hotspots.main(list(args))
-        return rc, out.getvalue(), err.getvalue()
+        return call_main(ncu_hotspots.main, *args)
 
     def test_reads_kernels_and_columns(self):
         a, b = ncu_hotspots.read_kernels(self.write("s.csv", KERNEL_A + KERNEL_B))
@@ -81,7 +68,7 @@ class HotspotsTest(unittest.TestCase):
         self.assertEqual(ncu_hotspots.barrier_waits(b), [(-1, "(none)", 8)])
 
     def test_report_shares(self):
-        rc, out, _ = self.run_main(self.write("s.csv.gz", KERNEL_A, gz=True), "--top", "3")
+        rc, out, _ = self.run_main(self.write("s.csv.gz", KERNEL_A), "--top", "3")
         self.assertEqual(rc, 0)
         self.assertIn("200 warp samples, 2330 instructions executed", out)
         self.assertIn("| short_sb | 55.0 % |", out)  # (40 + 70) / 200

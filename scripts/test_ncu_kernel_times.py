@@ -5,9 +5,6 @@ output.
 
     python3 -m unittest discover -s scripts -p test_ncu_kernel_times.py
 """
-import contextlib
-import gzip
-import io
 import os
 import sys
 import tempfile
@@ -15,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_kernel_times  # noqa: E402
+from script_test_util import call_main, write_lines  # noqa: E402
 
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
           '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
@@ -42,16 +40,10 @@ class NcuKernelTimes(unittest.TestCase):
         self.addCleanup(self.dir.cleanup)
 
     def write(self, name, lines):
-        path = os.path.join(self.dir.name, name)
-        with (gzip.open(path, "wt") if name.endswith(".gz") else open(path, "w")) as f:
-            f.write("\n".join(lines) + "\n")
-        return path
+        return write_lines(self.dir.name, name, lines)
 
     def run_main(self, *args):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = ncu_kernel_times.main(list(args))
-        return rc, out.getvalue(), err.getvalue()
+        return call_main(ncu_kernel_times.main, *args)
 
     def test_short_names(self):
         self.assertEqual(ncu_kernel_times.short_name(KO), "nsa_selected_fwd_ko_kernel<BFloat16, 192, 128, 8, 1>")
