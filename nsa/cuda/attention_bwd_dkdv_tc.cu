@@ -540,16 +540,6 @@ std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
 
-// The selected dk/dv kernel with dq on warpgroup MMAs? Where wgmma_declines()
-// has nothing against it: when asked (set_selected_dkdv_mma), and by default
-// where selected_dkdv_wgmma_by_default.
-bool selected_dkdv_wgmma(int dk, int dv) {
-  const SelectedMma asked = SelectedMma(g_selected_mma.load());
-  if (asked == SelectedMma::MmaSync || (asked == SelectedMma::Auto && !selected_dkdv_wgmma_by_default(dk, dv)))
-    return false;
-  return wgmma_runs();
-}
-
 // How many CTAs share a key tile's rows (each split costs an fp32 partial of
 // dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
 // BwdSplits, docs/performance.md), the key tiles are not only too few but
@@ -601,7 +591,8 @@ struct LaunchDkdv {
       p.dkdv_partial = partial.data_ptr<float>();
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
-    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> && selected_dkdv_wgmma(DK, DV);
+    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
+                       selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
     if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
     if (wgmma)
       launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,

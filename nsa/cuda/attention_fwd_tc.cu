@@ -365,6 +365,11 @@ bool wgmma_runs() {
   return ok;
 }
 
+bool selected_wgmma(SelectedMma asked, bool by_default) {
+  if (asked == SelectedMma::MmaSync || (asked == SelectedMma::Auto && !by_default)) return false;
+  return wgmma_runs();
+}
+
 bool launch_attention_fwd_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchFwd>(br, dtype, p, {p.k, p.v, p.q, p.o}, g_last_fwd_version);
 }

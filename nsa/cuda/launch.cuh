@@ -82,6 +82,9 @@ inline bool selected_query_columns(const AttnParams& p) {
 // wgmma_declines() is "" (nsa_cuda.h): the warpgroup-MMA kernels can run here.
 // Worked out once, on the device that first asks (attention_fwd_tc.cu).
 bool wgmma_runs();
+// Does a selected kernel with both MMAs (SelectedMma, nsa_cuda.h) run on
+// wgmma? Where it runs: when asked, or under Auto where `by_default`.
+bool selected_wgmma(SelectedMma asked, bool by_default);
 
 // The KeyOuter forward and dq (selected_key_outer.cu): where they apply
 // (sel_block = 64, n <= 32), and their launchers (reverse index, then per chunk

@@ -609,18 +609,23 @@ void SizesBackwardDq(benchmark::internal::Benchmark* b) {
     for (int64_t dq : {0, 1}) b->Args({0, S, dq});
 }
 
+// A device to run on, and wgmma where the row asks for it (`wgmma`); else the
+// row is skipped with why.
+bool wgmma_row(benchmark::State& state, bool wgmma) {
+  if (!require_device(state)) return false;
+  if (const std::string why = wgmma_declines(); wgmma && !why.empty()) {
+    state.SkipWithError(("wgmma declines: " + why).c_str());
+    return false;
+  }
+  return true;
+}
 // The selected dk/dv kernel with dq on mma.sync (arg mma 1) or on Hopper's
 // warpgroup MMAs (mma 2; nsa_cuda.h, set_selected_dkdv_mma; counter wgmma:
 // what ran): the selected backward with dq added in atomics, or the layer's
 // forward + backward (its default: dq atomic), same inputs, same run. A row
 // whose device or build declines wgmma is skipped with why.
 bool selected_mma_row(benchmark::State& state) {
-  if (!require_device(state)) return false;
-  if (const std::string why = wgmma_declines(); state.range(2) == 2 && !why.empty()) {
-    state.SkipWithError(("wgmma declines: " + why).c_str());
-    return false;
-  }
-  return true;
+  return wgmma_row(state, SelectedMma(state.range(2)) == SelectedMma::Wgmma);
 }
 void BM_SelectedBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
@@ -755,11 +760,7 @@ void SizesTiling(benchmark::internal::Benchmark* b) {
 // applies). A row whose device or build declines wgmma is skipped with why.
 template <Which W>
 void BM_ForwardMma(benchmark::State& state) {
-  if (!require_device(state)) return;
-  if (const std::string why = wgmma_declines(); state.range(2) == 1 && !why.empty()) {
-    state.SkipWithError(("wgmma declines: " + why).c_str());
-    return;
-  }
+  if (!wgmma_row(state, state.range(2) == 1)) return;
   const ScopedChoice<bool> wgmma(forward_wgmma(), set_forward_wgmma, state.range(2) == 1);
   branch_row<W, false>(state);
 }

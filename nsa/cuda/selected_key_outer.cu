@@ -689,9 +689,7 @@ void launch_fwd_ko(AttnParams& p) {
 // 2.71 ms, 32k 11.3 against 11.2, 64k 22.3 against 22.8; m7c 64k 2.68
 // against 2.75. Used synchronously (issue, wait) the MMAs save shared-memory
 // reads and ldmatrix, not latency: the kernel stays latency-bound.
-bool fwd_ko_wgmma() {
-  return selected_key_outer_mma() != SelectedMma::MmaSync && wgmma_runs();
-}
+bool fwd_ko_wgmma() { return selected_wgmma(selected_key_outer_mma(), /*by_default=*/true); }
 
 template <typename T, int DK, int DV, bool WG>
 void launch_fwd_ko_sized(AttnParams& p) {
