@@ -171,10 +171,10 @@ void set_selected_key_outer_warps(int warps);
 int selected_key_outer_warps();
 // Testing hook: the warps per CTA of the last KeyOuter forward launched.
 int last_selected_key_outer_warps();
-// The MMAs of a kernel that has both (the selected branch's, select_blocks'):
-// MmaSync (mma.sync per warp, every GPU), or Wgmma and Auto (Hopper's
-// warpgroup MMAs where wgmma_declines() is "", else mma.sync). The two agree
-// within rounding, not bit for bit. For tests and benchmarks; next launch on.
+// The MMAs of a selected-branch kernel that has both: MmaSync (mma.sync per
+// warp, every GPU), or Wgmma and Auto (Hopper's warpgroup MMAs where
+// wgmma_declines() is "", else mma.sync). The two agree within rounding, not
+// bit for bit. For tests and benchmarks; next launch on.
 enum class SelectedMma { Auto, MmaSync, Wgmma };
 // KeyOuter's forward products.
 void set_selected_key_outer_mma(SelectedMma mma);
@@ -204,12 +204,6 @@ void set_select_blocks_warps(int warps);
 int select_blocks_warps();
 // Testing hook: the warps per CTA of the last v2 select_blocks launched.
 int last_select_blocks_warps();
-// v2 select_blocks' S = Q Kc^T (select_blocks_tc.cu): SelectedMma's choices;
-// Auto takes wgmma where wgmma_declines() is "".
-void set_select_blocks_mma(SelectedMma mma);
-SelectedMma select_blocks_mma();
-// Testing hook: the last v2 select_blocks launched ran on wgmma.
-bool last_select_blocks_wgmma();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces

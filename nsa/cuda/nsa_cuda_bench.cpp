@@ -814,16 +814,6 @@ void BM_SelectBlocksWarps(benchmark::State& state) {
 // (shape, S) pairs, each with 4 and 8 warps as the third arg.
 void SizesWarps(benchmark::internal::Benchmark* b, ShapeSizes sizes) { SizesTimesChoices(b, sizes, {4, 8}, "warps"); }
 void SizesSelectWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}}); }
-// select_blocks' S = Q Kc^T on mma.sync (arg mma 1) or Hopper's warpgroup MMAs
-// (mma 2; nsa_cuda.h, set_select_blocks_mma; counter wgmma: what ran), from
-// the logsumexp as the layer runs it, same inputs, same run (SizesSelectedMma's
-// rows; selected_mma_row's skip).
-void BM_SelectBlocksMma(benchmark::State& state) {
-  if (!selected_mma_row(state)) return;
-  const ScopedChoice<SelectedMma> mma(select_blocks_mma(), set_select_blocks_mma, SelectedMma(state.range(2)));
-  select_from_lse_row(state);
-  state.counters["wgmma"] = last_select_blocks_wgmma() ? 1 : 0;
-}
 // KeyOuter's forward in CTAs of 4 or 8 warps (nsa_cuda.h,
 // set_selected_key_outer_warps; counter warps: what ran), the selected forward
 // with KeyOuter forced, same inputs, same run.
@@ -919,7 +909,6 @@ BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(Si
 BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
-BENCHMARK(BM_SelectBlocksMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
 BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);

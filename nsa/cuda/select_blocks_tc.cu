@@ -112,12 +112,10 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/top_n.cuh"
-#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -176,12 +174,10 @@ __device__ __forceinline__ void reduce_scatter_step(float* v, int lane, int bit)
   }
 }
 
-// WG: the key tiles as wgmma's core matrices (unpadded rows, wgmma.cuh); else
-// rows padded for ldmatrix.
-template <int DK, int WARPS, bool WG>
+template <int DK, int WARPS>
 struct SelLayout {
   static constexpr int kRows = SelCta<WARPS>::kRows;
-  static constexpr int kLdK = WG ? DK : DK + tc::kSmemPad;
+  static constexpr int kLdK = DK + tc::kSmemPad;
   static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
   static constexpr size_t kTableBytes = (2 * size_t(kRows) + 4 * size_t(kMaxTileBlocks)) * sizeof(int);
   NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums, kRows)) * kLdP * sizeof(float); }
@@ -199,13 +195,13 @@ struct SelLayout {
 template <int DK, int WARPS>
 constexpr int kSelectCtas = WARPS == 8 ? 2 : DK == 192 ? 3 : DK == 128 ? 4 : 5;
 
-template <typename T, int DK, int WARPS, bool WG>
+template <typename T, int DK, int WARPS>
 __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARPS>))
     nsa_select_blocks_tc_kernel(SelectTcParams p) {
-  using L = SelLayout<DK, WARPS, WG>;
+  using L = SelLayout<DK, WARPS>;
   constexpr int kThreads = SelCta<WARPS>::kThreads, kRows = SelCta<WARPS>::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK], WG: [2] core-matrix tiles
+  T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
   float* P = reinterpret_cast<float*>(smem_raw + L::kKBytes);  // [ring_rows][kLdP], key i at column i % 128
   int* q_nc = reinterpret_cast<int*>(smem_raw + L::kKBytes + L::p_bytes(p.half_sums));  // [kRows] visible keys of t0 + qi
   int* q_ncand = q_nc + kRows;                                            // [kRows] its candidate blocks
@@ -236,10 +232,6 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
                           q + row_offset(b, tb, g * p.h + (v1 ? r1 % p.hp : 0), p.S, p.H, DK), v1, tig);
   // Keys this warp's rows see at most (its last valid row has the latest query).
   const int warp_nc = warp * 16 < rows ? n_cmp(t0 + imin(warp * 16 + 15, rows - 1) / p.hp) : 0;
-  // WG: the keys its warpgroup's rows see at most; the 4 warps issue a tile's
-  // MMAs together while any of them has a row that sees the tile.
-  const int wg0 = warp / 4 * 64;
-  const int mma_nc = !WG ? warp_nc : wg0 < rows ? n_cmp(t0 + imin(wg0 + 63, rows - 1) / p.hp) : 0;
   const int nc_max = n_cmp(t0 + nq - 1);
   const int n_tiles = ceil_div(nc_max, kTcKeys);
   const float scale_log2 = p.scale * kLog2e;
@@ -251,11 +243,9 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
     constexpr int kParts = kThreads / kTcKeys;  // threads a key row
     const int r = tid / kParts, key = i * kTcKeys + r;
     const bool valid = key < nc_max;
-    const T* src = kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK);
-    if constexpr (WG)
-      wg::copy_row_core_async<DK, kParts>(Ks + (i & 1) * kTcKeys * L::kLdK, r, src, valid, tid % kParts);
-    else
-      tc::copy_row_async<DK, kParts>(Ks + ((i & 1) * kTcKeys + r) * L::kLdK, src, valid, tid % kParts);
+    T* dst = Ks + ((i & 1) * kTcKeys + r) * L::kLdK;
+    tc::copy_row_async<DK, kParts>(dst, kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK), valid,
+                                   tid % kParts);
     tc::cp_async_commit();
   };
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
@@ -369,21 +359,15 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
       // every warp is done with tile i - 1, whose stage the copy of tile i + 1
       // reuses and whose ring columns, table and scores this tile overwrites.
       tc::cp_async_wait<0>();
-      if constexpr (WG) wg::fence_proxy_async();  // for the warpgroup MMAs' reads
       __syncthreads();
       if (i + 1 < n_tiles) {
         issue_tile(i + 1);
         if (pass == 1) fill_block_table((i + 1) * kTcKeys, (i + 1) & 1);
       }
       const int k0 = i * kTcKeys;
-      float s[kTcKeys / 8][4];
-      if (k0 < mma_nc) {
-        if constexpr (WG)
-          wg::warpgroup_a_bt<T, DK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK);
-        else
-          tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
-      }
       if (k0 < warp_nc) {
+        float s[kTcKeys / 8][4];
+        tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
         // Masked keys (past a row's n_cmp) only in a tile some real row of the warp does not see whole.
         const bool whole = k0 + kTcKeys <= warp_nc_lo;
         const auto visible = [&](int n, int c) { return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1); };
@@ -519,31 +503,22 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
 
 std::atomic<int> g_select_warps{0};       // set_select_blocks_warps: 0 = the rule below
 std::atomic<int> g_last_select_warps{0};  // last_select_blocks_warps
-std::atomic<int> g_select_mma{int(SelectedMma::Auto)};  // set_select_blocks_mma
-std::atomic<bool> g_last_select_wgmma{false};           // last_select_blocks_wgmma
 
-template <typename T, int DK, int WARPS, bool WG>
+template <typename T, int DK, int WARPS>
 bool launch_warps(SelectTcParams& p) {
-  using L = SelLayout<DK, WARPS, WG>;
+  using L = SelLayout<DK, WARPS>;
   const size_t per_query = size_t(p.n_blocks) * sizeof(float), fixed = L::fixed(p.half_sums);
   const int fit = int((kSmemBudget - fixed) / per_query);
   p.q_tile = imin(L::kRows / p.hp, fit);
   if (p.q_tile < 1) return false;  // very long S: v1
   const size_t smem = fixed + size_t(p.q_tile) * per_query;
-  auto kernel = nsa_select_blocks_tc_kernel<T, DK, WARPS, WG>;
+  auto kernel = nsa_select_blocks_tc_kernel<T, DK, WARPS>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G);
   kernel<<<grid, SelCta<WARPS>::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   g_last_select_warps.store(WARPS);
-  g_last_select_wgmma.store(WG);
   return true;
-}
-
-template <typename T, int DK, int WARPS>
-bool launch_mma(SelectTcParams& p) {
-  if (selected_wgmma(select_blocks_mma(), /*by_default=*/true)) return launch_warps<T, DK, WARPS, true>(p);
-  return launch_warps<T, DK, WARPS, false>(p);
 }
 
 // 8 warps (128 rows a CTA) with half sums at dk >= 128, where a key tile's
@@ -555,9 +530,9 @@ template <typename T, int DK>
 bool launch_dk(SelectTcParams& p) {
   if constexpr (DK >= 128) {
     const int forced = g_select_warps.load();
-    if (p.half_sums && (forced == 8 || forced == 0)) return launch_mma<T, DK, 8>(p);
+    if (p.half_sums && (forced == 8 || forced == 0)) return launch_warps<T, DK, 8>(p);
   }
-  return launch_mma<T, DK, 4>(p);
+  return launch_warps<T, DK, 4>(p);
 }
 
 template <typename T>
@@ -579,9 +554,6 @@ void set_select_blocks_warps(int warps) {
 }
 int select_blocks_warps() { return g_select_warps.load(); }
 int last_select_blocks_warps() { return g_last_select_warps.load(); }
-void set_select_blocks_mma(SelectedMma mma) { g_select_mma.store(int(mma)); }
-SelectedMma select_blocks_mma() { return SelectedMma(g_select_mma.load()); }
-bool last_select_blocks_wgmma() { return g_last_select_wgmma.load(); }
 
 // Called by select_blocks (select_blocks.cu) after its argument checks; false:
 // this shape / dtype is not tiled here, the caller runs v1.

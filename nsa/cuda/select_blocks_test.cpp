@@ -272,43 +272,5 @@ INSTANTIATE_TEST_SUITE_P(
     V2Cases, SelectBlocksWarps, ::testing::ValuesIn(v2_cases()),
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
-// S = Q Kc^T on mma.sync and on Hopper's warpgroup MMAs (set_select_blocks_mma):
-// both equal the reference (exactly on tied inputs, where they must also equal
-// each other bitwise: every score is the same sum there), and the default
-// (Auto) runs wgmma. Skipped where wgmma cannot run (wgmma_declines()).
-class SelectBlocksMma : public ::testing::TestWithParam<SelectCase> {};
-
-TEST_P(SelectBlocksMma, WgmmaMatchesReference) {
-  NSA_REQUIRE_CUDA();
-  if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
-  const SelectCase& c = GetParam();
-  const SelectInputs in = make_select_inputs(c, 6000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const SelectedMma prev = select_blocks_mma();
-  const SelectedMma asked[3] = {SelectedMma::MmaSync, SelectedMma::Wgmma, SelectedMma::Auto};
-  at::Tensor got[3];
-  bool ran_wgmma[3];
-  for (int i = 0; i < 3; ++i) {
-    set_select_blocks_mma(asked[i]);
-    got[i] = run_select(c, in, scale);
-    ran_wgmma[i] = last_select_blocks_wgmma();
-  }
-  set_select_blocks_mma(prev);
-  ASSERT_EQ(last_select_blocks_kernel_version(), 2) << "this case should run the tensor-core kernel";
-  EXPECT_FALSE(ran_wgmma[0]);
-  EXPECT_TRUE(ran_wgmma[1]);
-  EXPECT_TRUE(ran_wgmma[2]) << "the default takes wgmma where it runs";
-  for (int i = 0; i < 2; ++i) {
-    SCOPED_TRACE(ran_wgmma[i] ? "wgmma" : "mma.sync");
-    expect_matches_reference(c, in, scale, got[i]);
-  }
-  if (c.tied) EXPECT_TRUE(at::equal(got[0], got[1])) << "mma.sync and wgmma differ on tied scores";
-  EXPECT_TRUE(at::equal(got[1], got[2])) << "Auto and Wgmma ran the same kernel";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    V2Cases, SelectBlocksMma, ::testing::ValuesIn(v2_cases()),
-    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
-
 }  // namespace
 }  // namespace nsa::cuda
