@@ -119,10 +119,11 @@ struct DkdvLayout {
   static constexpr size_t kLoopBytes = kKvBytes + 2 * kStageBytes + kMetaBytes;
   static constexpr size_t kBytes = kLoopBytes > kRedBytes ? kLoopBytes : kRedBytes;
   static_assert(kBytes <= kSmemBudget, "dk/dv v2 tiles exceed the shared-memory budget");
-  // With dq (BackwardDq::atomic): the row tile's dS^T, [64 keys][RT]
-  // 16-bit, after the loop's tiles; only where it still fits the budget.
+  // With dq (BackwardDq::atomic): each stage row's dq row (b S + t) H + head,
+  // [2][RT] int64, then the row tile's dS^T, [64 keys][RT] 16-bit, after the
+  // loop's tiles; only where it still fits the budget.
   static constexpr int kLdS = kRows + tc::kSmemPad;
-  static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
+  static constexpr size_t kDsBytes = 2 * size_t(kRows) * sizeof(int64_t) + size_t(kKeys) * kLdS * 2;
   static constexpr size_t kBytesDq =
       kLoopBytes + kDsBytes > kRedBytes ? kLoopBytes + kDsBytes : kRedBytes;
   static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
@@ -135,25 +136,21 @@ struct DkdvLayout {
 // ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
 // atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
 // add four columns of row gid and odd lanes four of row gid + 8. Padding rows
-// add nothing. Units of 64 columns where they come out a multiple of the
+// (dq row -1) add nothing. The rows' dq rows come from shared memory, written
+// with the tile's copies: ncu (paper_kernel 8k, H200) had a unit spend ~190 of
+// its ~216 instructions beside its 16 MMAs, a run-time modulo for each row's
+// head and the two rows in local memory among them. Units of 64 columns where they come out a multiple of the
 // warps, else of 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64
 // left 2 of the 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
-__device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int* ts, int n_here,
-                                            int tile_row0, int b, int g, int warp, int lane) {
+__device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
+                                            int n_here, int warp, int lane) {
   constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
   constexpr int kChunks = DK / kCols;
   const int gid = lane / 4, tig = lane % 4;
   const int n_units = ceil_div(n_here, 16) * kChunks;
   for (int u = warp; u < n_units; u += kTcWarps) {
     const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
-    // The global rows of the thread's two accumulator rows (gid, gid + 8), -1 if none.
-    int64_t row[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int r = r0 + gid + 8 * i, t = r < n_here ? ts[r] : -1;
-      row[i] = t < 0 ? -1 : (int64_t(b) * p.S + t) * p.H + g * p.h + (tile_row0 + r) % p.h;
-    }
     float acc[kCols / 8][4];
 #pragma unroll
     for (int n = 0; n < kCols / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
@@ -167,7 +164,7 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
         tc::warp_a_b_step<T, kCols, LDK>(acc, a, Ks, kk * 16, c0, lane);
     }
     const bool odd = tig & 1;
-    const int64_t mine = row[odd ? 1 : 0];
+    const int64_t mine = rows_dq[r0 + gid + (odd ? 8 : 0)];  // the tile's RT rows are all written
 #pragma unroll
     for (int n = 0; n < kCols / 8; ++n) {
       // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
@@ -202,7 +199,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
   float* row_lse = reinterpret_cast<float*>(row_t + 2 * RT);    // [2][RT], natural log as the forward wrote it
   float* row_delta = row_lse + 2 * RT;                          // [2][RT]
-  T* ds = reinterpret_cast<T*>(row_delta + 2 * RT);             // kDq: [64 keys][kLdS], dS^T of the row tile
+  int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], the row's dq row, -1: padding
+  T* ds = reinterpret_cast<T*>(row_dq + 2 * RT);                      // kDq: [64 keys][kLdS], dS^T of the row tile
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -263,6 +261,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       row_t[stage * RT + r] = t;
       tc::cp_async_4(row_lse + stage * RT + r, p.lse + li, valid);
       tc::cp_async_4(row_delta + stage * RT + r, p.delta + li, valid);
+      if constexpr (kDq) row_dq[stage * RT + r] = valid ? li : -1;
     }
     tc::cp_async_commit();
   };
@@ -434,7 +433,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       __syncthreads();  // every warp's dS^T of the tile is in ds
       // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
       // cores meanwhile (they read the stage's Q and dO, not ds or K).
-      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, ts, n_here, i * RT, b, g, warp, lane);
+      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, row_dq + stage * RT, n_here, warp, lane);
     }
     if constexpr (WG) {  // the tile's last dV, dK, before the barrier that frees its stage
       wg::wait<0>();
@@ -444,9 +443,45 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
 
+  constexpr int kLdR = DK + DV;
+  T* dk = static_cast<T*>(p.dk_out);
+  T* dv = static_cast<T*>(p.dv_out);
+  if constexpr (kDq) {
+    // 4 slices, one row group (kDq's rule): the warp alone holds its 16 keys'
+    // dK and dV, written from the accumulators (rows gid, gid + 8; columns
+    // 8 n + 2 tig, a 32-byte sector per key row and n) with no shared-memory
+    // pass. ncu (H200) had the pass below at 23 % of m7c 8k's instructions
+    // (CTAs of few row tiles: 16 row splits) and 10 % of paper_kernel 8k's.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int key = kw0 + gid + 8 * i;
+      if (key >= k1) continue;
+      if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
+        float* dst = p.dkdv_partial + ((int64_t(cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR +
+                     int64_t(g) * kLdR + 2 * tig;
+#pragma unroll
+        for (int n = 0; n < DK / 8; ++n)
+          *reinterpret_cast<float2*>(dst + 8 * n) =
+              make_float2(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
+#pragma unroll
+        for (int n = 0; n < DV / 8; ++n)
+          *reinterpret_cast<float2*>(dst + DK + 8 * n) = make_float2(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
+      } else {
+        T* dkr = dk + row_offset(b, key, g, p.Sk, p.G, DK) + 2 * tig;
+        T* dvr = dv + row_offset(b, key, g, p.Sk, p.G, DV) + 2 * tig;
+#pragma unroll
+        for (int n = 0; n < DK / 8; ++n)
+          *reinterpret_cast<uint32_t*>(dkr + 8 * n) =
+              tc::pack2<T>(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
+#pragma unroll
+        for (int n = 0; n < DV / 8; ++n)
+          *reinterpret_cast<uint32_t*>(dvr + 8 * n) = tc::pack2<T>(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
+      }
+    }
+    return;
+  }
   // Partial sums -> shared [warp][16 keys][dk + dv] floats (aliasing the tiles),
   // then row groups summed in order per key and written as pairs.
-  constexpr int kLdR = DK + DV;
   float* red = reinterpret_cast<float*>(smem_raw);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -457,8 +492,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     for (int n = 0; n < DV / 8; ++n) row[DK + n * 8] = dv_acc[n][2 * i], row[DK + n * 8 + 1] = dv_acc[n][2 * i + 1];
   }
   __syncthreads();
-  T* dk = static_cast<T*>(p.dk_out);
-  T* dv = static_cast<T*>(p.dv_out);
   for (int e = tid; e < kKeys * kLdR / 2; e += kTcThreads) {
     const int c = e / (kLdR / 2), col = 2 * (e % (kLdR / 2)), key = k0 + c;
     if (key >= k1) continue;
