@@ -59,18 +59,21 @@
 // read from the reverse index one row tile ahead: no thread waits on a global
 // load between tiles):
 // 55 KB at 64/64, 104 KB at 128/128, 101 KB at 192/192, all <= kSmemBudget
-// (112 KB). The final reduction area (4 warps x 16 keys x (dk + dv) floats)
-// aliases it once the row loop is done. The warpgroup kernel's unpadded core
-// tiles and dS^T: 58.5 KB at 64/64, 85.8 KB at 192/128.
+// (112 KB). Each warp writes its 16 keys' dk, dv straight from its
+// accumulators; only Selected with sel_block <= 32 (several row groups)
+// first sums them in a reduction area (4 warps x 16 keys x (dk + dv)
+// floats) aliasing the tiles once the row loop is done. With dq, each stage
+// row's dq row (int64) and the row tile's dS^T follow: the warpgroup
+// kernel's unpadded core tiles with them, 59.5 KB at 64/64, 86.3 KB at 192/128.
 // Registers per thread: dK dk/2 + dV dv/2 fp32 accumulators + S, dP (NR/2 each;
 // NR = 32 rows per step, 16 when dk + dv >= 320). Selected at 64/64 also holds
 // the warp's K and V fragments (dk/4 + dv/4) for the whole kernel in its 168
 // registers (3 CTAs per SM: min_ctas_per_sm, launch.cuh); the others re-read
 // them from shared memory (ldmatrix) at every row step (Window / Compressed at
 // 64/64: 128 registers, 4 CTAs). ptxas -v (CUDA 13.0, sm_90a): at 64/64 the
-// capped dk/dv kernels spill 28-36 bytes, those with dq 0-28; no spill up to
-// 128/128; the pairs with dk or dv = 192 sit at the 254-255 cap with 0-44
-// bytes of spill.
+// capped dk/dv kernels spill 20-36 bytes, those with dq 0-4; no spill up to
+// 128/128; the pairs with dk or dv = 192 sit at the 252-255 cap with 0-16
+// bytes of spill (the warpgroup kernel: 0 at 192/128, 52 at 192/192).
 #include <ATen/cuda/CUDAContextLight.h>  // getCurrentDeviceProperties
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAStream.h>
@@ -108,7 +111,7 @@ struct DkdvLayout {
   static constexpr int kRows = DK + DV > 256 ? 32 : 64;   // rows per stage (RT)
   // Rows per warp step (NR): 16 where S^T and dP^T (NR / 2 registers each) do
   // not fit beside dK and dV; the warpgroup kernel's registers (no K / V
-  // fragments) take 32 up to dk + dv = 320 (24 bytes of spill at 192/128).
+  // fragments) take 32 up to dk + dv = 320 (no spill at 192/128).
   static constexpr int kStep = DK + DV < 320 || (CORE && DK + DV <= 320) ? 32 : 16;
   static constexpr int kPad = CORE ? 0 : tc::kSmemPad;
   static constexpr int kLdK = DK + kPad, kLdV = DV + kPad;
@@ -446,12 +449,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   constexpr int kLdR = DK + DV;
   T* dk = static_cast<T*>(p.dk_out);
   T* dv = static_cast<T*>(p.dv_out);
-  if constexpr (kDq) {
-    // 4 slices, one row group (kDq's rule): the warp alone holds its 16 keys'
-    // dK and dV, written from the accumulators (rows gid, gid + 8; columns
-    // 8 n + 2 tig, a 32-byte sector per key row and n) with no shared-memory
-    // pass. ncu (H200) had the pass below at 23 % of m7c 8k's instructions
-    // (CTAs of few row tiles: 16 row splits) and 10 % of paper_kernel 8k's.
+  if (kDq || n_groups == 1) {
+    // One row group (4 slices: every kernel but Selected's with sel_block <=
+    // 32; always with dq): the warp alone holds its 16 keys' dK and dV,
+    // written from the accumulators (rows gid, gid + 8; columns 8 n + 2 tig, a
+    // 32-byte sector per key row and n) with no shared-memory pass. ncu
+    // (H200, the selected kernel with dq) had the pass below at 23 % of m7c
+    // 8k's instructions (CTAs of few row tiles: 16 row splits) and 10 % of
+    // paper_kernel 8k's.
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int key = kw0 + gid + 8 * i;
@@ -480,8 +485,9 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     }
     return;
   }
-  // Partial sums -> shared [warp][16 keys][dk + dv] floats (aliasing the tiles),
-  // then row groups summed in order per key and written as pairs.
+  // Several row groups: partial sums -> shared [warp][16 keys][dk + dv]
+  // floats (aliasing the tiles), then row groups summed in order per key and
+  // written as pairs.
   float* red = reinterpret_cast<float*>(smem_raw);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
