@@ -8,7 +8,9 @@
 Prints markdown: for each kernel in the file, the warp-state samples and
 executed instructions by opcode, the waits at each barrier (a warp waiting at
 BAR.SYNC is sampled, with reason "barrier", at the first instruction after it
-that must wait), and
+that must wait), the code by trip count (the instructions a warp executed
+equally often: a loop body, or the straight code around it, with its share of
+the instructions and samples and its main opcodes), and
 the instructions holding the most samples with their two main stall reasons.
 Every share is of the kernel's samples; figures come from the file alone.
 Exit 2 on input that is not such a page (naming the file and what is missing).
@@ -120,6 +122,24 @@ def barrier_waits(k: Kernel) -> list:
         [(-1, "(none)", waits[(-1, "(none)")])] if (-1, "(none)") in waits else [])
 
 
+def by_trip_count(k: Kernel) -> list:
+    """(executions, instructions, executed, samples, first and last index, opcodes Counter) for each
+    execution count of the kernel's instructions, most executed first. Instructions a warp executes
+    equally often are one piece of code run as often as its loop runs (or a few pieces that happen
+    to share a count: the index range shows where they lie)."""
+    groups = {}
+    for n, ins in enumerate(k.code):
+        if ins.executed == 0:
+            continue
+        g = groups.setdefault(ins.executed, [0, 0, n, n, Counter()])
+        g[0] += 1
+        g[1] += ins.samples
+        g[3] = n
+        g[4][ins.opcode] += 1
+    rows = [(count, g[0], count * g[0], g[1], g[2], g[3], g[4]) for count, g in groups.items()]
+    return sorted(rows, key=lambda r: -r[2])
+
+
 def report(k: Kernel, top: int) -> str:
     total, executed = k.samples, k.executed
     lines = [f"## {k.name}", "",
@@ -142,6 +162,12 @@ def report(k: Kernel, top: int) -> str:
               f"{share(sum(w for _, _, w in waits), total)} in all:", "",
               "| # | barrier address | share of samples |", "|---|---|---|"]
     lines += [f"| {n} | {a} | {share(w, total)} |" for n, a, w in sorted(waits, key=lambda x: -x[2])]
+    lines += ["", "Code by trip count (instructions executed equally often; # = first and last index):", "",
+              "| executions | instructions | # | share of instructions executed | share of samples | main opcodes |",
+              "|---|---|---|---|---|---|"]
+    for count, n_ins, ex, smp, first, last, ops in by_trip_count(k)[:top]:
+        main_ops = ", ".join(f"{op} {c}" for op, c in ops.most_common(4))
+        lines.append(f"| {count} | {n_ins} | {first}–{last} | {share(ex, executed)} | {share(smp, total)} | {main_ops} |")
     lines += ["", "| # | address | SASS | share of samples | executed | main stalls |", "|---|---|---|---|---|---|"]
     for n, ins in sorted(enumerate(k.code), key=lambda x: -x[1].samples)[:top]:
         main = ", ".join(f"{r} {share(s, ins.samples)}" for r, s in Counter(ins.stalls).most_common(2) if s)

@@ -140,9 +140,10 @@ struct DkdvLayout {
 // atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
 // add four columns of row gid and odd lanes four of row gid + 8. Padding rows
 // (dq row -1) add nothing. The rows' dq rows come from shared memory, written
-// with the tile's copies: ncu (paper_kernel 8k, H200) had a unit spend ~190 of
-// its ~216 instructions beside its 16 MMAs, a run-time modulo for each row's
-// head and the two rows in local memory among them. Units of 64 columns where they come out a multiple of the
+// with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
+// instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
+// row's head and the two rows in local memory among them (42 % of the
+// kernel's instructions; scripts/ncu_hotspots.py, code by trip count). Units of 64 columns where they come out a multiple of the
 // warps, else of 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64
 // left 2 of the 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
