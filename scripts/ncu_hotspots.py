@@ -122,22 +122,34 @@ def barrier_waits(k: Kernel) -> list:
         [(-1, "(none)", waits[(-1, "(none)")])] if (-1, "(none)") in waits else [])
 
 
+@dataclass
+class TripGroup:
+    """The instructions a warp executed equally often: one piece of code run as often as its loop
+    runs (or a few pieces that happen to share a count: first .. last shows where they lie)."""
+    executions: int  # of each instruction, warp level
+    instructions: int
+    samples: int
+    first: int  # index of its first and last instruction
+    last: int
+    opcodes: Counter
+
+    @property
+    def executed(self) -> int:
+        return self.executions * self.instructions
+
+
 def by_trip_count(k: Kernel) -> list:
-    """(executions, instructions, executed, samples, first and last index, opcodes Counter) for each
-    execution count of the kernel's instructions, most executed first. Instructions a warp executes
-    equally often are one piece of code run as often as its loop runs (or a few pieces that happen
-    to share a count: the index range shows where they lie)."""
+    """The kernel's TripGroups, most instructions executed first (never-executed code left out)."""
     groups = {}
     for n, ins in enumerate(k.code):
         if ins.executed == 0:
             continue
-        g = groups.setdefault(ins.executed, [0, 0, n, n, Counter()])
-        g[0] += 1
-        g[1] += ins.samples
-        g[3] = n
-        g[4][ins.opcode] += 1
-    rows = [(count, g[0], count * g[0], g[1], g[2], g[3], g[4]) for count, g in groups.items()]
-    return sorted(rows, key=lambda r: -r[2])
+        g = groups.setdefault(ins.executed, TripGroup(ins.executed, 0, 0, n, n, Counter()))
+        g.instructions += 1
+        g.samples += ins.samples
+        g.last = n
+        g.opcodes[ins.opcode] += 1
+    return sorted(groups.values(), key=lambda g: -g.executed)
 
 
 def report(k: Kernel, top: int) -> str:
@@ -165,9 +177,10 @@ def report(k: Kernel, top: int) -> str:
     lines += ["", "Code by trip count (instructions executed equally often; # = first and last index):", "",
               "| executions | instructions | # | share of instructions executed | share of samples | main opcodes |",
               "|---|---|---|---|---|---|"]
-    for count, n_ins, ex, smp, first, last, ops in by_trip_count(k)[:top]:
-        main_ops = ", ".join(f"{op} {c}" for op, c in ops.most_common(4))
-        lines.append(f"| {count} | {n_ins} | {first}–{last} | {share(ex, executed)} | {share(smp, total)} | {main_ops} |")
+    for g in by_trip_count(k)[:top]:
+        main_ops = ", ".join(f"{op} {c}" for op, c in g.opcodes.most_common(4))
+        lines.append(f"| {g.executions} | {g.instructions} | {g.first}–{g.last} | {share(g.executed, executed)} "
+                     f"| {share(g.samples, total)} | {main_ops} |")
     lines += ["", "| # | address | SASS | share of samples | executed | main stalls |", "|---|---|---|---|---|---|"]
     for n, ins in sorted(enumerate(k.code), key=lambda x: -x[1].samples)[:top]:
         main = ", ".join(f"{r} {share(s, ins.samples)}" for r, s in Counter(ins.stalls).most_common(2) if s)

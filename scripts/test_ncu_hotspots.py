@@ -86,9 +86,9 @@ class HotspotsTest(unittest.TestCase):
         groups = ncu_hotspots.by_trip_count(a)
         # Executed 1000 times: the HMMA (#0) and the last FADD (#7), 2000 of 2330;
         # 100 times: the loop's three (#1-#3), 300; 10 times: #4-#6, 30.
-        self.assertEqual([(c, n, ex, smp, first, last) for c, n, ex, smp, first, last, _ in groups],
+        self.assertEqual([(g.executions, g.instructions, g.executed, g.samples, g.first, g.last) for g in groups],
                          [(1000, 2, 2000, 115, 0, 7), (100, 3, 300, 65, 1, 3), (10, 3, 30, 20, 4, 6)])
-        self.assertEqual(groups[1][6], {"BAR": 1, "IMAD": 1, "BRA": 1})
+        self.assertEqual(groups[1].opcodes, {"BAR": 1, "IMAD": 1, "BRA": 1})
         rc, out, _ = self.run_main(self.write("s.csv", KERNEL_A))
         self.assertEqual(rc, 0)
         self.assertIn("| 1000 | 2 | 0–7 | 85.8 % | 57.5 % | HMMA 1, FADD 1 |", out)  # 2000 / 2330, 115 / 200

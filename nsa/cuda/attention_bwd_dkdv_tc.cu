@@ -143,9 +143,10 @@ struct DkdvLayout {
 // with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
 // instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
 // row's head and the two rows in local memory among them (42 % of the
-// kernel's instructions; scripts/ncu_hotspots.py, code by trip count). Units of 64 columns where they come out a multiple of the
-// warps, else of 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64
-// left 2 of the 4 warps waiting for half the time; 12 of 32 go 3 a warp.
+// kernel's instructions; scripts/ncu_hotspots.py, code by trip count).
+// Units of 64 columns where they come out a multiple of the warps, else of
+// 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64 left 2 of the
+// 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
                                             int n_here, int warp, int lane) {
