@@ -127,8 +127,9 @@ struct DkdvLayout {
   // loop's tiles; only where it still fits the budget.
   static constexpr int kLdS = kRows + tc::kSmemPad;
   static constexpr size_t kDsBytes = 2 * size_t(kRows) * sizeof(int64_t) + size_t(kKeys) * kLdS * 2;
-  static constexpr size_t kBytesDq =
-      kLoopBytes + kDsBytes > kRedBytes ? kLoopBytes + kDsBytes : kRedBytes;
+  // No reduction area: the kernels with dq have one row group and write dk, dv
+  // from the accumulators.
+  static constexpr size_t kBytesDq = kLoopBytes + kDsBytes;
   static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
