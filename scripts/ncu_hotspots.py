@@ -132,6 +132,7 @@ class TripGroup:
     first: int  # index of its first and last instruction
     last: int
     opcodes: Counter
+    stalls: Counter  # reason -> samples, over its instructions
 
     @property
     def executed(self) -> int:
@@ -144,11 +145,12 @@ def by_trip_count(k: Kernel) -> list:
     for n, ins in enumerate(k.code):
         if ins.executed == 0:
             continue
-        g = groups.setdefault(ins.executed, TripGroup(ins.executed, 0, 0, n, n, Counter()))
+        g = groups.setdefault(ins.executed, TripGroup(ins.executed, 0, 0, n, n, Counter(), Counter()))
         g.instructions += 1
         g.samples += ins.samples
         g.last = n
         g.opcodes[ins.opcode] += 1
+        g.stalls.update(ins.stalls)
     return sorted(groups.values(), key=lambda g: -g.executed)
 
 
@@ -175,12 +177,14 @@ def report(k: Kernel, top: int) -> str:
               "| # | barrier address | share of samples |", "|---|---|---|"]
     lines += [f"| {n} | {a} | {share(w, total)} |" for n, a, w in sorted(waits, key=lambda x: -x[2])]
     lines += ["", "Code by trip count (instructions executed equally often; # = first and last index):", "",
-              "| executions | instructions | # | share of instructions executed | share of samples | main opcodes |",
-              "|---|---|---|---|---|---|"]
+              "| executions | instructions | # | share of instructions executed | share of samples "
+              "| main stalls (share of samples) | main opcodes |",
+              "|---|---|---|---|---|---|---|"]
     for g in by_trip_count(k)[:top]:
         main_ops = ", ".join(f"{op} {c}" for op, c in g.opcodes.most_common(4))
+        main_stalls = ", ".join(f"{r} {share(c, total)}" for r, c in g.stalls.most_common(2) if c)
         lines.append(f"| {g.executions} | {g.instructions} | {g.first}–{g.last} | {share(g.executed, executed)} "
-                     f"| {share(g.samples, total)} | {main_ops} |")
+                     f"| {share(g.samples, total)} | {main_stalls} | {main_ops} |")
     lines += ["", "| # | address | SASS | share of samples | executed | main stalls |", "|---|---|---|---|---|---|"]
     for n, ins in sorted(enumerate(k.code), key=lambda x: -x[1].samples)[:top]:
         main = ", ".join(f"{r} {share(s, ins.samples)}" for r, s in Counter(ins.stalls).most_common(2) if s)

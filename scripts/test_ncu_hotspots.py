@@ -89,10 +89,12 @@ class HotspotsTest(unittest.TestCase):
         self.assertEqual([(g.executions, g.instructions, g.executed, g.samples, g.first, g.last) for g in groups],
                          [(1000, 2, 2000, 115, 0, 7), (100, 3, 300, 65, 1, 3), (10, 3, 30, 20, 4, 6)])
         self.assertEqual(groups[1].opcodes, {"BAR": 1, "IMAD": 1, "BRA": 1})
+        self.assertEqual(groups[1].stalls, {"barrier": 60, "short_sb": 0, "wait": 5})
         rc, out, _ = self.run_main(self.write("s.csv", KERNEL_A))
         self.assertEqual(rc, 0)
-        self.assertIn("| 1000 | 2 | 0–7 | 85.8 % | 57.5 % | HMMA 1, FADD 1 |", out)  # 2000 / 2330, 115 / 200
-        self.assertIn("| 100 | 3 | 1–3 | 12.9 % | 32.5 % |", out)  # 300 / 2330, 65 / 200
+        # 2000 / 2330 executed, 115 / 200 samples: short_sb 110, wait 5 of 200.
+        self.assertIn("| 1000 | 2 | 0–7 | 85.8 % | 57.5 % | short_sb 55.0 %, wait 2.5 % | HMMA 1, FADD 1 |", out)
+        self.assertIn("| 100 | 3 | 1–3 | 12.9 % | 32.5 % | barrier 30.0 %, wait 2.5 % |", out)  # 300 / 2330, 65 / 200
 
     def test_not_a_source_page_exits_2(self):
         for lines, want in [(["a,b", "1,2"], "no 'Kernel Name' row"),
