@@ -36,6 +36,28 @@ find_python() {
   return 1
 }
 
+# The nearest existing folder at or above $1 (the venv may not exist yet).
+existing() { local d=$1; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; echo "$d"; }
+free_mb() { df -Pm "$(existing "$1")" | awk 'NR == 2 { print $4 }'; }
+
+# Refuse early, with the numbers, where the download cannot fit: pip's own "No space left
+# on device" comes minutes in, half-installed. pip unpacks each wheel under $TMPDIR before
+# it lands in the venv, so both filesystems need room (their sum where they are one).
+need_disk() { # need_disk VENV_MB TMP_MB
+  local tmp=${TMPDIR:-/tmp} venv_mb=$1 tmp_mb=$2
+  if [ "$(stat -c %d "$(existing "$VENV")")" = "$(stat -c %d "$(existing "$tmp")")" ]; then
+    venv_mb=$((venv_mb + tmp_mb)); tmp_mb=0
+  fi
+  local at_venv at_tmp
+  at_venv=$(free_mb "$VENV"); at_tmp=$(free_mb "$tmp")
+  if [ "$at_venv" -lt "$venv_mb" ] || [ "$at_tmp" -lt "$tmp_mb" ]; then
+    say "not enough disk for torch: $VENV/ needs $venv_mb MB free, has $at_venv MB"
+    if [ "$tmp_mb" -gt 0 ]; then say "  and $tmp/ needs $tmp_mb MB, has $at_tmp MB"; fi
+    say "  free some space there, or set TMPDIR to a folder on a larger disk"
+    exit 4
+  fi
+}
+
 install_torch() { # install_torch cpu|cuda
   local flavour=$1
   if [ -n "${PYTHON:-}" ]; then
@@ -46,8 +68,12 @@ install_torch() { # install_torch cpu|cuda
     python3 -m venv "$VENV" >&2 || {
       say "python3 -m venv failed: install Debian's python3-venv (apt-get install python3-venv)"; exit 4; }
   fi
-  local -a pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar on)
+  # No cache: a fresh machine installs torch once, and a cached copy of the wheels would
+  # double the 4.7 GB that the CUDA build takes on disk.
+  local -a pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --no-cache-dir
+                --progress-bar on)
   if [ "$flavour" = cpu ]; then
+    need_disk 1200 400
     say "downloading torch==$TORCH_VERSION, CPU build (about 190 MB, plus about 60 MB of numpy, sympy"
     say "  and the other dependencies: 1-3 min at 20 Mbit/s) from $CPU_INDEX into $VENV/"
     # The CPU index mirrors torch's dependencies. Few retries: where it is unreachable
@@ -60,6 +86,7 @@ install_torch() { # install_torch cpu|cuda
     fi
   fi
   if [ "$flavour" = cuda ]; then
+    need_disk 5500 1200
     say "downloading torch==$TORCH_VERSION, CUDA build with its nvidia-* wheels (about 2.7 GB to download,"
     say "  4.7 GB on disk: 20-40 min at 20 Mbit/s) from PyPI into $VENV/"
     "${pip[@]}" "torch==$TORCH_VERSION" numpy >&2
