@@ -126,10 +126,11 @@ struct DkdvLayout {
   // [2][RT] int64, then the row tile's dS^T, [64 keys][RT] 16-bit, after the
   // loop's tiles; only where it still fits the budget.
   static constexpr int kLdS = kRows + tc::kSmemPad;
-  static constexpr size_t kDsBytes = 2 * size_t(kRows) * sizeof(int64_t) + size_t(kKeys) * kLdS * 2;
+  static constexpr size_t kDqRowsBytes = 2 * size_t(kRows) * sizeof(int64_t);
+  static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
   // No reduction area: the kernels with dq have one row group and write dk, dv
   // from the accumulators.
-  static constexpr size_t kBytesDq = kLoopBytes + kDsBytes;
+  static constexpr size_t kBytesDq = kLoopBytes + kDqRowsBytes + kDsBytes;
   static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
