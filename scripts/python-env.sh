@@ -69,7 +69,7 @@ install_torch() { # install_torch cpu|cuda
       say "python3 -m venv failed: install Debian's python3-venv (apt-get install python3-venv)"; exit 4; }
   fi
   # No cache: a fresh machine installs torch once, and a cached copy of the wheels would
-  # double the 4.7 GB that the CUDA build takes on disk.
+  # add their 2.7 GB to the 4.7 GB that the CUDA build takes on disk.
   local -a pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --no-cache-dir
                 --progress-bar on)
   if [ "$flavour" = cpu ]; then
