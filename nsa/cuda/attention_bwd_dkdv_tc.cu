@@ -342,6 +342,16 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   // step n's P^T after the barrier of step n - 1, which its partner reached
   // only once done reading step n - 2's from the same buffer.
   int n_done = 0;
+  // The CTA's barrier: the split kernel's two warpgroups reach it from
+  // different code (their own instantiations of this body), which
+  // __syncthreads' aligned bar.sync does not allow (compute-sanitizer
+  // synccheck: "divergent threads"); barrier.sync without .aligned does.
+  const auto sync_cta = [] {
+    if constexpr (kSplit)
+      tc::named_barrier_sync(0, kThreads);
+    else
+      __syncthreads();
+  };
   for (int i = tile0; i < tile1; ++i) {
     if (i + 1 < tile1) {
       issue_rows(i + 1);
@@ -350,7 +360,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       tc::cp_async_wait<0>();
     }
     if constexpr (WG) wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
-    __syncthreads();
+    sync_cta();
     if constexpr (kHoldKv) {
       if (i == tile0 && slice_active) {  // the key tile arrived with the first row tile
         tc::ldmatrix_a_frags<T, DK, L::kLdK>(kf, Ks, kr0, lane);
@@ -499,7 +509,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       }
     }
     if constexpr (kDq) {
-      __syncthreads();  // every warp's dS^T of the tile is in ds
+      sync_cta();  // every warp's dS^T of the tile is in ds
       // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
       // cores meanwhile (they read the stage's Q and dO, not ds or K).
       add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG, kWarps>(p, ds, Ks, row_dq + stage * RT, n_here, warp, lane);
@@ -509,7 +519,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       wg::fence_operands(dv_acc);
       wg::fence_operands(dk_acc);
     }
-    __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
+    sync_cta();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
 
   constexpr int kLdR = DK + DV;
