@@ -83,7 +83,7 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
   # for its production-shape decode cases (under memcheck the whole test ran
   # past 180 s in the first of them).
   n_entry=0
-  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*B2_S333_h6*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*h5_paper*:*S300_h64_B2*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder*:*SelectBlocksWarps*S2000_h16_d128*:*SelectBlocksWarps*S700_h32_d128_l8*:*SelectedKeyOuterWarps*B2_S257*:*SelectedAtomicDq.Wgmma*B2_S257*:*SelectedAtomicDq.Split*B2_S257* nsa_cuda_test#memcheck,racecheck,synccheck#*CudnnCompressed.MatchesReference/bf16_S512*:*CudnnCompressed.MatchesReference/bf16_S64* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*B2_S333_h6*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*h5_paper*:*S300_h64_B2*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder*:*SelectBlocksWarps*S2000_h16_d128*:*SelectBlocksWarps*S700_h32_d128_l8*:*SelectedKeyOuterWarps*B2_S257*:*SelectedAtomicDq.Wgmma*B2_S257* nsa_cuda_test#memcheck,racecheck,synccheck#*CudnnCompressed.MatchesReference/bf16_S512*:*CudnnCompressed.MatchesReference/bf16_S64* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
     bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}; n_entry=$((n_entry + 1))
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
     for tool in ${tools//,/ }; do

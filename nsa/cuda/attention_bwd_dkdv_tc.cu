@@ -135,19 +135,6 @@ struct DkdvLayout {
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
 
-// The split kernel's (DkdvRole): the kernel with dq's, then each warp pair's
-// P^T of a step, fp32 in the accumulator layout, lane-major (a lane writes and
-// its partner lane reads the same 32-bit words: no bank conflict), [2
-// buffers][4 slices][NR / 2][32]: 106 KB at 192/128, 2 CTAs an SM. The dK
-// warpgroup takes the registers the dV one gives: dk >= dv only.
-template <int DK, int DV>
-struct DkdvSplitLayout {
-  using L = DkdvLayout<DK, DV>;
-  static constexpr size_t kPBytes = 2 * size_t(kTcWarps) * (L::kStep / 2) * 32 * sizeof(float);
-  static constexpr size_t kBytes = L::kBytesDq + kPBytes;
-  static constexpr bool kFits = L::kDqFits && DK >= DV && kBytes <= kSmemBudget;
-};
-
 // dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
 // (64 keys x RT rows, `ds`) is complete; the warps take units of 16 rows x
 // kCols columns of dq in turn, each reading dS as A fragments (transposed from
@@ -159,19 +146,17 @@ struct DkdvSplitLayout {
 // instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
 // row's head and the two rows in local memory among them (42 % of the
 // kernel's instructions; scripts/ncu_hotspots.py, code by trip count).
-// Units of 64 columns where they come out a multiple of the WARPS, else of
-// 32, else of 16: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64
-// left 2 of 4 warps waiting for half the time; 12 of 32 go 3 a warp, and 24 of
-// 16 go 3 to each of the split kernel's 8.
-template <typename T, int DK, int RT, int LDS, int LDK, bool CORE, int WARPS = kTcWarps>
+// Units of 64 columns where they come out a multiple of the warps, else of
+// 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64 left 2 of the
+// 4 warps waiting for half the time; 12 of 32 go 3 a warp.
+template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
                                             int n_here, int warp, int lane) {
-  constexpr int kUnits64 = (RT / 16) * (DK / 64);
-  constexpr int kCols = kUnits64 % WARPS == 0 ? 64 : 2 * kUnits64 % WARPS == 0 ? 32 : 4 * kUnits64 % WARPS == 0 ? 16 : 32;
+  constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
   constexpr int kChunks = DK / kCols;
   const int gid = lane / 4, tig = lane % 4;
   const int n_units = ceil_div(n_here, 16) * kChunks;
-  for (int u = warp; u < n_units; u += WARPS) {
+  for (int u = warp; u < n_units; u += kTcWarps) {
     const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
     float acc[kCols / 8][4];
 #pragma unroll
@@ -204,32 +189,15 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
   }
 }
 
-// What a warp of the dk/dv kernel computes. Both: its 16 keys' dV and dK
-// (S^T, P^T, dV, dP^T, dS^T, dK). The split kernel (8 warps, selected with dq,
-// sm_90a) gives each 16-key slice two warps, one per warpgroup: Dv (warps 0-3)
-// S^T, P^T and dV += P^T dO; Dk (warps 4-7) dP^T, dS^T = P^T (dP^T - delta)
-// with P^T from its partner through shared memory, and dK += dS^T Q. Each
-// holds one accumulator (dV: dv / 2 registers, dK: dk / 2) where a Both warp
-// holds the two, so 16 warps fit an SM where 8 did at 192/128 (the registers
-// shifted to the Dk warpgroup with setmaxnreg), and the pair's two chains of
-// MMAs run side by side. Same products, same order: dk and dv are the Both
-// kernel's bit for bit.
-enum class DkdvRole { Both, Dv, Dk };
-
 // kDq (BackwardDq::atomic): also dQ += dS K into p.dq_accum for every row tile
 // (add_tile_dq), one barrier more per tile; 4 key slices only (Selected:
 // sel_block a multiple of 64). WG (sm_90a, with kDq): the products on
-// warpgroup MMAs over core-matrix tiles (the file's head). ROLE: DkdvRole.
-template <typename T, int DK, int DV, Branch BR, bool kDq = false, bool WG = false, DkdvRole ROLE = DkdvRole::Both>
+// warpgroup MMAs over core-matrix tiles (the file's head).
+template <typename T, int DK, int DV, Branch BR, bool kDq = false, bool WG = false>
 __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   static_assert(!WG || kDq, "the warpgroup kernel is the one with dq");
-  constexpr bool kSplit = ROLE != DkdvRole::Both;
-  static_assert(!kSplit || (kDq && !WG), "the split kernel is the mma.sync one with dq");
-  constexpr bool kDvSide = ROLE != DkdvRole::Dk, kDkSide = ROLE != DkdvRole::Dv;
-  constexpr int kThreads = kSplit ? 2 * kTcThreads : kTcThreads, kWarps = kThreads / 32;
   using L = DkdvLayout<DK, DV, WG>;
-  constexpr int RT = L::kRows, NR = L::kStep, kTpr = kThreads / RT;  // loader threads per row
-  constexpr int kKeyTpr = kThreads / kKeys;                            // loader threads per key row
+  constexpr int RT = L::kRows, NR = L::kStep, kTpr = kTcThreads / RT;  // loader threads per row
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                       // [64][kLdK]
   T* Vs = Ks + kKeys * L::kLdK;                                 // [64][kLdV]
@@ -240,7 +208,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   float* row_delta = row_lse + 2 * RT;                          // [2][RT]
   int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], the row's dq row, -1: padding
   T* ds = reinterpret_cast<T*>(row_dq + 2 * RT);                      // kDq: [64 keys][kLdS], dS^T of the row tile
-  float* pbuf = reinterpret_cast<float*>(ds + kKeys * L::kLdS);       // kSplit: P^T (DkdvSplitLayout)
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -257,11 +224,9 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     if (n_slices == 3) n_slices = 4;
   }
   if (k0 >= k1) return;  // a sub-tile past the end of the sequence: owns no key
-  // kSplit: 4 slices (kDq), each the Dv warp's and the Dk warp's; one row group.
-  const int slice = warp % n_slices, row_group = kSplit ? 0 : warp / n_slices,
-            n_groups = kSplit ? 1 : kTcWarps / n_slices;
+  const int slice = warp % n_slices, row_group = warp / n_slices, n_groups = kTcWarps / n_slices;
   const bool slice_active = slice < ceil_div(k1 - k0, 16);  // the slice holds a key
-  if constexpr (kDq && kDkSide) {
+  if constexpr (kDq) {
     // A slice past the block's end adds zeros to every row's dQ (its K rows
     // are zero-filled, but its dS must not be stale shared memory).
     if (!slice_active)
@@ -314,18 +279,18 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) dv_acc[n][0] = dv_acc[n][1] = dv_acc[n][2] = dv_acc[n][3] = 0.f;
 
-  if (tile0 < tile1) {  // the key tile (kKeyTpr threads per key row) joins the first row tile's group
-    const int r = tid / kKeyTpr, key = k0 + r;
+  if (tile0 < tile1) {  // the key tile (2 threads per key row) joins the first row tile's group
+    const int r = tid / 2, key = k0 + r;
     const bool valid = key < k1;
     const int src = valid ? key : k0;
     const T* ksrc = k + row_offset(b, src, g, p.Sk, p.G, DK);
     const T* vsrc = v + row_offset(b, src, g, p.Sk, p.G, DV);
     if constexpr (WG) {
-      wg::copy_row_core_async<DK, kKeyTpr>(Ks, r, ksrc, valid, tid % kKeyTpr);
-      wg::copy_row_core_async<DV, kKeyTpr>(Vs, r, vsrc, valid, tid % kKeyTpr);
+      wg::copy_row_core_async<DK, 2>(Ks, r, ksrc, valid, tid & 1);
+      wg::copy_row_core_async<DV, 2>(Vs, r, vsrc, valid, tid & 1);
     } else {
-      tc::copy_row_async<DK, kKeyTpr>(Ks + r * L::kLdK, ksrc, valid, tid % kKeyTpr);
-      tc::copy_row_async<DV, kKeyTpr>(Vs + r * L::kLdV, vsrc, valid, tid % kKeyTpr);
+      tc::copy_row_async<DK>(Ks + r * L::kLdK, ksrc, valid, tid & 1);
+      tc::copy_row_async<DV>(Vs + r * L::kLdV, vsrc, valid, tid & 1);
     }
     issue_rows(tile0);
   }
@@ -333,25 +298,10 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   // With room for them (3 CTAs per SM at 64/64, launch.cuh), the warp's 16 keys
   // of K and V stay in registers as A fragments from the first row tile on,
   // where every row step re-read them by ldmatrix (8 of its 40 shared loads).
-  constexpr bool kHoldKv = !WG && !kSplit && DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
+  constexpr bool kHoldKv = !WG && DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
   uint32_t kf[kHoldKv ? DK / 16 : 1][4], vf[kHoldKv ? DV / 16 : 1][4];
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
-  // kSplit: the steps the warp pair has done (both skip the same ones); P^T's
-  // buffer is n_done's parity. One pair barrier a step: the Dv warp writes
-  // step n's P^T after the barrier of step n - 1, which its partner reached
-  // only once done reading step n - 2's from the same buffer.
-  int n_done = 0;
-  // The CTA's barrier: the split kernel's two warpgroups reach it from
-  // different code (their own instantiations of this body), which
-  // __syncthreads' aligned bar.sync does not allow (compute-sanitizer
-  // synccheck: "divergent threads"); barrier.sync without .aligned does.
-  const auto sync_cta = [] {
-    if constexpr (kSplit)
-      tc::named_barrier_sync(0, kThreads);
-    else
-      __syncthreads();
-  };
   for (int i = tile0; i < tile1; ++i) {
     if (i + 1 < tile1) {
       issue_rows(i + 1);
@@ -360,7 +310,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       tc::cp_async_wait<0>();
     }
     if constexpr (WG) wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
-    sync_cta();
+    __syncthreads();
     if constexpr (kHoldKv) {
       if (i == tile0 && slice_active) {  // the key tile arrived with the first row tile
         tc::ldmatrix_a_frags<T, DK, L::kLdK>(kf, Ks, kr0, lane);
@@ -390,7 +340,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       else
         none = kn0 > tl;
       if (none) {
-        if constexpr (kDq && kDkSide) {  // no row of the step sees the warp's keys: their dS is 0
+        if constexpr (kDq) {  // no row of the step sees the warp's keys: their dS is 0
 #pragma unroll
           for (int n = 0; n < NR / 8; ++n)
 #pragma unroll
@@ -426,100 +376,78 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         wg::fence_operands(dk_acc);
       } else if constexpr (kHoldKv) {
         tc::warp_a_bt<T, DK, NR, L::kLdK>(sp, kf, qs, row0, lane);
-      } else if constexpr (kDvSide) {
+      } else {
         tc::warp_smem_a_bt<T, DK, NR, L::kLdK, L::kLdK>(sp, Ks, kr0, qs, row0, lane);
       }
       // Element (n, j): key kw0 + gid + 8 (j / 2), row row0 + 8 n + 2 tig + j % 2.
       // The rows' logsumexp in the log2 domain (lse = +inf: P = 0), the thread's
       // two rows per 8-row column block.
-      if constexpr (kDvSide) {
-        float lse2[NR / 8][2];
+      float lse2[NR / 8][2];
+#pragma unroll
+      for (int n = 0; n < NR / 8; ++n) {
+        lse2[n][0] = lse[row0 + 8 * n + 2 * tig] * kLog2e;
+        lse2[n][1] = lse[row0 + 8 * n + 2 * tig + 1] * kLog2e;
+      }
+      if (all) {
 #pragma unroll
         for (int n = 0; n < NR / 8; ++n) {
-          lse2[n][0] = lse[row0 + 8 * n + 2 * tig] * kLog2e;
-          lse2[n][1] = lse[row0 + 8 * n + 2 * tig + 1] * kLog2e;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2]));
         }
-        if (all) {
+      } else {
 #pragma unroll
-          for (int n = 0; n < NR / 8; ++n) {
+        for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2]));
-          }
-        } else {
-#pragma unroll
-          for (int n = 0; n < NR / 8; ++n) {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
-              const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
-              sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2])) : 0.f;
-            }
+          for (int j = 0; j < 4; ++j) {
+            const int key = kw0 + gid + 8 * (j / 2), r = row0 + 8 * n + 2 * tig + j % 2, t = ts[r];
+            const bool vis = t >= 0 && key < k1 && key_visible(BR, t, key, p.window, p.cmp_block, p.cmp_stride);
+            sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2])) : 0.f;
           }
         }
       }
-      if constexpr (kSplit) {  // P^T from the Dv warp to its Dk partner
-        float* pb = pbuf + ((n_done & 1) * kTcWarps + slice) * (NR / 2) * 32 + lane;
-        if constexpr (ROLE == DkdvRole::Dv) {
-#pragma unroll
-          for (int n = 0; n < NR / 8; ++n)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) pb[(4 * n + j) * 32] = sp[n][j];
-          tc::named_barrier_sync(1 + slice, 64);
-          tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
-        } else {
-          tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
-          tc::named_barrier_sync(1 + slice, 64);
-#pragma unroll
-          for (int n = 0; n < NR / 8; ++n)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) sp[n][j] = pb[(4 * n + j) * 32];
-        }
-        ++n_done;
-      } else if constexpr (!WG) {
+      if constexpr (!WG) {
         tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
         if constexpr (kHoldKv)
           tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
         else
           tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
       }
-      if constexpr (kDkSide) {  // (the Dv warp's step ends with dV)
 #pragma unroll
-        for (int n = 0; n < NR / 8; ++n) {
+      for (int n = 0; n < NR / 8; ++n) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
-        }
-        if constexpr (WG) {  // dV += P^T dO and dK += dS^T Q, waited for with the next step's S^T
-          wg::fence();
-          wg::fence_operands(dv_acc);
-          wg::fence_operands(dk_acc);
-          wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
-          wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, q_rows);
-          wg::commit();
-        } else {
-          tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
-        }
-        if constexpr (kDq) {  // dS^T (keys x rows, rounded as dK's operand was) for the tile's dQ
+        for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
+      }
+      if constexpr (WG) {  // dV += P^T dO and dK += dS^T Q, waited for with the next step's S^T
+        wg::fence();
+        wg::fence_operands(dv_acc);
+        wg::fence_operands(dk_acc);
+        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
+        wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, q_rows);
+        wg::commit();
+      } else {
+        tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);
+      }
+      if constexpr (kDq) {  // dS^T (keys x rows, rounded as dK's operand was) for the tile's dQ
 #pragma unroll
-          for (int n = 0; n < NR / 8; ++n)
+        for (int n = 0; n < NR / 8; ++n)
 #pragma unroll
-            for (int i = 0; i < 2; ++i)
-              *reinterpret_cast<uint32_t*>(ds + (kr0 + gid + 8 * i) * L::kLdS + row0 + 8 * n + 2 * tig) =
-                  tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
-        }
+          for (int i = 0; i < 2; ++i)
+            *reinterpret_cast<uint32_t*>(ds + (kr0 + gid + 8 * i) * L::kLdS + row0 + 8 * n + 2 * tig) =
+                tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
       }
     }
     if constexpr (kDq) {
-      sync_cta();  // every warp's dS^T of the tile is in ds
+      __syncthreads();  // every warp's dS^T of the tile is in ds
       // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
       // cores meanwhile (they read the stage's Q and dO, not ds or K).
-      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG, kWarps>(p, ds, Ks, row_dq + stage * RT, n_here, warp, lane);
+      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, row_dq + stage * RT, n_here, warp, lane);
     }
     if constexpr (WG) {  // the tile's last dV, dK, before the barrier that frees its stage
       wg::wait<0>();
       wg::fence_operands(dv_acc);
       wg::fence_operands(dk_acc);
     }
-    sync_cta();  // the stage (and ds) are free for tile i + 2 (i + 1)
+    __syncthreads();  // the stage (and ds) are free for tile i + 2 (i + 1)
   }
 
   constexpr int kLdR = DK + DV;
@@ -540,31 +468,23 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
         float* dst = p.dkdv_partial + ((int64_t(cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR +
                      int64_t(g) * kLdR + 2 * tig;
-        if constexpr (kDkSide) {
 #pragma unroll
-          for (int n = 0; n < DK / 8; ++n)
-            *reinterpret_cast<float2*>(dst + 8 * n) =
-                make_float2(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
-        }
-        if constexpr (kDvSide) {
+        for (int n = 0; n < DK / 8; ++n)
+          *reinterpret_cast<float2*>(dst + 8 * n) =
+              make_float2(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
 #pragma unroll
-          for (int n = 0; n < DV / 8; ++n)
-            *reinterpret_cast<float2*>(dst + DK + 8 * n) = make_float2(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
-        }
+        for (int n = 0; n < DV / 8; ++n)
+          *reinterpret_cast<float2*>(dst + DK + 8 * n) = make_float2(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
       } else {
         T* dkr = dk + row_offset(b, key, g, p.Sk, p.G, DK) + 2 * tig;
         T* dvr = dv + row_offset(b, key, g, p.Sk, p.G, DV) + 2 * tig;
-        if constexpr (kDkSide) {
 #pragma unroll
-          for (int n = 0; n < DK / 8; ++n)
-            *reinterpret_cast<uint32_t*>(dkr + 8 * n) =
-                tc::pack2<T>(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
-        }
-        if constexpr (kDvSide) {
+        for (int n = 0; n < DK / 8; ++n)
+          *reinterpret_cast<uint32_t*>(dkr + 8 * n) =
+              tc::pack2<T>(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
 #pragma unroll
-          for (int n = 0; n < DV / 8; ++n)
-            *reinterpret_cast<uint32_t*>(dvr + 8 * n) = tc::pack2<T>(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
-        }
+        for (int n = 0; n < DV / 8; ++n)
+          *reinterpret_cast<uint32_t*>(dvr + 8 * n) = tc::pack2<T>(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
       }
     }
     return;
@@ -628,31 +548,6 @@ __global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq,
 #endif
 }
 
-// The selected dk, dv and dq split between two warpgroups (DkdvRole): 8
-// warps, 2 CTAs an SM asked of the compiler (128 registers a thread at entry),
-// then the Dv warpgroup gives registers to the Dk one (dV holds dv / 2 fp32 a
-// thread, dK dk / 2: at 192/128, 64 against 96). sm_90a code only
-// (setmaxnreg), empty elsewhere and where its tiles do not fit (never
-// launched there: LaunchDkdv).
-constexpr int kSplitRegsDv = 104, kSplitRegsDk = 152;
-static_assert(kSplitRegsDv + kSplitRegsDk == 2 * 128, "the two warpgroups share the 128 registers a thread of 2 CTAs an SM");
-template <int DK, int DV>
-constexpr bool kSplitDkdvDq = DkdvSplitLayout<DK, DV>::kFits;
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(2 * kTcThreads, 2) nsa_selected_bwd_dkdvdq_split_kernel(AttnParams p) {
-#if NSA_WGMMA_DEVICE
-  if constexpr (kSplitDkdvDq<DK, DV>) {
-    if (threadIdx.x < kTcThreads) {
-      wg::setmaxnreg_dec<kSplitRegsDv>();
-      tc_dkdv_body<T, DK, DV, Branch::Selected, true, false, DkdvRole::Dv>(p);
-    } else {
-      wg::setmaxnreg_inc<kSplitRegsDk>();
-      tc_dkdv_body<T, DK, DV, Branch::Selected, true, false, DkdvRole::Dk>(p);
-    }
-  }
-#endif
-}
-
 // dq = scale * the fp32 accumulator, in the input dtype, two elements per
 // thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
 template <typename T>
@@ -687,8 +582,6 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
-std::atomic<int> g_selected_warps{0};                     // set_selected_dkdv_warps: 0 = the rule
-std::atomic<int> g_last_selected_warps{0};                // last_selected_dkdv_warps
 
 // How many CTAs share a key tile's rows (each split costs an fp32 partial of
 // dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
@@ -743,15 +636,8 @@ struct LaunchDkdv {
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
     const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
                        selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
-    // The split kernel (8 warps) where asked or by the rule, on mma.sync only.
-    const int warps_asked = g_selected_warps.load();
-    const bool split = with_dq && br == Branch::Selected && !wgmma && kSplitDkdvDq<DK, DV> && wgmma_runs() &&
-                       (warps_asked == 8 || (warps_asked == 0 && selected_dkdv_split_by_default(DK, DV)));
-    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_warps.store(split ? 8 : 4);
-    if (split)
-      launch_kernel(nsa_selected_bwd_dkdvdq_split_kernel<T, DK, DV>, grid, 2 * kTcThreads,
-                    DkdvSplitLayout<DK, DV>::kBytes, p);
-    else if (wgmma)
+    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
+    if (wgmma)
       launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
                     p);
     else if (with_dq)
@@ -796,15 +682,6 @@ SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
 // thread) do not hide that.
 bool selected_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
 bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
-void set_selected_dkdv_warps(int warps) {
-  TORCH_CHECK(warps == 0 || warps == 4 || warps == 8, "set_selected_dkdv_warps: 0, 4 or 8, got ", warps);
-  g_selected_warps.store(warps);
-}
-int selected_dkdv_warps() { return g_selected_warps.load(); }
-int last_selected_dkdv_warps() { return g_last_selected_warps.load(); }
-// To be measured (H200): the paper's 192/128, whose dK and dV fill a 4-warp
-// kernel's registers; 64/64 keeps the warpgroup kernel.
-bool selected_dkdv_split_by_default(int dk, int dv) { return dk + dv > 128; }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},

@@ -94,15 +94,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Barrier `id` (0 .. 15; 0 is also __syncthreads') for `threads` threads, a
-// multiple of 32: a few warps wait for each other without the whole CTA; their
-// shared-memory writes before it are seen by the others after it. Not
-// .aligned (bar.sync is barrier.sync.aligned): the warps may reach it from
-// different instructions, as warps of different roles do.
-__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -189,17 +189,6 @@ SelectedMma selected_dkdv_mma();
 bool selected_dkdv_wgmma_by_default(int dk, int dv);
 // Testing hook: the last selected dk/dv kernel launched ran on wgmma.
 bool last_selected_dkdv_wgmma();
-// That kernel on mma.sync: 0 = its rule (selected_dkdv_split_by_default, where
-// sm_90a code runs: wgmma_declines() is ""), 4 = 4 warps, each holding its 16
-// keys' dK and dV; 8 = the split kernel, two warpgroups of 4 (one computes P^T
-// and dV, the other dP^T, dS^T and dK; where sm_90a code runs, else 4). dk and
-// dv are the same bit for bit (dq within rounding: its atomics' order). For
-// tests and benchmarks; next launch on.
-void set_selected_dkdv_warps(int warps);
-int selected_dkdv_warps();
-bool selected_dkdv_split_by_default(int dk, int dv);
-// Testing hook: the warps per CTA of the last selected dk/dv kernel launched.
-int last_selected_dkdv_warps();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

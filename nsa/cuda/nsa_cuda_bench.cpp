@@ -647,34 +647,6 @@ void SizesSelectedMma(benchmark::internal::Benchmark* b) {
                     {int64_t(SelectedMma::MmaSync), int64_t(SelectedMma::Wgmma)}, "mma");
 }
 
-// The selected dk/dv kernel with dq on mma.sync in 4 warps (arg warps 4) or
-// split between two warpgroups (8; nsa_cuda.h, set_selected_dkdv_warps;
-// counter warps: what ran): the selected backward with dq added in atomics, or
-// the layer's forward + backward, same inputs, same run. The split kernel
-// needs sm_90a code (as wgmma): a row asking it where that cannot run is
-// skipped with why.
-bool selected_warps_row(benchmark::State& state) { return wgmma_row(state, state.range(2) == 8); }
-void BM_SelectedBwdWarps(benchmark::State& state) {
-  if (!selected_warps_row(state)) return;
-  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
-  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma::MmaSync);
-  const ScopedChoice<int> warps(selected_dkdv_warps(), set_selected_dkdv_warps, int(state.range(2)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<Which::Selected, true>(state, p);
-  state.counters["warps"] = last_selected_dkdv_warps();
-  report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
-}
-void BM_LayerFwdBwdWarps(benchmark::State& state) {
-  if (!selected_warps_row(state)) return;
-  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma::MmaSync);
-  const ScopedChoice<int> warps(selected_dkdv_warps(), set_selected_dkdv_warps, int(state.range(2)));
-  layer_fwd_bwd_row(state);
-  state.counters["warps"] = last_selected_dkdv_warps();
-}
-void SizesSelectedWarps(benchmark::internal::Benchmark* b) {
-  SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}}, {4, 8}, "warps");
-}
-
 // The layer's forward + backward with the three backward choices a run makes
 // of `auto` (nsa/determinism.h, kBackwardChoices): arg fast 0 = the
 // reproducible ones (train.deterministic), 1 = the fast ones (a run without
@@ -950,8 +922,6 @@ BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);
-BENCHMARK(BM_SelectedBwdWarps)->Apply(SizesSelectedWarps);
-BENCHMARK(BM_LayerFwdBwdWarps)->Apply(SizesSelectedWarps);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
 

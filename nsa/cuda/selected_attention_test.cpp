@@ -416,44 +416,6 @@ TEST_P(SelectedAtomicDq, WgmmaMatchesReference) {
   testing::expect_close(std::string(c.name) + " dq wgmma vs mma.sync", g[1].dq, testing::f64(g[0].dq), tol);
 }
 
-// The selected dk/dv kernel with dq split between two warpgroups
-// (set_selected_dkdv_warps(8): one computes P^T and dV, the other dP^T, dS^T
-// and dK): gradients against the float64 reference, in one row split and in
-// 3; dk and dv the 4-warp kernel's bit for bit (the same products in the same
-// order; P^T passes through shared memory in fp32), dq within rounding (its
-// atomics' order); the default takes it where selected_dkdv_split_by_default
-// says. Where the atomic path does not apply, the dq kernel and the 4-warp
-// dk/dv kernel run.
-// Skipped where sm_90a code cannot run (wgmma_declines(): setmaxnreg).
-TEST_P(SelectedAtomicDq, SplitMatchesReference) {
-  if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
-  const AtomicDqCase& c = GetParam();
-  testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::MmaSync);
-  {
-    testing::SettingScope<int> warps(selected_dkdv_warps, set_selected_dkdv_warps, 8);
-    testing::check_branch(std::string(c.name) + " (dq atomic, 8 warps)", in_, atomic(), ref());
-    EXPECT_EQ(last_selected_dkdv_warps(), c.applies ? 8 : 4) << c.name;
-    testing::SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
-    testing::check_branch(std::string(c.name) + " (dq atomic, 8 warps, 3 row splits)", in_, atomic(), ref());
-  }
-  BranchSpec spec = spec_;
-  spec.dq = BackwardDq::atomic;
-  const ForwardResult f = attention_forward(in_.q, in_.k, in_.v, spec);
-  const int asked[3] = {4, 8, 0};
-  Gradients g[3];
-  for (int i = 0; i < 3; ++i) {
-    testing::SettingScope<int> warps(selected_dkdv_warps, set_selected_dkdv_warps, asked[i]);
-    g[i] = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
-    if (i == 2)  // the default, on mma.sync
-      EXPECT_EQ(last_selected_dkdv_warps(), c.applies && selected_dkdv_split_by_default(int(c.dk), int(c.dv)) ? 8 : 4)
-          << c.name << ": the default";
-  }
-  EXPECT_TRUE(at::equal(g[1].dk, g[0].dk)) << c.name << ": dk, 8 warps vs 4";
-  EXPECT_TRUE(at::equal(g[1].dv, g[0].dv)) << c.name << ": dv, 8 warps vs 4";
-  testing::expect_close(std::string(c.name) + " dq 8 warps vs 4", g[1].dq, testing::f64(g[0].dq),
-                        testing::tolerance_for(c.dtype));
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Cases, SelectedAtomicDq,
     ::testing::Values(

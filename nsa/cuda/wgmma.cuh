@@ -86,25 +86,6 @@ __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
-// A warpgroup's register budget (sm_90a, setmaxnreg): every warp of the
-// warpgroup gives up registers down to N (dec) or waits for the CTA's pool to
-// grant N (inc). ptxas honours it only in a kernel whose entry register count
-// is known (__launch_bounds__ with a minimum of CTAs per SM) and then compiles
-// the code after it for N registers. N: 24 .. 256, a multiple of 8.
-template <int N>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg: 24 .. 256, a multiple of 8");
-#if NSA_WGMMA_DEVICE
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-#endif
-}
-template <int N>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg: 24 .. 256, a multiple of 8");
-#if NSA_WGMMA_DEVICE
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-#endif
-}
 // Makes this thread's completed generic-proxy writes to shared memory (cp.async
 // included) visible to the async proxy; a barrier after it publishes them to
 // the warpgroup.
