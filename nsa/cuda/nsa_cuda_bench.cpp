@@ -621,11 +621,22 @@ bool wgmma_row(benchmark::State& state, bool wgmma) {
 }
 // The selected dk/dv kernel with dq on mma.sync (arg mma 1) or on Hopper's
 // warpgroup MMAs (mma 2; nsa_cuda.h, set_selected_dkdv_mma; counter wgmma:
-// what ran): the selected backward with dq added in atomics, or the layer's
-// forward + backward (its default: dq atomic), same inputs, same run. A row
-// whose device or build declines wgmma is skipped with why.
+// what ran): the selected backward, or the layer's forward + backward (its
+// other branches' backward as BM_LayerAttentionFwdBwd runs them), both with
+// the selected dq added in atomics, as only that kernel has the two MMAs;
+// same inputs, same run. A row whose device or build declines wgmma is
+// skipped with why; so is a row after which the last selected dk/dv kernel
+// did not run on the MMAs it asked for: such a row would time the other one
+// (before this check the layer's rows ran the selected dq kernel instead,
+// its counter wgmma 0 in both: they compared nothing).
 bool selected_mma_row(benchmark::State& state) {
   return wgmma_row(state, SelectedMma(state.range(2)) == SelectedMma::Wgmma);
+}
+void report_selected_mma(benchmark::State& state) {
+  const bool asked = SelectedMma(state.range(2)) == SelectedMma::Wgmma, ran = last_selected_dkdv_wgmma();
+  state.counters["wgmma"] = ran ? 1 : 0;
+  if (ran != asked) state.SkipWithError(asked ? "asked wgmma, the selected dk/dv kernel ran on mma.sync"
+                                              : "asked mma.sync, the selected dk/dv kernel ran on wgmma");
 }
 void BM_SelectedBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
@@ -633,14 +644,15 @@ void BM_SelectedBwdMma(benchmark::State& state) {
   const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
   const Problem p = make_problem(state);
   const double ms = time_branch<Which::Selected, true>(state, p);
-  state.counters["wgmma"] = last_selected_dkdv_wgmma() ? 1 : 0;
   report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
+  report_selected_mma(state);
 }
 void BM_LayerFwdBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
   const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
   layer_fwd_bwd_row(state);
-  state.counters["wgmma"] = last_selected_dkdv_wgmma() ? 1 : 0;
+  report_selected_mma(state);
 }
 void SizesSelectedMma(benchmark::internal::Benchmark* b) {
   SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}},
