@@ -609,6 +609,16 @@ void SizesBackwardDq(benchmark::internal::Benchmark* b) {
     for (int64_t dq : {0, 1}) b->Args({0, S, dq});
 }
 
+// What ran against what the row asked for (counter `name`, the value that
+// ran): a row that asked for one kernel and timed another is skipped, both
+// named, instead of being reported under the asked one's label.
+void check_ran(benchmark::State& state, const char* name, int asked, int ran) {
+  state.counters[name] = ran;
+  if (ran != asked)
+    state.SkipWithError(
+        (std::string("asked ") + name + " " + std::to_string(asked) + ", ran " + std::to_string(ran)).c_str());
+}
+
 // A device to run on, and wgmma where the row asks for it (`wgmma`); else the
 // row is skipped with why.
 bool wgmma_row(benchmark::State& state, bool wgmma) {
@@ -633,10 +643,7 @@ bool selected_mma_row(benchmark::State& state) {
   return wgmma_row(state, SelectedMma(state.range(2)) == SelectedMma::Wgmma);
 }
 void report_selected_mma(benchmark::State& state) {
-  const bool asked = SelectedMma(state.range(2)) == SelectedMma::Wgmma, ran = last_selected_dkdv_wgmma();
-  state.counters["wgmma"] = ran ? 1 : 0;
-  if (ran != asked) state.SkipWithError(asked ? "asked wgmma, the selected dk/dv kernel ran on mma.sync"
-                                              : "asked mma.sync, the selected dk/dv kernel ran on wgmma");
+  check_ran(state, "wgmma", SelectedMma(state.range(2)) == SelectedMma::Wgmma, last_selected_dkdv_wgmma());
 }
 void BM_SelectedBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
@@ -839,8 +846,9 @@ void BM_SelectedKoWarps(benchmark::State& state) {
 void SizesKoWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}}); }
 // KeyOuter's forward products on mma.sync (mma 1) or Hopper's warpgroup MMAs
 // (mma 2; nsa_cuda.h, set_selected_key_outer_mma; counter wgmma: what ran), in
-// CTAs of 4 or 8 warps, the selected forward with KeyOuter forced, same inputs,
-// same run.
+// CTAs of 4 or 8 warps (counter warps), the selected forward with KeyOuter
+// forced, same inputs, same run; a row that ran otherwise is skipped
+// (check_ran).
 void BM_SelectedKoMma(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
@@ -848,8 +856,8 @@ void BM_SelectedKoMma(benchmark::State& state) {
   const ScopedChoice<SelectedMma> mma(selected_key_outer_mma(), set_selected_key_outer_mma,
                                       SelectedMma(state.range(3)));
   branch_row<Which::Selected, false>(state);
-  state.counters["warps"] = last_selected_key_outer_warps();
-  state.counters["wgmma"] = last_selected_key_outer_wgmma() ? 1 : 0;
+  check_ran(state, "warps", int(state.range(2)), last_selected_key_outer_warps());
+  check_ran(state, "wgmma", SelectedMma(state.range(3)) == SelectedMma::Wgmma, last_selected_key_outer_wgmma());
 }
 void SizesKoMma(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 32768}, {0, 65536}, {1, 8192}, {1, 65536}})
