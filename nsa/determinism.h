@@ -27,7 +27,7 @@ struct BackwardChoice {
 };
 inline constexpr BackwardChoice kBackwardChoices[] = {
     {"NSA_WINDOW_BWD", "ours", "cudnn_atomic"},  // the window's backward after cuDNN's forward
-    {"NSA_SELECTED_DQ", "kernel", "atomic"},     // how the selected backward makes dq
+    {"NSA_SELECTED_DQ", "slots", "atomic"},      // how the selected backward makes dq
     {"NSA_COMPRESSED_BWD", "cudnn", "cudnn_atomic"},  // the compressed backward after cuDNN's forward
 };
 

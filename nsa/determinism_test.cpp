@@ -45,7 +45,7 @@ TEST_F(Restore, AutoBackwardChoicesFollowTheDeterministicSwitch) {
   const Flags defaults;
   at::globalContext().setDeterministicAlgorithms(true, false);
   EXPECT_EQ(backward_choice(defaults, "NSA_WINDOW_BWD"), "ours");
-  EXPECT_EQ(backward_choice(defaults, "NSA_SELECTED_DQ"), "kernel");
+  EXPECT_EQ(backward_choice(defaults, "NSA_SELECTED_DQ"), "slots");
   at::globalContext().setDeterministicAlgorithms(false, false);
   EXPECT_EQ(backward_choice(defaults, "NSA_WINDOW_BWD"), "cudnn_atomic");
   EXPECT_EQ(backward_choice(defaults, "NSA_SELECTED_DQ"), "atomic");

@@ -80,13 +80,17 @@ const std::vector<FlagInfo> kFlags = {
      "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
      "and dP; bitwise reproducible), atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
      "already computes: one kernel and one recompute fewer, not reproducible bit for bit, like libtorch's SDPA "
-     "backward in the dense cell) or auto (the default: kernel when the run uses deterministic algorithms, "
-     "train.deterministic, else atomic; nsa/determinism.h). atomic applies to fp16/bf16 on the v2 kernels with "
-     "sel_block a multiple of 64 and room for dS in the key tile (not at dk = dv = 128); elsewhere, and in the "
-     "sequential prefill's backward, the kernel path runs. The window and compressed branches keep their dq "
-     "kernels (the same path measured slower there). Each call keeps the choice made at its forward.",
+     "backward in the dense cell), slots (the dk/dv kernel writes each (query, block) pair's part of dq, in the "
+     "input dtype, to the block's slot and one kernel sums a query's slots in order: no recompute and bitwise "
+     "reproducible, for B·S·G·n·h·dk elements of scratch) or auto (the default: slots when the run uses "
+     "deterministic algorithms, train.deterministic, else atomic; nsa/determinism.h). atomic and slots apply to "
+     "fp16/bf16 on the v2 kernels with room for dS in the key tile (not at dk = dv = 128), atomic with sel_block a "
+     "multiple of 64, slots with sel_block = 64, n <= 32 and its scratch within 4 GiB; "
+     "elsewhere, and in the sequential prefill's backward, the kernel path runs. The window and compressed "
+     "branches keep their dq kernels (the same path measured slower there). Each call keeps the choice made at "
+     "its forward.",
      false,
-     {"auto", "kernel", "atomic"}},
+     {"auto", "kernel", "atomic", "slots"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", R::every_model, "Run backward with autograd anomaly detection."},

@@ -76,8 +76,8 @@ TEST(Flags, BackwardDqDefaultsToAuto) {
   EXPECT_EQ(Flags().get_string("NSA_SELECTED_DQ"), "auto");
 }
 
-TEST(Flags, BackwardDqTakesItsThreeChoices) {
-  for (const char* value : {"auto", "kernel", "atomic"}) {
+TEST(Flags, BackwardDqTakesItsFourChoices) {
+  for (const char* value : {"auto", "kernel", "atomic", "slots"}) {
     SCOPED_TRACE(value);
     Flags f;
     f.set("NSA_SELECTED_DQ", value);
@@ -87,14 +87,14 @@ TEST(Flags, BackwardDqTakesItsThreeChoices) {
 
 TEST(Flags, BackwardDqRefusesOtherTextNamingTheChoices) {
   // A near miss, another case, NSA_WINDOW_BWD's spellings, an empty value: none is guessed.
-  for (const char* value : {"atomc", "Atomic", "cudnn_atomic", "ours", "", "1"}) {
+  for (const char* value : {"atomc", "Atomic", "cudnn_atomic", "ours", "slot", "", "1"}) {
     SCOPED_TRACE(value);
     Flags f;
     try {
       f.set("NSA_SELECTED_DQ", value);
       ADD_FAILURE() << "accepted";
     } catch (const FlagError& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("NSA_SELECTED_DQ: expected auto, kernel or atomic, got '") + value + "'");
+      EXPECT_EQ(std::string(e.what()), std::string("NSA_SELECTED_DQ: expected auto, kernel, atomic or slots, got '") + value + "'");
     }
     EXPECT_EQ(f.get_string("NSA_SELECTED_DQ"), "auto");  // the refused value was not kept
   }
@@ -161,7 +161,7 @@ void expect_environment_choices(const char* flag, const char* bad, const char* m
 TEST(Flags, EnvironmentValueOutsideTheChoicesIsRefused) {
   expect_environment_choices("NSA_WINDOW_BWD", "atomic",
                              "NSA_WINDOW_BWD: expected auto, ours, cudnn or cudnn_atomic, got 'atomic'", "cudnn_atomic");
-  expect_environment_choices("NSA_SELECTED_DQ", "atomics", "NSA_SELECTED_DQ: expected auto, kernel or atomic, got 'atomics'",
+  expect_environment_choices("NSA_SELECTED_DQ", "atomics", "NSA_SELECTED_DQ: expected auto, kernel, atomic or slots, got 'atomics'",
                              "atomic");
 }
 

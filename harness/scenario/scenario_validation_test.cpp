@@ -181,14 +181,14 @@ TEST(ScenarioValidation, StringFlagOutsideItsChoices) {
             "                         ^\n");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_WINDOW_BWD: [ours, cudnn, cudnn_atomic]\n"), "(no error)");
   EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_SELECTED_DQ: [kernel, atomics]\n"),
-            "t.yaml:3:29: matrix.NSA_SELECTED_DQ[1]: expected auto, kernel or atomic, got 'atomics'\n"
+            "t.yaml:3:29: matrix.NSA_SELECTED_DQ[1]: expected auto, kernel, atomic or slots, got 'atomics'\n"
             "  NSA_SELECTED_DQ: [kernel, atomics]\n"
             "                            ^\n");
   EXPECT_EQ(text_problems("name: t\nflags: {NSA_SELECTED_DQ: cudnn_atomic}\n"),
-            "t.yaml:2:26: flags.NSA_SELECTED_DQ: expected auto, kernel or atomic, got 'cudnn_atomic'\n"
+            "t.yaml:2:26: flags.NSA_SELECTED_DQ: expected auto, kernel, atomic or slots, got 'cudnn_atomic'\n"
             "flags: {NSA_SELECTED_DQ: cudnn_atomic}\n"
             "                         ^\n");
-  EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_SELECTED_DQ: [kernel, atomic]\n"), "(no error)");
+  EXPECT_EQ(text_problems("name: t\nmatrix:\n  NSA_SELECTED_DQ: [kernel, atomic, slots]\n"), "(no error)");
 }
 
 TEST(ScenarioValidation, PrefillAxisAndFlagAxisConflict) {

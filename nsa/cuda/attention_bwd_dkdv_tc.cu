@@ -35,6 +35,16 @@
 // input dtype. The additions' order varies from run to run: dq is not
 // reproducible bit for bit. The layer asks it of the selected branch only
 // (NSA_SELECTED_DQ): for the window and compressed branches it measured slower.
+// BackwardDq::slots (selected, sel_block = 64: a (query, block) pair is one
+// CTA's, one row tile's): the same units store each row's scale dS K, rounded
+// to the input dtype, to the row's (query, slot, head) row of a partial buffer
+// instead (the slot from the reverse index, loaded with the query), and the
+// KeyOuter dq merge (selected_key_outer.cu) sums a query's slots in slot
+// order: no atomics, bitwise reproducible. It did not make the kernel faster
+// than atomics (paper_kernel 64k, H200: 64.6 ms against 61.6 with the merge;
+// the fp32 atomics' ~100 GB of DRAM traffic was not what held it), but
+// faster than the dq kernel it replaces for reproducible runs where its
+// scratch is small (launch.cuh, kSlotsBudgetBytes).
 //
 // On Hopper (sm_90a) that selected kernel runs its four products as warpgroup
 // MMAs instead (nsa_selected_bwd_dkdvdq_wg_kernel, wgmma.cuh): the 4 warps'
@@ -141,7 +151,9 @@ struct DkdvLayout {
 // ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
 // atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
 // add four columns of row gid and odd lanes four of row gid + 8. Padding rows
-// (dq row -1) add nothing. The rows' dq rows come from shared memory, written
+// (dq row -1) add nothing. BackwardDq::slots (p.dq_part): the same four
+// columns, times scale and rounded to T, are stored to the row's partial row
+// instead (its (query, slot, head) row of dq_part), no atomics. The rows' dq rows come from shared memory, written
 // with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
 // instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
 // row's head and the two rows in local memory among them (42 % of the
@@ -155,6 +167,7 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
   constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
   constexpr int kChunks = DK / kCols;
   const int gid = lane / 4, tig = lane % 4;
+  const bool slots = p.dq_part != nullptr;
   const int n_units = ceil_div(n_here, 16) * kChunks;
   for (int u = warp; u < n_units; u += kTcWarps) {
     const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
@@ -179,7 +192,14 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
       const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
       if (mine < 0) continue;
       const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
-      float* dst = p.dq_accum + mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+      const int64_t at = mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+      if (slots) {  // the pair's own row: scale dS K, rounded once, written once
+        uint2 packed;
+        packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale), packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
+        *reinterpret_cast<uint2*>(static_cast<T*>(p.dq_part) + at) = packed;
+        continue;
+      }
+      float* dst = p.dq_accum + at;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       atomicAdd(reinterpret_cast<float4*>(dst), v4);
 #else
@@ -206,7 +226,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   int* row_t = reinterpret_cast<int*>(dOs + 2 * RT * L::kLdV);  // [2][RT], -1: padding row
   float* row_lse = reinterpret_cast<float*>(row_t + 2 * RT);    // [2][RT], natural log as the forward wrote it
   float* row_delta = row_lse + 2 * RT;                          // [2][RT]
-  int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], the row's dq row, -1: padding
+  int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], dq (or partial) row, -1: padding
   T* ds = reinterpret_cast<T*>(row_dq + 2 * RT);                      // kDq: [64 keys][kLdS], dS^T of the row tile
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
@@ -242,16 +262,25 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   // The query of this thread's row in tile i (a thread copies the same row of
   // every tile), -1 past the rows: for Selected a load from the reverse index,
   // made one tile before the copies that need it (next_t).
+  // With BackwardDq::slots also the entry's slot in the query's block_idx row
+  // (the reverse index's, loaded beside the query).
+  const bool slots = kDq && p.dq_part != nullptr;
   const auto query_of = [&](int i) {
     const int ri = i * RT + tid / kTpr;
     return ri < n_rows ? cta.query(ri / p.h) : -1;
   };
+  const auto slot_of = [&](int i) {
+    const int ri = i * RT + tid / kTpr;
+    return slots && ri < n_rows ? cta.slot_list[ri / p.h] : 0;
+  };
   int next_t = tile0 < tile1 ? query_of(tile0) : -1;
+  int next_slot = tile0 < tile1 ? slot_of(tile0) : 0;
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
     const bool valid = ri < n_rows;
-    const int t = next_t;
+    const int t = next_t, slot = next_slot;
     next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
+    next_slot = i + 1 < tile1 ? slot_of(i + 1) : 0;
     const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
     const T* qsrc = q + row_offset(b, ts, hq, p.S, p.H, DK);
     const T* osrc = dout + row_offset(b, ts, hq, p.S, p.H, DV);
@@ -268,7 +297,11 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       row_t[stage * RT + r] = t;
       tc::cp_async_4(row_lse + stage * RT + r, p.lse + li, valid);
       tc::cp_async_4(row_delta + stage * RT + r, p.delta + li, valid);
-      if constexpr (kDq) row_dq[stage * RT + r] = valid ? li : -1;
+      if constexpr (kDq) {
+        // The row's dq row, or with slots its partial row (b, t, g, slot, head).
+        const int64_t pr = (((int64_t(b) * p.S + ts) * p.G + g) * p.n_sel + slot) * p.h + (valid ? ri % p.h : 0);
+        row_dq[stage * RT + r] = !valid ? -1 : slots ? pr : li;
+      }
     }
     tc::cp_async_commit();
   };
@@ -620,9 +653,17 @@ struct LaunchDkdv {
     const auto f32 = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device());
     // dq here too when asked and the 4 warps hold whole 64-key tiles with room
     // for dS^T; the caller runs the dq kernel otherwise (dq_done stays false).
-    const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0);
-    at::Tensor accum;  // stream-ordered like the partials
-    if (with_dq) {
+    // Slots: the selected branch with one key tile a block (a pair is then
+    // one CTA's, written once), the reverse index's slots, and its partials
+    // within budget; where not, the reproducible dq kernel, not atomics.
+    const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0) &&
+                         (!p.dq_slots || selected_dq_slots_apply(br, p, DK, sizeof(T)));
+    at::Tensor accum, part;  // stream-ordered like the partials
+    if (with_dq && p.dq_slots) {
+      part = at::empty({selected_dq_slots_bytes(p, DK, sizeof(T)) / int64_t(sizeof(T))},
+                       f32.dtype(c10::CppTypeToScalarType<T>::value));
+      p.dq_part = part.data_ptr();
+    } else if (with_dq) {
       const int64_t n = int64_t(p.B) * p.S * p.H * DK;
       accum = at::empty({n}, f32);
       p.dq_accum = accum.data_ptr<float>();
@@ -649,13 +690,16 @@ struct LaunchDkdv {
       nsa_dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, stream>>>(p);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    if (with_dq) {
+    if (with_dq && p.dq_slots) {
+      launch_selected_dq_slots_merge<T, DK, DV>(p);
+      p.dq_done = true;
+    } else if (with_dq) {
       const int64_t pairs = int64_t(p.B) * p.S * p.H * DK / 2;
       nsa_dq_accum_to_output_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, stream>>>(p);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       p.dq_done = true;
     }
-    p.row_splits = 1, p.dkdv_partial = nullptr, p.dq_accum = nullptr;
+    p.row_splits = 1, p.dkdv_partial = nullptr, p.dq_accum = nullptr, p.dq_part = nullptr;
     return true;
   }
 };

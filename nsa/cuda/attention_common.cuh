@@ -40,6 +40,7 @@ struct AttnParams {
   const int* block_idx = nullptr;      // selected: [B,S,G,n_sel]
   const int* rev_query = nullptr;      // selected bwd: queries grouped by (b,g,block)
   const int64_t* rev_offset = nullptr; // selected bwd: [B*G*n_blocks + 1]
+  const int* rev_slot = nullptr;       // selected bwd: each rev_query entry's slot in its block_idx row
   // Sizes.
   int B = 0, S = 0, Sk = 0, H = 0, G = 0, h = 0, dk = 0, dv = 0;
   float scale = 0.f;
@@ -60,12 +61,15 @@ struct AttnParams {
   // order (attention_bwd_dkdv_tc.cu), so results stay bitwise reproducible.
   int row_splits = 1;
   float* dkdv_partial = nullptr;
-  // Selected backward with BackwardDq::atomic: the caller asks the v2 dk/dv
-  // launcher for dq too (dq_in_dkdv); the launcher sets dq_done when it ran the
-  // kernel that adds dS K into the fp32 accumulator dq_accum [B,S,H,dk] (zeroed
-  // by it) and wrote dq_out from it; otherwise the caller runs the dq kernel.
-  bool dq_in_dkdv = false, dq_done = false;
+  // Selected backward with BackwardDq::atomic or ::slots: the caller asks the
+  // v2 dk/dv launcher for dq too (dq_in_dkdv; dq_slots for slots); the
+  // launcher sets dq_done when it ran the kernel that adds dS K into the fp32
+  // accumulator dq_accum [B,S,H,dk] (zeroed by it; atomic) or writes each
+  // (query, block) pair's scale dS K to dq_part (slots) and wrote dq_out from
+  // it; otherwise the caller runs the dq kernel.
+  bool dq_in_dkdv = false, dq_slots = false, dq_done = false;
   float* dq_accum = nullptr;
+  void* dq_part = nullptr;  // slots: [B][S][G][n_sel][h][dk] in the input dtype
   // The order a grid starts its CTAs (GridSlot): the heaviest tiles first
   // (true, the default), or blockIdx order (nsa_cuda.h, set_cta_order).
   bool heavy_first = true;
@@ -158,6 +162,7 @@ struct QueryCta {
 struct KeyCta {
   int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0, split = 0;
   const int* q_list = nullptr;
+  const int* slot_list = nullptr;  // Selected: the entries' slots (p.rev_slot), where given
   template <Branch BR>
   __device__ __forceinline__ static KeyCta make(const AttnParams& p, int BK) {
     KeyCta c;
@@ -171,6 +176,7 @@ struct KeyCta {
       const int64_t key = (int64_t(c.b) * p.G + c.g) * p.n_blocks + c.j;
       const int64_t off = p.rev_offset[key];
       c.q_list = p.rev_query + off;
+      if (p.rev_slot != nullptr) c.slot_list = p.rev_slot + off;
       c.n_q = int(p.rev_offset[key + 1] - off);
     } else {
       c.k0 = slot.tile * BK;

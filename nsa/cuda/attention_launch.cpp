@@ -19,7 +19,7 @@ namespace {
 
 std::atomic<bool> g_poison{false};
 std::atomic<bool> g_overlap{true};
-std::atomic<bool> g_last_dq_in_dkdv{false};
+std::atomic<int> g_last_backward_dq{int(BackwardDq::kernel)};
 std::atomic<int> g_cta_order{int(CtaOrder::HeavyFirst)};
 
 at::Tensor new_output_like(const at::Tensor& t) { return new_output(t.sizes(), t.options()); }
@@ -111,7 +111,7 @@ bool poison_outputs() { return g_poison.load(); }
 void set_stream_overlap(bool on) { g_overlap.store(on); }
 void set_cta_order(CtaOrder order) { g_cta_order.store(int(order)); }
 CtaOrder cta_order() { return CtaOrder(g_cta_order.load()); }
-bool last_dq_in_dkdv() { return g_last_dq_in_dkdv.load(); }
+BackwardDq last_backward_dq() { return BackwardDq(g_last_backward_dq.load()); }
 bool stream_overlap() { return g_overlap.load(); }
 
 ForwardResult attention_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -160,9 +160,10 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   p.lse = lse.data_ptr<float>();
   p.delta = delta.data_ptr<float>();
   p.dq_out = g.dq.data_ptr(), p.dk_out = g.dk.data_ptr(), p.dv_out = g.dv.data_ptr();
-  // BackwardDq::atomic: the dk/dv kernel adds dS K into dq where it can
+  // BackwardDq::atomic / slots: the dk/dv kernel makes dq where it can
   // (dq_done); the dq kernel below then has nothing left to do.
-  p.dq_in_dkdv = spec.dq == BackwardDq::atomic;
+  p.dq_in_dkdv = spec.dq != BackwardDq::kernel;
+  p.dq_slots = spec.dq == BackwardDq::slots;
   // The selected branch's reverse index, read by dk/dv and by KeyOuter's dq
   // (selected_key_outer.cu), on the caller's stream before the fork.
   ReverseIndex rev;  // kept alive until the launches are queued (stream-ordered)
@@ -170,6 +171,7 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
     rev = reverse_index(spec.block_idx, spec.sel_block, p.n_blocks);
     p.rev_query = rev.query.data_ptr<int>();
     p.rev_offset = rev.offset.data_ptr<int64_t>();
+    p.rev_slot = rev.slot.data_ptr<int>();
   }
   // dk/dv first, on a forked stream when overlapping: its CTAs take the GPU
   // first and dq's fill in as they finish. Every tensor the side stream reads
@@ -185,7 +187,7 @@ Gradients attention_backward(const at::Tensor& q, const at::Tensor& k, const at:
   }
   launch_attention_bwd_dkdv(spec.branch, q.scalar_type(), p);
   on_side.reset();  // back on the caller's stream
-  g_last_dq_in_dkdv.store(p.dq_done);
+  g_last_backward_dq.store(int(!p.dq_done ? BackwardDq::kernel : p.dq_slots ? BackwardDq::slots : BackwardDq::atomic));
   if (!p.dq_done) launch_attention_bwd_dq(spec.branch, q.scalar_type(), p);
   if (fork) fork->join();
   return g;

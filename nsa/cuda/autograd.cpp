@@ -95,8 +95,9 @@ at::Tensor selected_attention(const at::Tensor& q, const at::Tensor& k, const at
 
 BackwardDq parse_backward_dq(std::string_view value) {
   if (value == "kernel") return BackwardDq::kernel;
-  TORCH_CHECK(value == "atomic", "NSA_SELECTED_DQ: expected kernel or atomic, got '", value, "'");
-  return BackwardDq::atomic;
+  if (value == "atomic") return BackwardDq::atomic;
+  TORCH_CHECK(value == "slots", "NSA_SELECTED_DQ: expected kernel, atomic or slots, got '", value, "'");
+  return BackwardDq::slots;
 }
 
 std::pair<at::Tensor, at::Tensor> compressed_attention_with_lse(const at::Tensor& q, const at::Tensor& kc,

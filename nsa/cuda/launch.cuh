@@ -96,6 +96,22 @@ void launch_selected_key_outer(AttnParams& p);
 template <typename T, int DK, int DV>
 void launch_selected_key_outer_dq(AttnParams& p);
 
+// BackwardDq::slots (the selected dk/dv kernel writes each (query, block)
+// pair's scale dS K to the block's slot of dq_part, selected_key_outer.cu's
+// partial layout for the whole sequence): the bytes of dq_part, whether the
+// route applies (one 64-key tile a block, n <= 32, the reverse index's slots,
+// dq_part within kSlotsBudgetBytes), and the merge that sums a row's slots in
+// slot order into dq_out. The budget: the scratch grows as S (paper_kernel
+// 3.2 GB at 8k, 26 GB at 64k) and measured (H200, BM_SelectedBwdDq,
+// docs/performance.md) no faster than the dq kernel at paper 64k (64.6 ms
+// both), faster where it is small: m7c 64k (1.6 GB) 4.37 against 5.74 ms,
+// paper 8k 6.76 against 7.88.
+constexpr int64_t kSlotsBudgetBytes = int64_t(4) << 30;
+int64_t selected_dq_slots_bytes(const AttnParams& p, int dk, size_t elem_bytes);
+bool selected_dq_slots_apply(Branch br, const AttnParams& p, int dk, size_t elem_bytes);
+template <typename T, int DK, int DV>
+void launch_selected_dq_slots_merge(const AttnParams& p);
+
 // Does the selected forward (dq: its backward's dq) run KeyOuter? Where it
 // applies, when asked for (set_selected_tiling), and by default from 8 n
 // candidate blocks on (the forward: 16 n where QueryColumns would run

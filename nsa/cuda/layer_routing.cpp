@@ -66,7 +66,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   // its forward, so a later setting never changes the backward of a call
   // already made. The window and compressed backward keep their dq kernels:
   // their dk/dv kernels adding dq measured slower (BM_*BwdDq, docs/performance.md).
-  // `auto` (the default) is the reproducible kernel under deterministic
+  // `auto` (the default) is the reproducible slots under deterministic
   // algorithms, the fp32 atomics otherwise (nsa/determinism.h).
   const BackwardDq selected_dq = parse_backward_dq(backward_choice(rt.flags, "NSA_SELECTED_DQ"));
   std::optional<ForkedStream> window_stream;

@@ -73,14 +73,15 @@ TEST(CudaLayerPath, MatchesTheReferenceAndTrainsEveryWeight) {
 }
 
 // NSA_SELECTED_DQ's choices (nsa/flags.cpp) are `auto` and the BackwardDq
-// values the layer passes, no more and no fewer; `auto` resolves to the kernel
+// values the layer passes, no more and no fewer; `auto` resolves to slots
 // (reproducible) or atomics (fast) (nsa/determinism.h); any other text is
 // refused naming the flag. Runs without a device.
 TEST(CudaLayerPath, BackwardDqFlagValuesNameTheChoices) {
   const FlagInfo* flag = find_flag("NSA_SELECTED_DQ");
   ASSERT_NE(flag, nullptr);
   const std::vector<std::pair<std::string_view, BackwardDq>> expected = {{"kernel", BackwardDq::kernel},
-                                                                         {"atomic", BackwardDq::atomic}};
+                                                                         {"atomic", BackwardDq::atomic},
+                                                                         {"slots", BackwardDq::slots}};
   ASSERT_EQ(flag->allowed.size(), expected.size() + 1);
   EXPECT_EQ(flag->allowed[0], "auto");
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -89,13 +90,13 @@ TEST(CudaLayerPath, BackwardDqFlagValuesNameTheChoices) {
   }
   const BackwardChoice& row = kBackwardChoices[1];
   ASSERT_EQ(row.flag, "NSA_SELECTED_DQ");
-  EXPECT_EQ(parse_backward_dq(row.reproducible), BackwardDq::kernel);
+  EXPECT_EQ(parse_backward_dq(row.reproducible), BackwardDq::slots);
   EXPECT_EQ(parse_backward_dq(row.fast), BackwardDq::atomic);
   try {
     parse_backward_dq("atomics");
     ADD_FAILURE() << "accepted";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_SELECTED_DQ: expected kernel or atomic"),
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("NSA_SELECTED_DQ: expected kernel, atomic or slots"),
               std::string::npos)
         << e.what_without_backtrace();
   }

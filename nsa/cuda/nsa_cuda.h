@@ -27,10 +27,18 @@
 namespace nsa::cuda {
 
 // How a branch's backward makes dq (BranchSpec::dq); each attention function
-// below keeps the choice made at its forward.
-enum class BackwardDq { kernel, atomic };
-// The choice by NSA_SELECTED_DQ's value (kernel | atomic; nsa/flags.cpp lists
-// the same values and refuses others); throws on any other text.
+// below keeps the choice made at its forward. kernel: the dq kernel, which
+// recomputes S and dP (bitwise reproducible). atomic: the dk/dv kernel adds dS
+// K into an fp32 accumulator in float atomics (not reproducible bit for bit).
+// slots (selected branch, sel_block = 64): the dk/dv kernel writes each
+// (query, block) pair's scale dS K, in the input dtype, to the block's slot
+// of a [B,S,G,n,h,dk] scratch and a merge sums a row's slots in slot order
+// (bitwise reproducible; B S G n h dk elements of scratch, taken where they
+// fit 4 GiB, else the dq kernel runs: launch.cuh, kSlotsBudgetBytes).
+enum class BackwardDq { kernel, atomic, slots };
+// The choice by NSA_SELECTED_DQ's value (kernel | atomic | slots;
+// nsa/flags.cpp lists the same values and refuses others); throws on any
+// other text.
 BackwardDq parse_backward_dq(std::string_view value);
 
 // Sliding window: query t sees keys [max(0, t-window+1), t].
@@ -124,9 +132,9 @@ bool force_v1_kernels();
 int last_forward_kernel_version();
 int last_dq_kernel_version();    // the same for the backward dq kernel
 int last_dkdv_kernel_version();  // the same for the backward dk/dv kernel
-// Whether the last backward's dq came from the dk/dv kernel (BackwardDq::atomic
-// where it applies) rather than from the dq kernel.
-bool last_dq_in_dkdv();
+// How the last backward made dq: kernel (the dq kernel), or atomic / slots
+// (the dk/dv kernel, where the asked choice applied).
+BackwardDq last_backward_dq();
 // v3 forward (attention_fwd_tc.cu, wgmma.cuh): on Hopper the v2 forward can
 // run its two products as warpgroup MMAs (wgmma) where wgmma_declines() is ""
 // (a build with sm_90a code on a compute capability 9.0 device), at dk = dv =

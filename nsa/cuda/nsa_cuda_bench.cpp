@@ -583,32 +583,6 @@ void BM_LayerAttention(benchmark::State& state) {
   report(state, ms, flops, dense);
 }
 
-// How each branch's backward makes dq (nsa_cuda.h, BackwardDq): arg dq 0 = its
-// own kernel, 1 = added by the dk/dv kernel in fp32 atomics; one branch's
-// backward (counter dq_in_dkdv: which ran), or the layer's forward + backward
-// with the selected branch's dq so (the window's and compressed's as the
-// layer runs them: their kernels).
-template <Which W>
-void BM_BwdDq(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(W)], BackwardDq(state.range(2)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<W, true>(state, p);
-  state.counters["dq_in_dkdv"] = last_dq_in_dkdv();
-  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
-}
-void BM_LayerFwdBwdDq(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq(state.range(2)));
-  layer_fwd_bwd_row(state);
-}
-// The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
-void SizesBackwardDq(benchmark::internal::Benchmark* b) {
-  M7cChoices(b, "dq", 2);
-  for (int64_t S : {8192, 65536})
-    for (int64_t dq : {0, 1}) b->Args({0, S, dq});
-}
-
 // What ran against what the row asked for (counter `name`, the value that
 // ran): a row that asked for one kernel and timed another is skipped, both
 // named, instead of being reported under the asked one's label.
@@ -617,6 +591,35 @@ void check_ran(benchmark::State& state, const char* name, int asked, int ran) {
   if (ran != asked)
     state.SkipWithError(
         (std::string("asked ") + name + " " + std::to_string(asked) + ", ran " + std::to_string(ran)).c_str());
+}
+
+// How each branch's backward makes dq (nsa_cuda.h, BackwardDq): arg dq 0 = its
+// own kernel, 1 = added by the dk/dv kernel in fp32 atomics, 2 = written by
+// the dk/dv kernel to the blocks' slots and merged (the selected branch only);
+// one branch's backward (counter dq: what ran; a row that ran another way
+// than asked is skipped), or the layer's forward + backward with the selected
+// branch's dq so (the window's and compressed's as the layer runs them: their
+// kernels).
+template <Which W>
+void BM_BwdDq(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(W)], BackwardDq(state.range(2)));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<W, true>(state, p);
+  report(state, ms, branch_flops<W, true>(p), dense_ms(p, true));
+  check_ran(state, "dq", int(state.range(2)), int(last_backward_dq()));
+}
+void BM_LayerFwdBwdDq(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq(state.range(2)));
+  layer_fwd_bwd_row(state);
+}
+// The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
+template <int kChoices>
+void SizesBackwardDq(benchmark::internal::Benchmark* b) {
+  M7cChoices(b, "dq", kChoices);
+  for (int64_t S : {8192, 65536})
+    for (int64_t dq = 0; dq < kChoices; ++dq) b->Args({0, S, dq});
 }
 
 // A device to run on, and wgmma where the row asks for it (`wgmma`); else the
@@ -935,10 +938,10 @@ BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_LayerBwdOverlap)->Name("BM_LayerFwdBwdOverlap")->Apply(SizesOverlap);
-BENCHMARK(BM_BwdDq<Which::Window>)->Name("BM_WindowBwdDq")->Apply(SizesBackwardDq);
-BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesBackwardDq);
-BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq);
-BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq);
+BENCHMARK(BM_BwdDq<Which::Window>)->Name("BM_WindowBwdDq")->Apply(SizesBackwardDq<2>);
+BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesBackwardDq<2>);
+BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq<3>);
+BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq<3>);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);

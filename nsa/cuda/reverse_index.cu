@@ -4,11 +4,12 @@
 //      memory, how many of its chunk's entries chose each block j (integer
 //      atomics: the count does not depend on their order);
 //   2. ATen's cumsum over those counts laid out as [b·G+g][j][chunk] — the
-//      order of the output itself — gives every (key, chunk) its first slot;
+//      order of the output itself — gives every (key, chunk) its first position;
 //   3. fill: the same CTAs walk their chunk's rows in ascending t, one warp,
-//      a row's slots in lanes, and write t at the next free slot of its key
-//      (lanes that chose the same block in one row take consecutive slots in
-//      lane order, so duplicates keep the stable order too).
+//      a row's slots in lanes, and write t (and the lane: the entry's slot
+//      in the row) at the next free position of its key (lanes that chose
+//      the same block in one row take consecutive positions in lane order, so
+//      duplicates keep the stable order too).
 // What it replaces (the ATen version kept in reverse_index_aten): a stable
 // radix sort of every entry's key, an index_select and a searchsorted — about
 // a dozen kernels a call, 0.97 ms of the m7c training step on an H100.
@@ -51,12 +52,12 @@ __global__ void nsa_reverse_index_count_kernel(const int* __restrict__ block_idx
     counts[(int64_t(bg) * n_blocks + j) * n_chunks + chunk] = hist[j];
 }
 
-// `inclusive` = cumsum of counts: (key, chunk)'s first slot is inclusive − count.
+// `inclusive` = cumsum of counts: (key, chunk)'s first position is inclusive − count.
 __global__ void nsa_reverse_index_fill_kernel(const int* __restrict__ block_idx, const int* __restrict__ counts,
                                               const int64_t* __restrict__ inclusive, int* __restrict__ query,
-                                              int64_t* __restrict__ offset, int64_t S, int G, int n,
+                                              int* __restrict__ slot, int64_t* __restrict__ offset, int64_t S, int G, int n,
                                               int64_t sel_block, int n_blocks, int rows_per_chunk) {
-  extern __shared__ int64_t next[];  // [n_blocks]: the next free slot of each key, for this chunk
+  extern __shared__ int64_t next[];  // [n_blocks]: the next free position of each key, for this chunk
   const int chunk = blockIdx.x, n_chunks = gridDim.x, bg = blockIdx.y, b = bg / G, g = bg % G;
   for (int j = threadIdx.x; j < n_blocks; j += blockDim.x) {
     const int64_t at = (int64_t(bg) * n_blocks + j) * n_chunks + chunk;
@@ -84,6 +85,7 @@ __global__ void nsa_reverse_index_fill_kernel(const int* __restrict__ block_idx,
     if (valid) {
       const int rank = __popc(same & ((1u << lane) - 1u));
       query[next[j] + rank] = int(t);
+      slot[next[j] + rank] = lane;
     }
     __syncwarp();
     if (valid && __ffs(same) - 1 == lane) next[j] += __popc(same);  // the lowest lane of the key
@@ -111,6 +113,7 @@ ReverseIndex reverse_index_by_kernels(const at::Tensor& block_idx_in, int64_t se
   const int64_t n_chunks = (S + rows_per_chunk - 1) / rows_per_chunk;
   ReverseIndex r;
   r.query = at::empty({B * S * G * n}, block_idx.options());
+  r.slot = at::empty({B * S * G * n}, block_idx.options());
   r.offset = at::empty({B * G * n_blocks + 1}, block_idx.options().dtype(at::kLong));
   if (S == 0) {
     r.offset.zero_();
@@ -124,7 +127,7 @@ ReverseIndex reverse_index_by_kernels(const at::Tensor& block_idx_in, int64_t se
   const at::Tensor inclusive = at::cumsum(counts, 0, at::kLong);
   nsa_reverse_index_fill_kernel<<<grid, kThreads, size_t(n_blocks) * sizeof(int64_t), stream>>>(
       block_idx.data_ptr<int>(), counts.data_ptr<int>(), inclusive.data_ptr<int64_t>(), r.query.data_ptr<int>(),
-      r.offset.data_ptr<int64_t>(), S, int(G), int(n), sel_block, int(n_blocks), rows_per_chunk);
+      r.slot.data_ptr<int>(), r.offset.data_ptr<int64_t>(), S, int(G), int(n), sel_block, int(n_blocks), rows_per_chunk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return r;
 }

@@ -3,13 +3,16 @@
 // queries t that chose block j — ascending t, a query once per slot that names
 // it — so that the dk/dv kernel's CTA owning block j streams exactly those
 // rows. Entries that choose nothing count nowhere: -1, a block out of range,
-// or a block that starts after t (it sees no key).
+// or a block that starts after t (it sees no key). Each entry also keeps the
+// slot s of block_idx[b, t, g, s] it came from, so that a kernel walking a
+// key's list can write a per-(query, slot) result without searching the row.
 #include <ATen/core/Tensor.h>
 
 namespace nsa::cuda {
 
 struct ReverseIndex {
   at::Tensor query;   // int32; key k's queries are query[offset[k] .. offset[k+1])
+  at::Tensor slot;    // int32, beside query: the entry's slot in its query's block_idx row
   at::Tensor offset;  // int64 [B·G·n_blocks + 1], key k = (b·G + g)·n_blocks + j
 };
 

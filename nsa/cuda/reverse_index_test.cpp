@@ -1,7 +1,7 @@
 // The reverse index (reverse_index.h), both ways, against loops written from
 // its definition on the CPU: for each key (b, g, j) in order, every (t, slot)
 // in ascending order whose entry names j, with j a block that exists and
-// starts at or before t.
+// starts at or before t; beside each query, the slot s its entry came from.
 #include <vector>
 
 #include "nsa/cuda/reverse_index.h"
@@ -11,7 +11,7 @@ namespace nsa::cuda {
 namespace {
 
 struct Expected {
-  std::vector<int> query;
+  std::vector<int> query, slot;
   std::vector<int64_t> offset;
 };
 
@@ -26,7 +26,10 @@ Expected by_definition(const at::Tensor& block_idx, int64_t sel_block, int64_t n
         e.offset.push_back(static_cast<int64_t>(e.query.size()));
         for (int64_t t = 0; t < S; ++t)
           for (int64_t s = 0; s < n; ++s)
-            if (p[((b * S + t) * G + g) * n + s] == j && j * sel_block <= t) e.query.push_back(static_cast<int>(t));
+            if (p[((b * S + t) * G + g) * n + s] == j && j * sel_block <= t) {
+              e.query.push_back(static_cast<int>(t));
+              e.slot.push_back(static_cast<int>(s));
+            }
       }
   e.offset.push_back(static_cast<int64_t>(e.query.size()));
   return e;
@@ -39,9 +42,13 @@ void expect_matches(const ReverseIndex& got, const Expected& want, const std::st
     ASSERT_EQ(off[k].item<int64_t>(), want.offset[static_cast<size_t>(k)]) << what << ": offset of key " << k;
   // Only the entries the offsets cover were written (the buffer is sized for
   // every slot): copy those, not the rest (initcheck reads the copy's source).
-  const at::Tensor q = got.query.narrow(0, 0, static_cast<int64_t>(want.query.size())).cpu();
-  const int* qp = q.data_ptr<int>();
-  for (size_t i = 0; i < want.query.size(); ++i) ASSERT_EQ(qp[i], want.query[i]) << what << ": entry " << i;
+  const int64_t n = static_cast<int64_t>(want.query.size());
+  const at::Tensor q = got.query.narrow(0, 0, n).cpu(), s = got.slot.narrow(0, 0, n).cpu();
+  const int *qp = q.data_ptr<int>(), *sp = s.data_ptr<int>();
+  for (size_t i = 0; i < want.query.size(); ++i) {
+    ASSERT_EQ(qp[i], want.query[i]) << what << ": entry " << i;
+    ASSERT_EQ(sp[i], want.slot[i]) << what << ": slot of entry " << i;
+  }
 }
 
 // Random entries in [-2, n_blocks + 2): unused slots, blocks out of range and

@@ -52,7 +52,8 @@
 // partial errs by at most u |scale dS K| <= u scale sum_k |dS_k| |K_k|, the
 // bound the query-tiled dq already has from rounding dS before dS K. Bitwise
 // reproducible like the forward; no atomics (BackwardDq::atomic is the other
-// way to spare the gathering, with float atomics). The reverse index is the
+// way to spare the gathering, with float atomics; BackwardDq::slots has the
+// dk/dv kernel write these partials from its own dS, and this merge sums them). The reverse index is the
 // one attention_backward built for dk/dv. Measured (H200, BM_SelectedBwdTiling,
 // docs/performance.md): the selected backward (dq + dk/dv) at paper_kernel 64k
 // 104 ms query-tiled against 70.7, m7c 64k 8.61 against 6.49 (65.6 and 6.23
@@ -716,11 +717,29 @@ void launch_selected_key_outer_dq(AttnParams& p) {
   });
 }
 
-#define NSA_KO_INSTANTIATE(DK, DV)                                                   \
-  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p);    \
-  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);        \
-  template void launch_selected_key_outer_dq<c10::BFloat16, DK, DV>(AttnParams & p); \
-  template void launch_selected_key_outer_dq<c10::Half, DK, DV>(AttnParams & p);
+// BackwardDq::slots: the dk/dv kernel wrote the partials for every query, one
+// chunk the whole sequence long; the merge is dq's KeyOuter merge.
+int64_t selected_dq_slots_bytes(const AttnParams& p, int dk, size_t elem_bytes) {
+  return int64_t(p.B) * p.S * p.G * p.n_sel * p.h * dk * int64_t(elem_bytes);
+}
+bool selected_dq_slots_apply(Branch br, const AttnParams& p, int dk, size_t elem_bytes) {
+  return br == Branch::Selected && selected_key_outer_applies(p) && p.rev_slot != nullptr &&
+         selected_dq_slots_bytes(p, dk, elem_bytes) <= kSlotsBudgetBytes;
+}
+template <typename T, int DK, int DV>
+void launch_selected_dq_slots_merge(const AttnParams& p) {
+  KoChunk c;
+  c.q_lo = 0, c.q_len = p.S, c.part = p.dq_part;
+  launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+}
+
+#define NSA_KO_INSTANTIATE(DK, DV)                                                      \
+  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p);       \
+  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);           \
+  template void launch_selected_key_outer_dq<c10::BFloat16, DK, DV>(AttnParams & p);    \
+  template void launch_selected_key_outer_dq<c10::Half, DK, DV>(AttnParams & p);        \
+  template void launch_selected_dq_slots_merge<c10::BFloat16, DK, DV>(const AttnParams& p); \
+  template void launch_selected_dq_slots_merge<c10::Half, DK, DV>(const AttnParams& p);
 NSA_TC_DIMS(NSA_KO_INSTANTIATE)
 #undef NSA_KO_INSTANTIATE
 

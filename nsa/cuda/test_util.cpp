@@ -170,9 +170,10 @@ at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t 
 
 bool capture_possible() { return std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") == nullptr; }
 
-void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_atomic,
-                     const AttnFn& reference, bool applies) {
-  check_branch(what + " (dq atomic)", in, kernel_atomic, reference);
+void check_atomic_dq(const std::string& what_in, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
+                     const AttnFn& reference, bool applies, BackwardDq way) {
+  const std::string what = what_in + (way == BackwardDq::slots ? " (slots)" : "");
+  check_branch(what + " (dq in dk/dv)", in, kernel_way, reference);
   // dk and dv bit for bit with and without dq: the same mma.sync products
   // (the warpgroup kernel's MMAs round alike but are not the same instructions).
   SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::MmaSync);
@@ -180,18 +181,24 @@ void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec s
   spec.dq = BackwardDq::kernel;
   const ForwardResult f = attention_forward(in.q, k, v, spec);
   const Gradients by_kernel = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-  EXPECT_FALSE(last_dq_in_dkdv()) << what;
-  spec.dq = BackwardDq::atomic;
+  EXPECT_EQ(last_backward_dq(), BackwardDq::kernel) << what;
+  spec.dq = way;
   PoisonScope poison;
   const Gradients atomic = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-  EXPECT_EQ(last_dq_in_dkdv(), applies) << what;
+  EXPECT_EQ(last_backward_dq(), applies ? way : BackwardDq::kernel) << what;
   EXPECT_TRUE(at::equal(atomic.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
   EXPECT_TRUE(at::equal(atomic.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
   const double tol = tolerance_for(in.q.scalar_type());
-  expect_close(what + " dq atomic vs the dq kernel", atomic.dq, f64(by_kernel.dq), tol);
+  expect_close(what + " dq in dk/dv vs the dq kernel", atomic.dq, f64(by_kernel.dq), tol);
+  if (way == BackwardDq::slots) {
+    const Gradients again = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+    EXPECT_TRUE(at::equal(again.dq, atomic.dq)) << what << ": dq differs between two runs";
+  }
   SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
   const Gradients split = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-  expect_close(what + " dq atomic, 3 row splits", split.dq, f64(by_kernel.dq), tol);
+  expect_close(what + " dq in dk/dv, 3 row splits", split.dq, f64(by_kernel.dq), tol);
+  if (way == BackwardDq::slots)
+    EXPECT_TRUE(at::equal(split.dq, atomic.dq)) << what << ": dq differs over 3 row splits";
 }
 
 void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducible, CudnnBackward fast) {

@@ -53,15 +53,17 @@ using AttnFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, co
 void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& kernel,
                   const AttnFn& reference);
 
-// BranchSpec::dq = BackwardDq::atomic (dq accumulated by the dk/dv kernel):
-// `kernel_atomic` (the branch's autograd function asking for it) against the
-// float64 `reference` as check_branch does; then, through attention_backward
-// on one forward, dk and dv the same bits as with the dq kernel (the dk/dv
-// arithmetic is untouched), dq close to the dq kernel's (itself checked against
-// the reference first) also with the key tiles' rows split over 3 CTAs, and
-// last_dq_in_dkdv() == `applies` (false: the dq kernel ran instead).
-void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_atomic,
-                     const AttnFn& reference, bool applies);
+// BranchSpec::dq = `way` (BackwardDq::atomic or ::slots: dq made by the dk/dv
+// kernel): `kernel_way` (the branch's autograd function asking for it)
+// against the float64 `reference` as check_branch does; then, through
+// attention_backward on one forward, dk and dv the same bits as with the dq
+// kernel (the dk/dv arithmetic is untouched), dq close to the dq kernel's
+// (itself checked against the reference first) also with the key tiles' rows
+// split over 3 CTAs, and last_backward_dq() == `way` where `applies` (else
+// kernel: the dq kernel ran instead). Slots also promise bitwise
+// reproducibility: dq the same bits in a second run and over 3 row splits.
+void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
+                     const AttnFn& reference, bool applies, BackwardDq way = BackwardDq::atomic);
 
 // Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
 // -1 for the rest, slots shuffled: what a valid selection may look like.
