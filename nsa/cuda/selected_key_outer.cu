@@ -480,19 +480,15 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   }
 }
 
-// The merges: one warp per (b, t, g) of the chunk, its group's h output rows
-// (head hq = g h + hh) one after the other. A warp per output row, the first
-// version, spent most of its instructions on what the h rows share (the 64-bit
-// index arithmetic, the block_idx row, the slots' validity): ncu (paper_kernel
-// 64k, H200) had the forward merge at 2.5 TB/s and 64 % of the SMs' issue for
-// 1 GB a chunk, ~0.42 ms of each chunk's ~1.6.
-struct MergeGroup {
-  int b, t, g;
-  bool in_chunk;  // false: a warp past the chunk's (b, t, g)
-  __device__ __forceinline__ static MergeGroup of(const AttnParams& p, const KoChunk& c) {
+// The merges: one warp per output row (b, t, head hq = g h + hh) of the chunk.
+struct MergeRow {
+  int b, t, g, hh, hq;
+  bool in_chunk;  // false: a warp past the chunk's rows
+  __device__ __forceinline__ static MergeRow of(const AttnParams& p, const KoChunk& c) {
     const int64_t row = int64_t(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
-    const int bt = int(row / p.G);
-    return {bt / c.q_len, c.q_lo + bt % c.q_len, int(row % p.G), row < int64_t(p.B) * c.q_len * p.G};
+    const int hq = int(row % p.H);
+    return {int(row / p.H / c.q_len), c.q_lo + int(row / p.H % c.q_len), hq / p.h, hq % p.h, hq,
+            row < int64_t(p.B) * c.q_len * p.H};
   }
 };
 
@@ -500,7 +496,7 @@ struct MergeGroup {
 // the pair (block_chosen, its own test) and the block does not repeat an
 // earlier slot (block_idx rows hold no duplicates; were one given, it counts
 // once).
-__device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const MergeGroup& r, int lane) {
+__device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const MergeRow& r, int lane) {
   const int j = lane < p.n_sel ? p.block_idx[((int64_t(r.b) * p.S + r.t) * p.G + r.g) * p.n_sel + lane] : -1;
   bool valid = block_chosen(j, r.t, p.sel_block, p.n_blocks);
   const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & __ballot_sync(0xffffffffu, valid);
@@ -539,40 +535,35 @@ __device__ __forceinline__ void sum_slots(const T* part, int64_t slot_stride, in
 template <typename T, int DV>
 __global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
   const int lane = threadIdx.x % 32;
-  const MergeGroup r = MergeGroup::of(p, c);
+  const MergeRow r = MergeRow::of(p, c);
   if (!r.in_chunk) return;
   const bool valid = slot_has_partial(p, r, lane);
+  const float lse2 = valid ? c.part_lse[part_row(p, c, r.b, r.t, r.g, lane, r.hh)] : -INFINITY;
+  float mx = lse2;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
+  float wsum = w;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
   const unsigned slots = __ballot_sync(0xffffffffu, valid);
-  const int64_t part0 = part_row(p, c, r.b, r.t, r.g, 0, 0);  // + slot h + hh
-  for (int hh = 0; hh < p.h; ++hh) {
-    const int hq = r.g * p.h + hh;
-    const float lse2 = valid ? c.part_lse[part0 + int64_t(lane) * p.h + hh] : -INFINITY;
-    float mx = lse2;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-    const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
-    float wsum = w;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
-    const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
-    sum_slots<T, DV>(static_cast<const T*>(c.part) + (part0 + hh) * DV, int64_t(p.h) * DV, p.n_sel, slots, w, inv,
-                     static_cast<T*>(p.o) + row_offset(r.b, r.t, hq, p.S, p.H, DV), lane);
-    if (lane == 0)
-      p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
-  }
+  const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
+  sum_slots<T, DV>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DV, int64_t(p.h) * DV,
+                   p.n_sel, slots, w, inv, static_cast<T*>(p.o) + row_offset(r.b, r.t, r.hq, p.S, p.H, DV), lane);
+  if (lane == 0)
+    p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + r.hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
 }
 
 // dq: the slots' partials (scale already in them) summed; no slot: dq = 0.
 template <typename T, int DK>
 __global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_bwd_dq_merge_kernel(AttnParams p, KoChunk c) {
   const int lane = threadIdx.x % 32;
-  const MergeGroup r = MergeGroup::of(p, c);
+  const MergeRow r = MergeRow::of(p, c);
   if (!r.in_chunk) return;
   const unsigned slots = __ballot_sync(0xffffffffu, slot_has_partial(p, r, lane));
-  const int64_t part0 = part_row(p, c, r.b, r.t, r.g, 0, 0);
-  for (int hh = 0; hh < p.h; ++hh)
-    sum_slots<T, DK>(static_cast<const T*>(c.part) + (part0 + hh) * DK, int64_t(p.h) * DK, p.n_sel, slots, 1.f, 1.f,
-                     static_cast<T*>(p.dq_out) + row_offset(r.b, r.t, r.g * p.h + hh, p.S, p.H, DK), lane);
+  sum_slots<T, DK>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DK, int64_t(p.h) * DK,
+                   p.n_sel, slots, 1.f, 1.f, static_cast<T*>(p.dq_out) + row_offset(r.b, r.t, r.hq, p.S, p.H, DK),
+                   lane);
 }
 
 // The reverse index (the backward's, when attention_backward has built it;
@@ -625,9 +616,9 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
   if (rev.query.defined()) p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
 }
 
-// The chunk's (b, t, g), in blocks of kMergeWarps.
+// Output rows of a chunk, in blocks of kMergeWarps.
 dim3 merge_grid(const AttnParams& p, const KoChunk& c) {
-  const int64_t rows = int64_t(p.B) * c.q_len * p.G;
+  const int64_t rows = int64_t(p.B) * c.q_len * p.H;
   return dim3(unsigned((rows + kMergeWarps - 1) / kMergeWarps));
 }
 
