@@ -104,8 +104,8 @@ void launch_selected_key_outer_dq(AttnParams& p);
 // slot order into dq_out. The budget: the scratch grows as S (paper_kernel
 // 3.2 GB at 8k, 26 GB at 64k) and measured (H200, BM_SelectedBwdDq,
 // docs/performance.md) no faster than the dq kernel at paper 64k (64.6 ms
-// both), faster where it is small: m7c 64k (1.6 GB) 4.37 against 5.74 ms,
-// paper 8k 6.76 against 7.88.
+// both), faster where it is small: m7c 64k (1.6 GB) 4.37 against 5.73 ms,
+// paper 8k 6.74 against 7.90.
 constexpr int64_t kSlotsBudgetBytes = int64_t(4) << 30;
 int64_t selected_dq_slots_bytes(const AttnParams& p, int dk, size_t elem_bytes);
 bool selected_dq_slots_apply(Branch br, const AttnParams& p, int dk, size_t elem_bytes);
