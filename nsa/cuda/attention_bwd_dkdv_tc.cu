@@ -151,10 +151,10 @@ struct DkdvLayout {
 // ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
 // atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
 // add four columns of row gid and odd lanes four of row gid + 8. Padding rows
-// (dq row -1) add nothing. BackwardDq::slots (p.dq_part): the same four
+// (dq row -1) add nothing. With `slots` (BackwardDq::slots) the same four
 // columns, times scale and rounded to T, are stored to the row's partial row
-// instead (its (query, slot, head) row of dq_part), no atomics. The rows' dq rows come from shared memory, written
-// with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
+// instead (its (query, slot, head) row of p.dq_part), no atomics. The rows'
+// dq rows come from shared memory, written with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
 // instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
 // row's head and the two rows in local memory among them (42 % of the
 // kernel's instructions; scripts/ncu_hotspots.py, code by trip count).
@@ -163,11 +163,10 @@ struct DkdvLayout {
 // 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
-                                            int n_here, int warp, int lane) {
+                                            bool slots, int n_here, int warp, int lane) {
   constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
   constexpr int kChunks = DK / kCols;
   const int gid = lane / 4, tig = lane % 4;
-  const bool slots = p.dq_part != nullptr;
   const int n_units = ceil_div(n_here, 16) * kChunks;
   for (int u = warp; u < n_units; u += kTcWarps) {
     const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
@@ -195,7 +194,8 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
       const int64_t at = mine * DK + c0 + 8 * n + 2 * (tig & ~1);
       if (slots) {  // the pair's own row: scale dS K, rounded once, written once
         uint2 packed;
-        packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale), packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
+        packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale);
+        packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
         *reinterpret_cast<uint2*>(static_cast<T*>(p.dq_part) + at) = packed;
         continue;
       }
@@ -473,7 +473,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       __syncthreads();  // every warp's dS^T of the tile is in ds
       // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
       // cores meanwhile (they read the stage's Q and dO, not ds or K).
-      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, row_dq + stage * RT, n_here, warp, lane);
+      add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, row_dq + stage * RT, slots, n_here, warp, lane);
     }
     if constexpr (WG) {  // the tile's last dV, dK, before the barrier that frees its stage
       wg::wait<0>();

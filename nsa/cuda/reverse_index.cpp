@@ -24,7 +24,8 @@ ReverseIndex reverse_index_by_sort(const at::Tensor& block_idx, int64_t sel_bloc
   ReverseIndex r;
   r.query = t_flat.index_select(0, perm).to(at::kInt).contiguous();
   const int64_t n = block_idx.size(3);
-  r.slot = at::arange(n, opts).view({1, 1, 1, n}).expand_as(j).flatten().index_select(0, perm).to(at::kInt).contiguous();
+  const at::Tensor slot_flat = at::arange(n, opts).view({1, 1, 1, n}).expand_as(j).flatten();
+  r.slot = slot_flat.index_select(0, perm).to(at::kInt).contiguous();
   r.offset = at::searchsorted(sorted_key, at::arange(n_keys + 1, opts)).contiguous();
   return r;
 }

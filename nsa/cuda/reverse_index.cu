@@ -55,8 +55,8 @@ __global__ void nsa_reverse_index_count_kernel(const int* __restrict__ block_idx
 // `inclusive` = cumsum of counts: (key, chunk)'s first position is inclusive − count.
 __global__ void nsa_reverse_index_fill_kernel(const int* __restrict__ block_idx, const int* __restrict__ counts,
                                               const int64_t* __restrict__ inclusive, int* __restrict__ query,
-                                              int* __restrict__ slot, int64_t* __restrict__ offset, int64_t S, int G, int n,
-                                              int64_t sel_block, int n_blocks, int rows_per_chunk) {
+                                              int* __restrict__ slot, int64_t* __restrict__ offset, int64_t S,
+                                              int G, int n, int64_t sel_block, int n_blocks, int rows_per_chunk) {
   extern __shared__ int64_t next[];  // [n_blocks]: the next free position of each key, for this chunk
   const int chunk = blockIdx.x, n_chunks = gridDim.x, bg = blockIdx.y, b = bg / G, g = bg % G;
   for (int j = threadIdx.x; j < n_blocks; j += blockDim.x) {
@@ -127,7 +127,8 @@ ReverseIndex reverse_index_by_kernels(const at::Tensor& block_idx_in, int64_t se
   const at::Tensor inclusive = at::cumsum(counts, 0, at::kLong);
   nsa_reverse_index_fill_kernel<<<grid, kThreads, size_t(n_blocks) * sizeof(int64_t), stream>>>(
       block_idx.data_ptr<int>(), counts.data_ptr<int>(), inclusive.data_ptr<int64_t>(), r.query.data_ptr<int>(),
-      r.slot.data_ptr<int>(), r.offset.data_ptr<int64_t>(), S, int(G), int(n), sel_block, int(n_blocks), rows_per_chunk);
+      r.slot.data_ptr<int>(), r.offset.data_ptr<int64_t>(), S, int(G), int(n), sel_block, int(n_blocks),
+      rows_per_chunk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return r;
 }

@@ -53,8 +53,8 @@
 // bound the query-tiled dq already has from rounding dS before dS K. Bitwise
 // reproducible like the forward; no atomics (BackwardDq::atomic is the other
 // way to spare the gathering, with float atomics; BackwardDq::slots has the
-// dk/dv kernel write these partials from its own dS, and this merge sums them). The reverse index is the
-// one attention_backward built for dk/dv. Measured (H200, BM_SelectedBwdTiling,
+// dk/dv kernel write these partials from its own dS, and this merge sums
+// them). The reverse index is the one attention_backward built for dk/dv. Measured (H200, BM_SelectedBwdTiling,
 // docs/performance.md): the selected backward (dq + dk/dv) at paper_kernel 64k
 // 104 ms query-tiled against 70.7, m7c 64k 8.61 against 6.49 (65.6 and 6.23
 // once the rows were copied 8 lanes a row).
@@ -733,11 +733,11 @@ void launch_selected_dq_slots_merge(const AttnParams& p) {
   launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
 }
 
-#define NSA_KO_INSTANTIATE(DK, DV)                                                      \
-  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p);       \
-  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);           \
-  template void launch_selected_key_outer_dq<c10::BFloat16, DK, DV>(AttnParams & p);    \
-  template void launch_selected_key_outer_dq<c10::Half, DK, DV>(AttnParams & p);        \
+#define NSA_KO_INSTANTIATE(DK, DV)                                                         \
+  template void launch_selected_key_outer<c10::BFloat16, DK, DV>(AttnParams & p);          \
+  template void launch_selected_key_outer<c10::Half, DK, DV>(AttnParams & p);              \
+  template void launch_selected_key_outer_dq<c10::BFloat16, DK, DV>(AttnParams & p);       \
+  template void launch_selected_key_outer_dq<c10::Half, DK, DV>(AttnParams & p);           \
   template void launch_selected_dq_slots_merge<c10::BFloat16, DK, DV>(const AttnParams& p); \
   template void launch_selected_dq_slots_merge<c10::Half, DK, DV>(const AttnParams& p);
 NSA_TC_DIMS(NSA_KO_INSTANTIATE)
