@@ -100,6 +100,13 @@ std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
 std::atomic<int> g_ko_mma{int(SelectedMma::Auto)};  // set_selected_key_outer_mma
 std::atomic<bool> g_last_ko_wgmma{false};           // last_selected_key_outer_wgmma
 
+// The bytes of one query's partials (its B G n h rows of the layout below):
+// part_d elements of elem_bytes each, and an fp32 lse where with_lse.
+int64_t partial_bytes_per_query(const AttnParams& p, int part_d, size_t elem_bytes, bool with_lse) {
+  return int64_t(p.B) * p.G * p.n_sel * p.h *
+         (part_d * int64_t(elem_bytes) + (with_lse ? int64_t(sizeof(float)) : 0));
+}
+
 // One chunk's work list and partials.
 struct KoChunk {
   int q_lo = 0, q_len = 0;     // the chunk's queries [q_lo, q_lo + q_len)
@@ -585,8 +592,7 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
   }
   // Queries per chunk: the forced number (tests), else as many as keep the
   // partials within kChunkBytes.
-  const int64_t per_query = int64_t(p.B) * p.G * p.n_sel * p.h *
-                            (part_d * int64_t(sizeof(T)) + (with_lse ? int64_t(sizeof(float)) : 0));
+  const int64_t per_query = partial_bytes_per_query(p, part_d, sizeof(T), with_lse);
   const int64_t forced = g_chunk_queries.load();
   const int64_t chunk =
       std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
@@ -720,7 +726,7 @@ void launch_selected_key_outer_dq(AttnParams& p) {
 // BackwardDq::slots: the dk/dv kernel wrote the partials for every query, one
 // chunk the whole sequence long; the merge is dq's KeyOuter merge.
 int64_t selected_dq_slots_bytes(const AttnParams& p, int dk, size_t elem_bytes) {
-  return int64_t(p.B) * p.S * p.G * p.n_sel * p.h * dk * int64_t(elem_bytes);
+  return p.S * partial_bytes_per_query(p, dk, elem_bytes, /*with_lse=*/false);
 }
 bool selected_dq_slots_apply(Branch br, const AttnParams& p, int dk, size_t elem_bytes) {
   return br == Branch::Selected && selected_key_outer_applies(p) && p.rev_slot != nullptr &&
