@@ -97,7 +97,7 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
   }
 }
 
-// BackwardDq::atomic (testing::check_atomic_dq): the m7c stride and block over
+// BackwardDq::atomic (testing::check_dq_in_dkdv): the m7c stride and block over
 // two key tiles (the rows split over many CTAs), batch 2 with fp16, dk != dv,
 // and 128/128 (no room for dS^T: the dq kernel runs).
 TEST(CompressedAttention, AtomicDqMatchesReference) {
@@ -119,7 +119,7 @@ TEST(CompressedAttention, AtomicDqMatchesReference) {
     const double scale = 1.0 / std::sqrt(double(c.dk));
     BranchSpec spec;
     spec.branch = Branch::Compressed, spec.cmp_block = c.l, spec.cmp_stride = c.d, spec.scale = scale;
-    testing::check_atomic_dq(
+    testing::check_dq_in_dkdv(
         c.name, in, spec,
         [=](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
           return compressed_attention_with_lse(q, k, v, c.l, c.d, scale, BackwardDq::atomic).first;

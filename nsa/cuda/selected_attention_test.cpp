@@ -353,7 +353,7 @@ TEST(SelectedAttention, V1AndV2BothMatchReference) {
   }
 }
 
-// BackwardDq::atomic and ::slots: dq made by the dk/dv kernel (testing::check_atomic_dq).
+// BackwardDq::atomic and ::slots: dq made by the dk/dv kernel (testing::check_dq_in_dkdv).
 // Where the atomic path does not apply (sel_block not a multiple of 64; 128/128,
 // whose tiles leave no room for dS^T) the dq kernel runs and the function is the same.
 struct AtomicDqCase {
@@ -379,17 +379,17 @@ class SelectedAtomicDq : public SelectedProblem<AtomicDqCase> {
 
 TEST_P(SelectedAtomicDq, MatchesReference) {
   const AtomicDqCase& c = GetParam();
-  testing::check_atomic_dq(c.name, in_, spec_, atomic(), ref(), c.applies);
+  testing::check_dq_in_dkdv(c.name, in_, spec_, atomic(), ref(), c.applies);
 }
 
 // BackwardDq::slots: the dk/dv kernel's per-(query, block) partials, merged in
-// slot order (bitwise reproducible: check_atomic_dq runs it twice and over 3
+// slot order (bitwise reproducible: check_dq_in_dkdv runs it twice and over 3
 // row splits). Applies where atomic does with one 64-key tile a block; with
 // two (sel_block 128) the dq kernel runs.
 TEST_P(SelectedAtomicDq, SlotsMatchReference) {
   const AtomicDqCase& c = GetParam();
-  testing::check_atomic_dq(c.name, in_, spec_, kernel(block_idx_, c.sel_block, scale_, BackwardDq::slots), ref(),
-                           c.applies && c.sel_block == 64, BackwardDq::slots);
+  testing::check_dq_in_dkdv(c.name, in_, spec_, kernel(block_idx_, c.sel_block, scale_, BackwardDq::slots), ref(),
+                            c.applies && c.sel_block == 64, BackwardDq::slots);
 }
 
 // The selected dk/dv kernel with dq on Hopper's warpgroup MMAs

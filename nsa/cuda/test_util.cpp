@@ -170,8 +170,8 @@ at::Tensor random_block_idx(int64_t B, int64_t S, int64_t G, int64_t n, int64_t 
 
 bool capture_possible() { return std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") == nullptr; }
 
-void check_atomic_dq(const std::string& what_in, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
-                     const AttnFn& reference, bool applies, BackwardDq way) {
+void check_dq_in_dkdv(const std::string& what_in, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
+                      const AttnFn& reference, bool applies, BackwardDq way) {
   const std::string what = what_in + (way == BackwardDq::slots ? " (slots)" : "");
   check_branch(what + " (dq in dk/dv)", in, kernel_way, reference);
   // dk and dv bit for bit with and without dq: the same mma.sync products
@@ -184,21 +184,21 @@ void check_atomic_dq(const std::string& what_in, const AttnInputs& in, BranchSpe
   EXPECT_EQ(last_backward_dq(), BackwardDq::kernel) << what;
   spec.dq = way;
   PoisonScope poison;
-  const Gradients atomic = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+  const Gradients in_dkdv = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
   EXPECT_EQ(last_backward_dq(), applies ? way : BackwardDq::kernel) << what;
-  EXPECT_TRUE(at::equal(atomic.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
-  EXPECT_TRUE(at::equal(atomic.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
+  EXPECT_TRUE(at::equal(in_dkdv.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
+  EXPECT_TRUE(at::equal(in_dkdv.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
   const double tol = tolerance_for(in.q.scalar_type());
-  expect_close(what + " dq in dk/dv vs the dq kernel", atomic.dq, f64(by_kernel.dq), tol);
+  expect_close(what + " dq in dk/dv vs the dq kernel", in_dkdv.dq, f64(by_kernel.dq), tol);
   if (way == BackwardDq::slots) {
     const Gradients again = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-    EXPECT_TRUE(at::equal(again.dq, atomic.dq)) << what << ": dq differs between two runs";
+    EXPECT_TRUE(at::equal(again.dq, in_dkdv.dq)) << what << ": dq differs between two runs";
   }
   SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
   const Gradients split = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
   expect_close(what + " dq in dk/dv, 3 row splits", split.dq, f64(by_kernel.dq), tol);
   if (way == BackwardDq::slots)
-    EXPECT_TRUE(at::equal(split.dq, atomic.dq)) << what << ": dq differs over 3 row splits";
+    EXPECT_TRUE(at::equal(split.dq, in_dkdv.dq)) << what << ": dq differs over 3 row splits";
 }
 
 void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducible, CudnnBackward fast) {

@@ -62,8 +62,8 @@ void check_branch(const std::string& what, const AttnInputs& in, const AttnFn& k
 // split over 3 CTAs, and last_backward_dq() == `way` where `applies` (else
 // kernel: the dq kernel ran instead). Slots also promise bitwise
 // reproducibility: dq the same bits in a second run and over 3 row splits.
-void check_atomic_dq(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
-                     const AttnFn& reference, bool applies, BackwardDq way = BackwardDq::atomic);
+void check_dq_in_dkdv(const std::string& what, const AttnInputs& in, BranchSpec spec, const AttnFn& kernel_way,
+                      const AttnFn& reference, bool applies, BackwardDq way = BackwardDq::atomic);
 
 // Random distinct candidate blocks (j*l' <= t) per (b,t,g), up to n of them,
 // -1 for the rest, slots shuffled: what a valid selection may look like.

@@ -395,7 +395,7 @@ TEST(CudnnWindow, DeclinesWhatCudnnDoesNotTake) {
             std::string::npos);
 }
 
-// BackwardDq::atomic (testing::check_atomic_dq): our window kernels' backward
+// BackwardDq::atomic (testing::check_dq_in_dkdv): our window kernels' backward
 // with dq added by the dk/dv kernel, on m7c's window over several key tiles,
 // the band's edges (window 1, window past S), and 128/128 (no room for dS^T:
 // the dq kernel runs); then cuDNN's forward with that backward.
@@ -421,7 +421,7 @@ TEST(WindowAttention, AtomicDqMatchesReference) {
     const testing::AttnFn reference = [&](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v) {
       return ref_window_attention(q, kk, v, c.window, scale);
     };
-    testing::check_atomic_dq(
+    testing::check_dq_in_dkdv(
         c.name, in, spec,
         [&](const at::Tensor& q, const at::Tensor& kk, const at::Tensor& v) {
           return window_attention(q, kk, v, c.window, scale, BackwardDq::atomic);
