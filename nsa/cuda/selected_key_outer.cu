@@ -194,39 +194,36 @@ __device__ __forceinline__ void load_block_kv(T* Ks, T* Vs, const AttnParams& p,
   tc::cp_async_commit();
 }
 
-// The slot block j has in query t's block_idx row (the first naming it), -1
-// for t < 0.
-__device__ __forceinline__ int slot_of(const AttnParams& p, int b, int t, int g, int j) {
-  int slot = -1;
-  if (t >= 0) {
-    const int* idx = p.block_idx + ((int64_t(b) * p.S + t) * p.G + g) * p.n_sel;
-    for (int s = p.n_sel - 1; s >= 0; --s) slot = idx[s] == j ? s : slot;
-  }
-  return slot;
-}
-
 // A warp's rows (query, head) of one unit, 16 at a time: lane l holds the
 // query of row l % 16 of group gi (-1 past the rows).
+// Lane l also finds row l % 16's slot, the slot its entry came from in the
+// query's block_idx row (the reverse index keeps it beside the query): one
+// load, where searching the row for block j took n_sel.
 struct UnitRows {
   const int* rev_query;
+  const int* rev_slot;
   int64_t e0;
   int n_rows, h;
   __device__ int query_of(int gi, int lane) const {
     const int ri = gi * 16 + lane % 16;
     return ri < n_rows ? rev_query[e0 + ri / h] : -1;
   }
+  __device__ int slot_of(int gi, int lane) const {
+    const int ri = gi * 16 + lane % 16;
+    return ri < n_rows ? rev_slot[e0 + ri / h] : -1;
+  }
 };
 
 // The unit CTA u takes: block j (keys k0 .. k0 + 63, sel_block = 64) of
 // (b, g) and the unit's rows, in n_groups groups of 16.
 struct KoUnit {
-  int b, g, j, k0;
+  int b, g, k0;
   UnitRows rows;
   int n_groups;
   __device__ static KoUnit of(const AttnParams& p, const KoChunk& c, int u) {
     const int key = c.unit_key[u], bg = key / p.n_blocks, j = key % p.n_blocks;
-    const UnitRows rows{p.rev_query, c.unit_e0[u], c.unit_len[u] * p.h, p.h};
-    return {bg / p.G, bg % p.G, j, j * kTcKeys, rows, ceil_div(rows.n_rows, 16)};
+    const UnitRows rows{p.rev_query, p.rev_slot, c.unit_e0[u], c.unit_len[u] * p.h, p.h};
+    return {bg / p.G, bg % p.G, j * kTcKeys, rows, ceil_div(rows.n_rows, 16)};
   }
 };
 
@@ -324,7 +321,7 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DK, DV, WARPS>)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdQ;  // this warp's [16][kLdQ]
   const KoUnit unit = KoUnit::of(p, c, u);
-  const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
+  const int b = unit.b, g = unit.g, k0 = unit.k0, n_groups = unit.n_groups;
   const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
   load_block_kv<T, DK, DV, L::kLdK, L::kLdV, 32 * WARPS, WG>(Ks, Vs, p, b, g, k0, tid);
@@ -354,7 +351,7 @@ __global__ void __launch_bounds__(32 * WARPS, kFwdKoMinCtas<DK, DV, WARPS>)
     t_cur = t_next;
     t_next = rows.query_of(gi + 2 * WARPS, lane);
     // For row lane % 16; loaded now, used after the products.
-    const int slot = slot_of(p, b, t_here, g, j);
+    const int slot = rows.slot_of(gi, lane);
     float s[kTcKeys / 8][4];
     if constexpr (WG)
       wg::warpgroup_a_bt<T, DK>(s, qa, Ks);
@@ -421,7 +418,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   T* Qw = Vs + kTcKeys * L::kLdV + warp * 16 * L::kLdWarp;  // this warp's [16][kLdWarp]: Q | dO
   T* Ow = Qw + L::kLdK;
   const KoUnit unit = KoUnit::of(p, c, u);
-  const int b = unit.b, g = unit.g, j = unit.j, k0 = unit.k0, n_groups = unit.n_groups;
+  const int b = unit.b, g = unit.g, k0 = unit.k0, n_groups = unit.n_groups;
   const UnitRows& rows = unit.rows;
   const T* q = static_cast<const T*>(p.q);
   const T* dout = static_cast<const T*>(p.dout);
@@ -440,7 +437,7 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
     tc::cp_async_wait<0>();
     __syncwarp();
     const int t_here = t_cur;
-    const int slot = slot_of(p, b, t_here, g, j);
+    const int slot = rows.slot_of(gi, lane);
     const GroupRows gr = GroupRows::of(rows, gi, k0, t_here, lane);
     float lse2[2], delta[2];
 #pragma unroll
@@ -589,7 +586,9 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
     rev = reverse_index(block_idx, p.sel_block, p.n_blocks);
     p.rev_query = rev.query.data_ptr<int>();
     p.rev_offset = rev.offset.data_ptr<int64_t>();
+    p.rev_slot = rev.slot.data_ptr<int>();
   }
+  TORCH_CHECK(p.rev_slot != nullptr, "the selected KeyOuter kernels need the reverse index's slots");
   // Queries per chunk: the forced number (tests), else as many as keep the
   // partials within kChunkBytes.
   const int64_t per_query = partial_bytes_per_query(p, part_d, sizeof(T), with_lse);
@@ -619,7 +618,8 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
     launch_kernel(nsa_selected_ko_units_kernel, dim3(ceil_div(int(n_keys), 256)), 256, 0, p, c);
     launch(c, max_units);
   }
-  if (rev.query.defined()) p.rev_query = nullptr, p.rev_offset = nullptr;  // freed with `rev` (stream-ordered)
+  if (rev.query.defined())  // freed with `rev` (stream-ordered)
+    p.rev_query = nullptr, p.rev_offset = nullptr, p.rev_slot = nullptr;
 }
 
 // Output rows of a chunk, in blocks of kMergeWarps.
