@@ -189,15 +189,6 @@ void set_selected_key_outer_mma(SelectedMma mma);
 SelectedMma selected_key_outer_mma();
 // Testing hook: the last KeyOuter forward launched ran on wgmma.
 bool last_selected_key_outer_wgmma();
-// KeyOuter's forward over several chunks: each chunk's merge on a side stream
-// beside the next chunk's ko kernel, the partials in two buffers taken in
-// turn (2 GiB at most, against 1), or (off) all on the caller's stream in one
-// buffer. The same values either way. On by default; for tests and
-// benchmarks, next launch on. The hook: whether the last KeyOuter forward
-// overlapped (on, and more than one chunk).
-void set_selected_key_outer_merge_overlap(bool on);
-bool selected_key_outer_merge_overlap();
-bool last_selected_key_outer_merge_overlapped();
 // The selected dk/dv kernel that also makes dq (BackwardDq::atomic, sel_block a
 // multiple of 64): its four products (attention_bwd_dkdv_tc.cu). Auto takes
 // wgmma where selected_dkdv_wgmma_by_default(dk, dv).

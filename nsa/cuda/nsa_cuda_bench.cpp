@@ -868,31 +868,6 @@ void SizesKoMma(benchmark::internal::Benchmark* b) {
       for (SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma}) b->Args({shape, S, warps, int64_t(mma)});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps", "mma"});
 }
-// KeyOuter's forward merges on a side stream beside the next chunk's ko
-// kernel (arg overlap 1) or after it on one stream (0; nsa_cuda.h,
-// set_selected_key_outer_merge_overlap; counter overlap: what ran): the
-// selected forward with KeyOuter forced, or (LAYER) the layer's forward as it
-// runs by default, same inputs, same run. A row that did not run as asked (one
-// chunk: nothing to overlap) is skipped (check_ran).
-template <bool LAYER>
-void BM_KoOverlap(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<bool> overlap(selected_key_outer_merge_overlap(), set_selected_key_outer_merge_overlap,
-                                   state.range(2) != 0);
-  if constexpr (LAYER) {
-    const Problem p = make_problem(state);
-    double flops;
-    const double ms = time_layer(state, p, /*bwd=*/false, &flops);
-    report(state, ms, flops, dense_ms(p, false));
-  } else {
-    const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
-    branch_row<Which::Selected, false>(state);
-  }
-  check_ran(state, "overlap", int(state.range(2)), int(last_selected_key_outer_merge_overlapped()));
-}
-void SizesKoOverlap(benchmark::internal::Benchmark* b) {
-  SizesTimesChoices(b, {{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}}, {0, 1}, "overlap");
-}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -959,8 +934,6 @@ BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(S
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
 BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
-BENCHMARK(BM_KoOverlap<false>)->Name("BM_SelectedKoOverlap")->Apply(SizesKoOverlap);
-BENCHMARK(BM_KoOverlap<true>)->Name("BM_LayerFwdKoOverlap")->Apply(SizesKoOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);

@@ -196,7 +196,6 @@ class SelectedKeyOuterWarps : public SelectedProblem<SelectedCase> {
     set_selected_tiling(SelectedTiling::KeyOuter);
   }
   void TearDown() override {
-    set_selected_key_outer_merge_overlap(prev_overlap_);
     set_selected_key_outer_mma(prev_mma_);
     set_selected_key_outer_warps(prev_warps_);
     set_selected_key_outer_chunk(prev_chunk_);
@@ -212,7 +211,6 @@ class SelectedKeyOuterWarps : public SelectedProblem<SelectedCase> {
   const int64_t prev_chunk_ = selected_key_outer_chunk();
   const int prev_warps_ = selected_key_outer_warps();
   const SelectedMma prev_mma_ = selected_key_outer_mma();
-  const bool prev_overlap_ = selected_key_outer_merge_overlap();
 };
 
 // KeyOuter's forward on mma.sync (asked: on Hopper the layer's default is
@@ -277,30 +275,6 @@ TEST_P(SelectedKeyOuterWarps, WgmmaMatchesReference) {
   set_selected_key_outer_warps(0);
   (void)attention_forward(in_.q, in_.k, in_.v, spec_);
   EXPECT_TRUE(last_selected_key_outer_wgmma()) << c.name << ": the default where wgmma runs";
-}
-
-// The forward's merges on a side stream beside the next chunk's ko kernel
-// (set_selected_key_outer_merge_overlap), over chunks of 37 queries: the
-// overlapped forward (and the backward after it) matches the float64
-// reference, and its output and lse are the one-stream forward's bit for bit
-// (the same kernels on the same values; what changes is only when a merge
-// runs). One chunk (the default size at these lengths) does not overlap.
-TEST_P(SelectedKeyOuterWarps, MergeOverlapSameBits) {
-  const SelectedCase& c = GetParam();
-  set_selected_key_outer_chunk(37);
-  ForwardResult f[2];
-  for (int i = 0; i < 2; ++i) {
-    set_selected_key_outer_merge_overlap(i == 1);
-    f[i] = attention_forward(in_.q, in_.k, in_.v, spec_);
-    ASSERT_TRUE(last_forward_used_key_outer()) << c.name;
-    EXPECT_EQ(last_selected_key_outer_merge_overlapped(), i == 1 && c.S > 37) << c.name;
-  }
-  check(std::string(c.name) + "/merge_overlap/chunk_37");
-  EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": o differs with the merges overlapped";
-  EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": lse differs with the merges overlapped";
-  set_selected_key_outer_chunk(0);
-  (void)attention_forward(in_.q, in_.k, in_.v, spec_);
-  EXPECT_FALSE(last_selected_key_outer_merge_overlapped()) << c.name << ": one chunk has nothing to overlap";
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -31,8 +31,6 @@
 //      fp32 (a fixed order: results are bitwise reproducible), o in the input
 //      dtype and the natural-log lse the backward reads; a row with no visible
 //      key: o = 0, lse = +inf, as every other forward.
-// Over several chunks the forward's merges run on a side stream, each beside
-// the next chunk's ko kernel (two partial buffers; for_each_key_outer_chunk).
 // The partials are the traffic (each written once and read once: at the
 // paper's shape 4 KB a (query, block) pair in bf16 against 6 KB of Q read),
 // so they are kept in the input dtype (in fp32, the first version: paper_kernel
@@ -65,18 +63,14 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/zeros.h>
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <optional>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
@@ -105,8 +99,6 @@ std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the r
 std::atomic<int> g_last_ko_warps{0};  // last_selected_key_outer_warps
 std::atomic<int> g_ko_mma{int(SelectedMma::Auto)};  // set_selected_key_outer_mma
 std::atomic<bool> g_last_ko_wgmma{false};           // last_selected_key_outer_wgmma
-std::atomic<bool> g_ko_overlap{true};               // set_selected_key_outer_merge_overlap
-std::atomic<bool> g_last_ko_overlap{false};         // last_selected_key_outer_merge_overlapped
 
 // The bytes of one query's partials (its B G n h rows of the layout below):
 // part_d elements of elem_bytes each, and an fp32 lse where with_lse.
@@ -582,18 +574,9 @@ __global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_bwd
 // else built here from p.block_idx), then the chunks of queries whose
 // partials (`part_d` columns in T, with an fp32 lse when `with_lse`, per
 // (query, slot, head)) fit kChunkBytes: per chunk the units kernel, then
-// `ko(c, max_units)` and `merge(c)` queue the chunk's two kernels.
-// With `overlap` and more than one chunk, each merge runs on a side stream
-// beside the next chunk's ko kernel, over two partial buffers taken in turn
-// (a chunk's ko waits for the merge that last read its buffer): the merge
-// moves its chunk's partials through DRAM while a ko kernel waits mostly on
-// latency (ncu, paper_kernel 64k: 17 chunks, ~0.93 ms of ko and ~0.37 of merge
-// each, one after the other on one stream). Otherwise one stream, one buffer.
-// The same kernels compute the same values either way. Returns whether the
-// merges overlapped.
-template <typename T, typename Ko, typename Merge>
-bool for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, bool overlap, const Ko& ko,
-                              const Merge& merge) {
+// `launch(c, max_units)` queues the chunk's ko kernel and merge.
+template <typename T, typename Launch>
+void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const Launch& launch) {
   const int dev = c10::cuda::current_device();
   const auto on_gpu = at::TensorOptions().device(at::kCUDA, dev);
   ReverseIndex rev;
@@ -618,50 +601,25 @@ bool for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, bool ove
   // entries (<= chunk x n per (b, g)) in whole units.
   const int64_t n_keys = int64_t(p.B) * p.G * p.n_blocks;
   const int64_t max_units = n_keys + int64_t(p.B) * p.G * ceil_div(int(chunk * p.n_sel), c.units_per_key);
-  const int64_t n_chunks = ceil_div(p.S, int(chunk));
-  const int n_buffers = overlap && n_chunks > 1 ? 2 : 1;
   const int64_t part_rows = int64_t(p.B) * chunk * p.G * p.n_sel * p.h;
-  const at::Tensor part =
-      at::empty({n_buffers * part_rows * part_d}, on_gpu.dtype(c10::CppTypeToScalarType<T>::value));
-  const at::Tensor part_lse = with_lse ? at::empty({n_buffers * part_rows}, on_gpu.dtype(at::kFloat)) : at::Tensor();
+  const at::Tensor part = at::empty({part_rows * part_d}, on_gpu.dtype(c10::CppTypeToScalarType<T>::value));
+  const at::Tensor part_lse = with_lse ? at::empty({part_rows}, on_gpu.dtype(at::kFloat)) : at::Tensor();
+  const int64_t n_chunks = ceil_div(p.S, int(chunk));
   const at::Tensor counters = at::zeros({n_chunks}, on_gpu.dtype(at::kInt));
   const at::Tensor unit_key = at::empty({max_units}, on_gpu.dtype(at::kInt));
   const at::Tensor unit_len = at::empty({max_units}, on_gpu.dtype(at::kInt));
   const at::Tensor unit_e0 = at::empty({max_units}, on_gpu.dtype(at::kLong));
+  c.part = part.data_ptr(), c.part_lse = with_lse ? part_lse.data_ptr<float>() : nullptr;
   c.unit_key = unit_key.data_ptr<int>(), c.unit_len = unit_len.data_ptr<int>(), c.unit_e0 = unit_e0.data_ptr<int64_t>();
-  // The merges' stream (n_buffers == 2): forked from the caller's, joined
-  // back before the buffers are freed. Events: ko_done[i] (caller) before
-  // merge i (side), merged[buffer] (side) before the ko that refills it.
-  std::optional<ForkedStream> fork;
-  if (n_buffers == 2) fork.emplace(c10::DeviceIndex(dev), Lane::kernel_pair, ForkedStream::Tensors{part, part_lse});
-  at::cuda::CUDAEvent ko_done, merged[2];
-  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(dev);
   for (int64_t ci = 0; ci < n_chunks; ++ci) {
-    const int buffer = int(ci % n_buffers);
     c.q_lo = int(ci * chunk);
     c.q_len = int(std::min<int64_t>(chunk, p.S - c.q_lo));
     c.n_units = counters.data_ptr<int>() + ci;
-    c.part = static_cast<T*>(part.data_ptr()) + buffer * part_rows * part_d;
-    c.part_lse = with_lse ? part_lse.data_ptr<float>() + buffer * part_rows : nullptr;
     launch_kernel(nsa_selected_ko_units_kernel, dim3(ceil_div(int(n_keys), 256)), 256, 0, p, c);
-    if (fork && ci >= 2) merged[buffer].block(caller);  // chunk ci - 2's merge has read this buffer
-    ko(c, max_units);
-    if (!fork) {
-      merge(c);
-      continue;
-    }
-    ko_done.record(caller);
-    ko_done.block(fork->side());
-    {
-      const c10::cuda::CUDAStreamGuard on_side(fork->side());
-      merge(c);
-    }
-    merged[buffer].record(fork->side());
+    launch(c, max_units);
   }
-  if (fork) fork->join();
   if (rev.query.defined())  // freed with `rev` (stream-ordered)
     p.rev_query = nullptr, p.rev_offset = nullptr, p.rev_slot = nullptr;
-  return fork.has_value();
 }
 
 // Output rows of a chunk, in blocks of kMergeWarps.
@@ -683,9 +641,6 @@ int last_selected_key_outer_warps() { return g_last_ko_warps.load(); }
 void set_selected_key_outer_mma(SelectedMma mma) { g_ko_mma.store(int(mma)); }
 SelectedMma selected_key_outer_mma() { return SelectedMma(g_ko_mma.load()); }
 bool last_selected_key_outer_wgmma() { return g_last_ko_wgmma.load(); }
-void set_selected_key_outer_merge_overlap(bool on) { g_ko_overlap.store(on); }
-bool selected_key_outer_merge_overlap() { return g_ko_overlap.load(); }
-bool last_selected_key_outer_merge_overlapped() { return g_last_ko_overlap.load(); }
 
 bool selected_key_outer_applies(const AttnParams& p) {
   return p.sel_block == kTcKeys && p.n_sel >= 1 && p.n_sel <= 32;
@@ -725,18 +680,13 @@ int fwd_ko_warps() {
 
 template <typename T, int DK, int DV, int WARPS, bool WG>
 void launch_fwd_ko(AttnParams& p) {
-  const bool overlapped = for_each_key_outer_chunk<T>(
-      p, DV, /*with_lse=*/true, g_ko_overlap.load(),
-      [&](const KoChunk& c, int64_t max_units) {
-        launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS, WG>, dim3(unsigned(max_units)), 32 * WARPS,
-                      KoLayout<DK, DV, false, WARPS, WG>::kBytes, p, c);
-      },
-      [&](const KoChunk& c) {
-        launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
-      });
+  for_each_key_outer_chunk<T>(p, DV, /*with_lse=*/true, [&](const KoChunk& c, int64_t max_units) {
+    launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS, WG>, dim3(unsigned(max_units)), 32 * WARPS,
+                  KoLayout<DK, DV, false, WARPS, WG>::kBytes, p, c);
+    launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+  });
   g_last_ko_warps.store(WARPS);
   g_last_ko_wgmma.store(WG);
-  g_last_ko_overlap.store(overlapped);
 }
 
 // The forward's products on warpgroup MMAs? Unless mma.sync is asked
@@ -764,19 +714,13 @@ void launch_selected_key_outer(AttnParams& p) {
     launch_fwd_ko_sized<T, DK, DV, false>(p);
 }
 
-// On one stream: the backward runs this beside the dk/dv kernel, which holds
-// the kernel-pair stream a merge would have to queue behind.
 template <typename T, int DK, int DV>
 void launch_selected_key_outer_dq(AttnParams& p) {
-  for_each_key_outer_chunk<T>(
-      p, DK, /*with_lse=*/false, /*overlap=*/false,
-      [&](const KoChunk& c, int64_t max_units) {
-        launch_kernel(nsa_selected_bwd_dq_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
-                      KoLayout<DK, DV, true>::kBytes, p, c);
-      },
-      [&](const KoChunk& c) {
-        launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
-      });
+  for_each_key_outer_chunk<T>(p, DK, /*with_lse=*/false, [&](const KoChunk& c, int64_t max_units) {
+    launch_kernel(nsa_selected_bwd_dq_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
+                  KoLayout<DK, DV, true>::kBytes, p, c);
+    launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+  });
 }
 
 // BackwardDq::slots: the dk/dv kernel wrote the partials for every query, one
