@@ -38,9 +38,11 @@ struct AttnParams {
   const float* lse = nullptr;     // [B,S,H] read by the backward (+inf: no visible key)
   const float* delta = nullptr;   // [B,S,H] rowsum(dO * O)
   const int* block_idx = nullptr;      // selected: [B,S,G,n_sel]
-  const int* rev_query = nullptr;      // selected bwd: queries grouped by (b,g,block)
-  const int64_t* rev_offset = nullptr; // selected bwd: [B*G*n_blocks + 1]
-  const int* rev_slot = nullptr;       // selected: each rev_query entry's slot in its block_idx row
+  // The selected branch's reverse index (reverse_index.h), for the dk/dv and
+  // KeyOuter kernels (whose forward builds its own).
+  const int* rev_query = nullptr;      // queries grouped by (b,g,block)
+  const int64_t* rev_offset = nullptr; // [B*G*n_blocks + 1]
+  const int* rev_slot = nullptr;       // each rev_query entry's slot in its block_idx row
   // Sizes.
   int B = 0, S = 0, Sk = 0, H = 0, G = 0, h = 0, dk = 0, dv = 0;
   float scale = 0.f;
