@@ -204,13 +204,12 @@ struct UnitRows {
   const int* rev_slot;
   int64_t e0;
   int n_rows, h;
-  __device__ int query_of(int gi, int lane) const {
+  __device__ int query_of(int gi, int lane) const { return entry(rev_query, gi, lane); }
+  __device__ int slot_of(int gi, int lane) const { return entry(rev_slot, gi, lane); }
+  // Row l % 16's entry of a reverse-index list (its query or slot), -1 past the rows.
+  __device__ int entry(const int* list, int gi, int lane) const {
     const int ri = gi * 16 + lane % 16;
-    return ri < n_rows ? rev_query[e0 + ri / h] : -1;
-  }
-  __device__ int slot_of(int gi, int lane) const {
-    const int ri = gi * 16 + lane % 16;
-    return ri < n_rows ? rev_slot[e0 + ri / h] : -1;
+    return ri < n_rows ? list[e0 + ri / h] : -1;
   }
 };
 
