@@ -581,297 +581,6 @@ __global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq,
 #endif
 }
 
-// ---- The selected dk, dv and dq on two warpgroups (SelectedMma::WgmmaPair) ----
-//
-// Why: the one-warpgroup kernel above waits for each step's S^T and dP^T
-// before its softmax and dS, and its dK, dV accumulators (160 registers a
-// thread at the paper's 192 / 128) leave no room to keep the next step's
-// products in flight; two CTAs an SM did not hide that (it ran 4-5 % slower
-// than mma.sync there, whose 4 warps each read every row step's Q and dO from
-// shared memory for themselves: L1/TEX 75-78 % busy, ncu). Here a CTA of 256
-// threads holds the same 64 keys in two warpgroups that split the products
-// and run side by side, each on its own schedule:
-//   dK warpgroup (threads 0-127)   S^T = K Q^T, dP^T = V dO^T, P^T, dS^T,
-//                                  dK += dS^T Q; dS^T to shared memory
-//   dV warpgroup (threads 128-255) S^T = K Q^T (again), P^T, dV += P^T dO,
-//                                  the last tile's dQ += dS K (add_tile_dq),
-//                                  and every copy (Q, dO, the rows' t, lse,
-//                                  delta, dq row; K and V once)
-// S^T twice (+23 % of the products) buys that neither exchanges P through
-// shared memory, and that each holds one accumulator (dK 96, dV 64 registers
-// at 192 / 128) beside a whole tile's S^T and dP^T: one step of 64 rows a
-// tile, each product an m64n64 wgmma (the one-warpgroup kernel's 32-row steps
-// are m64n32, which read more shared memory per FLOP). One CTA an SM at
-// dk + dv > 128 (its shared memory: three stages of Q and dO), two at 64/64.
-// The two meet through named barriers (wg::bar_sync / bar_arrive), never a
-// barrier of the whole CTA, so the dV warpgroup may run a tile ahead:
-//   kFull + s    the stage's copies have landed (the dV warpgroup arrives after
-//                waiting for its own cp.async groups; the dK one waits)
-//   kEmpty + s   the dK warpgroup is done with a stage (its dK product waited
-//                for); the dV warpgroup waits before copying a later tile into it
-//   kDsFull + d  dS^T of a tile is in buffer d (dK arrives, dV waits)
-//   kDsEmpty + d the dQ product read buffer d (dV arrives, dK waits)
-//   kLoaders     the dV warpgroup's own copies, seen by all its threads
-// Every arrival has its wait (the conditions below pair them), so no barrier
-// is left half-counted at the end. The results are the one-warpgroup
-// kernel's up to rounding: dk, dv reproducible bit for bit, dq in atomics or
-// slots as there.
-enum PairBarrier : int { kFull = 1, kEmpty = 4, kDsFull = 7, kDsEmpty = 9, kLoaders = 11 };
-constexpr size_t kPairSmemBudget = 227 * 1024;  // Hopper's opt-in per block
-
-template <int DK, int DV>
-struct PairLayout {
-  static constexpr int kRows = 64;  // rows per tile, one step each
-  static constexpr int kStages = 3;
-  static constexpr int kLdS = kRows + tc::kSmemPad;
-  static constexpr size_t kBytes = size_t(kKeys) * (DK + DV) * 2 +              // K, V (core tiles)
-                                   size_t(kStages) * kRows * (DK + DV) * 2 +    // Q, dO stages
-                                   2 * size_t(kKeys) * kLdS * 2 +               // dS^T, two buffers
-                                   size_t(kStages) * kRows * (8 + 3 * 4);       // dq row, t, lse, delta
-  static constexpr bool kFits = kBytes <= kPairSmemBudget && DK % 64 == 0 && DV % 64 == 0;
-  static_assert(kEmpty - kFull >= kStages && kDsFull - kEmpty >= kStages,
-                "named barriers overlap");
-};
-
-// P^T for a warp's 16 keys [kw0, kw1) x the tile's rows (element (n, j): key
-// kw0 + gid + 8 (j / 2), row 8 n + 2 tig + j % 2), in place over S^T; 0 where
-// the row does not see the key (a padding row, a key past the block's end or
-// after the query). The same code in both warpgroups, so both round the same P.
-template <int RT>
-__device__ __forceinline__ void pair_probs(const AttnParams& p, float (&sp)[RT / 8][4], const int* ts,
-                                           const float* lse, int n_here, int kw0, int kw1, int k1, float scale_log2,
-                                           int gid, int tig) {
-  float lse2[RT / 8][2];
-#pragma unroll
-  for (int n = 0; n < RT / 8; ++n) {
-    lse2[n][0] = lse[8 * n + 2 * tig] * kLog2e;
-    lse2[n][1] = lse[8 * n + 2 * tig + 1] * kLog2e;
-  }
-  // Every row sees all 16 keys: no padding row, no key past the end, and the
-  // first row (the smallest t: rows ascend) reaches the last key.
-  if (n_here == RT && kw1 - kw0 == 16 && kw1 - 1 <= ts[0]) {
-#pragma unroll
-    for (int n = 0; n < RT / 8; ++n) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) sp[n][j] = tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2]));
-    }
-    return;
-  }
-#pragma unroll
-  for (int n = 0; n < RT / 8; ++n) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int key = kw0 + gid + 8 * (j / 2), t = ts[8 * n + 2 * tig + j % 2];
-      const bool vis = t >= 0 && key < k1 && key_visible(Branch::Selected, t, key, p.window, p.cmp_block, p.cmp_stride);
-      sp[n][j] = vis ? tc::exp2_ftz(fmaf(sp[n][j], scale_log2, -lse2[n][j % 2])) : 0.f;
-    }
-  }
-}
-
-// A warp's 16 keys of dK (scale applied) or dV, from its accumulators: to the
-// output in T, or with row splits to the split's fp32 partial at column `col0`
-// of the key's dk | dv row (nsa_dkdv_reduce_kernel sums them).
-template <typename T, int D>
-__device__ __forceinline__ void pair_write_keys(const AttnParams& p, const KeyCta& cta, const float (&acc)[D / 8][4],
-                                                float f, int kw0, void* out, int col0, int gid, int tig) {
-  const int kLdR = p.dk + p.dv;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int key = kw0 + gid + 8 * i;
-    if (key >= cta.k1) continue;
-    if (p.row_splits > 1) {
-      float* dst = p.dkdv_partial + ((int64_t(cta.split) * p.B + cta.b) * p.Sk + key) * p.G * kLdR +
-                   int64_t(cta.g) * kLdR + col0 + 2 * tig;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(dst + 8 * n) = make_float2(acc[n][2 * i] * f, acc[n][2 * i + 1] * f);
-    } else {
-      T* dst = static_cast<T*>(out) + row_offset(cta.b, key, cta.g, p.Sk, p.G, D) + 2 * tig;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<uint32_t*>(dst + 8 * n) = tc::pack2<T>(acc[n][2 * i] * f, acc[n][2 * i + 1] * f);
-    }
-  }
-}
-
-template <typename T, int DK, int DV>
-__device__ __forceinline__ void selected_dkdvdq_pair_body(const AttnParams& p) {
-  using L = PairLayout<DK, DV>;
-  constexpr int RT = L::kRows, NS = L::kStages, kTpr = kTcThreads / RT;  // the dV warpgroup's threads per row
-  constexpr int kBoth = 2 * kTcThreads;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Ks = reinterpret_cast<T*>(smem_raw);  // [64][DK] core tiles
-  T* Vs = Ks + kKeys * DK;                 // [64][DV]
-  T* Qs = Vs + kKeys * DV;                 // [NS][RT][DK]
-  T* dOs = Qs + NS * RT * DK;              // [NS][RT][DV]
-  T* ds = dOs + NS * RT * DV;              // [2][64 keys][kLdS], dS^T rounded to T
-  int64_t* row_dq = reinterpret_cast<int64_t*>(ds + 2 * kKeys * L::kLdS);  // [NS][RT], -1: padding
-  int* row_t = reinterpret_cast<int*>(row_dq + NS * RT);                   // [NS][RT], -1: padding
-  float* row_lse = reinterpret_cast<float*>(row_t + NS * RT);              // [NS][RT]
-  float* row_delta = row_lse + NS * RT;                                    // [NS][RT]
-
-  const int tid = threadIdx.x, wtid = tid % kTcThreads, lane = tid % 32, warp = wtid / 32;
-  const int gid = lane / 4, tig = lane % 4;
-  const bool dk_group = tid < kTcThreads;
-  const KeyCta cta = KeyCta::make<Branch::Selected>(p, kKeys);
-  const int b = cta.b, g = cta.g, k0 = cta.k0, k1 = cta.k1, n_q = cta.n_q;
-  if (k0 >= k1) return;  // a sub-tile past the end of the sequence (CTA-uniform)
-  const int n_rows = n_q * p.h;  // row = (query index, head)
-  const int n_tiles_all = ceil_div(n_rows, RT);
-  const int tile0 = int(int64_t(n_tiles_all) * cta.split / p.row_splits);
-  const int n_tiles = int(int64_t(n_tiles_all) * (cta.split + 1) / p.row_splits) - tile0;
-  const int kw0 = k0 + 16 * warp, kw1 = imin(kw0 + 16, k1);  // the warp's keys
-  const float scale_log2 = p.scale * kLog2e;
-  const auto rows_in = [&](int it) { return imin(RT, n_rows - (tile0 + it) * RT); };
-
-  if (dk_group) {
-    float dk_acc[DK / 8][4];
-#pragma unroll
-    for (int n = 0; n < DK / 8; ++n) dk_acc[n][0] = dk_acc[n][1] = dk_acc[n][2] = dk_acc[n][3] = 0.f;
-    for (int it = 0; it < n_tiles; ++it) {
-      const int st = it % NS, d = it % 2;
-      wg::bar_sync(kFull + st, kBoth);
-      const T* qs = Qs + st * RT * DK;
-      float sp[RT / 8][4], dp[RT / 8][4];
-      wg::fence();
-      wg::warpgroup_ss_bt_issue<T, DK, RT>(sp, Ks, qs);
-      wg::warpgroup_ss_bt_issue<T, DV, RT>(dp, Vs, dOs + st * RT * DV);
-      wg::commit();
-      wg::wait<0>();
-      wg::fence_operands(sp);
-      wg::fence_operands(dp);
-      pair_probs<RT>(p, sp, row_t + st * RT, row_lse + st * RT, rows_in(it), kw0, kw1, k1, scale_log2, gid, tig);
-      const float* delta = row_delta + st * RT;
-#pragma unroll
-      for (int n = 0; n < RT / 8; ++n) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[8 * n + 2 * tig + j % 2]);
-      }
-      wg::fence();
-      wg::fence_operands(dk_acc);
-      wg::warpgroup_c_b_issue<T, RT, DK>(dk_acc, dp, qs);
-      wg::commit();
-      // dS^T to buffer d for the dQ product, beside the dK product (which
-      // reads dS from registers); the dQ of tile it - 2 has read it.
-      if (it >= 2) wg::bar_sync(kDsEmpty + d, kBoth);
-      T* dsb = ds + d * kKeys * L::kLdS;
-#pragma unroll
-      for (int n = 0; n < RT / 8; ++n)
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          *reinterpret_cast<uint32_t*>(dsb + (16 * warp + gid + 8 * i) * L::kLdS + 8 * n + 2 * tig) =
-              tc::pack2<T>(dp[n][2 * i], dp[n][2 * i + 1]);
-      wg::bar_arrive(kDsFull + d, kBoth);
-      // Waited for within the tile: left in flight across the loop's back
-      // edge (to the next S^T's wait) it made ptxas serialize every wgmma of
-      // the kernel (C7515: "non wgmma instructions defining accumulator
-      // registers"), the dV warpgroup's too.
-      wg::wait<0>();
-      wg::fence_operands(dk_acc);
-      if (it + 3 < n_tiles) wg::bar_arrive(kEmpty + st, kBoth);  // the dV warpgroup copies tile it + 3 here
-    }
-    pair_write_keys<T, DK>(p, cta, dk_acc, p.scale, kw0, p.dk_out, 0, gid, tig);
-    return;
-  }
-
-  // The dV warpgroup: copies, S^T, P^T, dV and the dQ of the tile before.
-  const bool slots = p.dq_part != nullptr;
-  const T* q = static_cast<const T*>(p.q);
-  const T* dout = static_cast<const T*>(p.dout);
-  // Each thread copies the same row of every tile; its query (and slot) come
-  // from the reverse index one tile ahead of the copies that need them.
-  const auto query_of = [&](int it) {
-    const int ri = (tile0 + it) * RT + wtid / kTpr;
-    return ri < n_rows ? cta.query(ri / p.h) : -1;
-  };
-  const auto slot_of = [&](int it) {
-    const int ri = (tile0 + it) * RT + wtid / kTpr;
-    return slots && ri < n_rows ? cta.slot_list[ri / p.h] : 0;
-  };
-  int next_t = n_tiles > 0 ? query_of(0) : -1, next_slot = n_tiles > 0 ? slot_of(0) : 0;
-  const auto issue_rows = [&](int it) {
-    const int st = it % NS, r = wtid / kTpr, part = wtid % kTpr, ri = (tile0 + it) * RT + r;
-    const bool valid = ri < n_rows;
-    const int t = next_t, slot = next_slot;
-    next_t = it + 1 < n_tiles ? query_of(it + 1) : -1;
-    next_slot = it + 1 < n_tiles ? slot_of(it + 1) : 0;
-    const int head = valid ? ri % p.h : 0, hq = g * p.h + head, ts = valid ? t : 0;
-    wg::copy_row_core_async<DK, kTpr>(Qs + st * RT * DK, r, q + row_offset(b, ts, hq, p.S, p.H, DK), valid, part);
-    wg::copy_row_core_async<DV, kTpr>(dOs + st * RT * DV, r, dout + row_offset(b, ts, hq, p.S, p.H, DV), valid,
-                                      part);
-    if (part == 0) {
-      const int64_t li = (int64_t(b) * p.S + ts) * p.H + hq;
-      const int64_t pr = (((int64_t(b) * p.S + ts) * p.G + g) * p.n_sel + slot) * p.h + head;
-      row_t[st * RT + r] = t;
-      row_dq[st * RT + r] = !valid ? -1 : slots ? pr : li;
-      tc::cp_async_4(row_lse + st * RT + r, p.lse + li, valid);
-      tc::cp_async_4(row_delta + st * RT + r, p.delta + li, valid);
-    }
-    tc::cp_async_commit();
-  };
-  const auto dq_of = [&](int it) {  // dQ += dS K for tile it, once the dK warpgroup wrote its dS^T
-    const int d = it % 2;
-    wg::bar_sync(kDsFull + d, kBoth);
-    add_tile_dq<T, DK, RT, L::kLdS, DK, true>(p, ds + d * kKeys * L::kLdS, Ks, row_dq + (it % NS) * RT, slots,
-                                             rows_in(it), warp, lane);
-    if (it + 2 < n_tiles) wg::bar_arrive(kDsEmpty + d, kBoth);
-  };
-
-  float dv_acc[DV / 8][4];
-#pragma unroll
-  for (int n = 0; n < DV / 8; ++n) dv_acc[n][0] = dv_acc[n][1] = dv_acc[n][2] = dv_acc[n][3] = 0.f;
-  if (n_tiles > 0) {  // the key tile (2 threads a key row) joins the first row tile's group
-    const int r = wtid / 2, key = k0 + r, src = key < k1 ? key : k0;
-    wg::copy_row_core_async<DK, 2>(Ks, r, static_cast<const T*>(p.k) + row_offset(b, src, g, p.Sk, p.G, DK),
-                                   key < k1, wtid & 1);
-    wg::copy_row_core_async<DV, 2>(Vs, r, static_cast<const T*>(p.v) + row_offset(b, src, g, p.Sk, p.G, DV),
-                                   key < k1, wtid & 1);
-    issue_rows(0);
-    if (n_tiles > 1) issue_rows(1);
-  }
-  for (int it = 0; it < n_tiles; ++it) {
-    const int st = it % NS;
-    if (it + 1 < n_tiles)
-      tc::cp_async_wait<1>();
-    else
-      tc::cp_async_wait<0>();
-    wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
-    wg::bar_arrive(kFull + st, kBoth);
-    wg::bar_sync(kLoaders, kTcThreads);
-    float sp[RT / 8][4];
-    wg::fence();
-    wg::warpgroup_ss_bt_issue<T, DK, RT>(sp, Ks, Qs + st * RT * DK);
-    wg::commit();
-    wg::wait<0>();
-    wg::fence_operands(sp);
-    pair_probs<RT>(p, sp, row_t + st * RT, row_lse + st * RT, rows_in(it), kw0, kw1, k1, scale_log2, gid, tig);
-    wg::fence();
-    wg::fence_operands(dv_acc);
-    wg::warpgroup_c_b_issue<T, RT, DV>(dv_acc, sp, dOs + st * RT * DV);
-    wg::commit();
-    if (it >= 1) dq_of(it - 1);  // beside this tile's dV product
-    if (it + 2 < n_tiles) {      // tile it + 2 into the stage of tile it - 1
-      if (it >= 1) wg::bar_sync(kEmpty + (it - 1) % NS, kBoth);
-      issue_rows(it + 2);
-    }
-    // Waited for before the loop's back edge, as in the dK warpgroup.
-    wg::wait<0>();
-    wg::fence_operands(dv_acc);
-  }
-  if (n_tiles > 0) dq_of(n_tiles - 1);
-  pair_write_keys<T, DV>(p, cta, dv_acc, 1.f, kw0, p.dv_out, DK, gid, tig);
-}
-
-template <int DK, int DV>
-constexpr bool kPairDkdvDq = PairLayout<DK, DV>::kFits;
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(2 * kTcThreads, DK + DV <= 128 ? 2 : 1)
-    nsa_selected_bwd_dkdvdq_pair_kernel(AttnParams p) {
-#if NSA_WGMMA_DEVICE
-  if constexpr (kPairDkdvDq<DK, DV>) selected_dkdvdq_pair_body<T, DK, DV>(p);
-#endif
-}
-
 // dq = scale * the fp32 accumulator, in the input dtype, two elements per
 // thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
 template <typename T>
@@ -906,7 +615,6 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
-std::atomic<bool> g_last_selected_pair{false};            // last_selected_dkdv_pair
 
 // How many CTAs share a key tile's rows (each split costs an fp32 partial of
 // dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
@@ -940,6 +648,7 @@ struct LaunchDkdv {
   static bool run(Branch br, AttnParams& p) {
     using L = DkdvLayout<DK, DV>;
     const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
+    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     const auto f32 = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device());
     // dq here too when asked and the 4 warps hold whole 64-key tiles with room
@@ -949,12 +658,6 @@ struct LaunchDkdv {
     // within budget; where not, the reproducible dq kernel, not atomics.
     const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0) &&
                          (!p.dq_slots || selected_dq_slots_apply(br, p, DK, sizeof(T)));
-    const SelectedMma asked = selected_dkdv_mma();
-    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
-                       selected_wgmma(asked, selected_dkdv_wgmma_by_default(DK, DV));
-    const bool pair = wgmma && asked == SelectedMma::WgmmaPair && kPairDkdvDq<DK, DV>;
-    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_pair.store(pair);
-    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, pair ? PairLayout<DK, DV>::kRows : L::kRows);
     at::Tensor accum, part;  // stream-ordered like the partials
     if (with_dq && p.dq_slots) {
       part = at::empty({selected_dq_slots_bytes(p, DK, sizeof(T)) / int64_t(sizeof(T))},
@@ -972,10 +675,10 @@ struct LaunchDkdv {
       p.dkdv_partial = partial.data_ptr<float>();
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
-    if (pair)
-      launch_kernel(nsa_selected_bwd_dkdvdq_pair_kernel<T, DK, DV>, grid, 2 * kTcThreads, PairLayout<DK, DV>::kBytes,
-                    p);
-    else if (wgmma)
+    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
+                       selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
+    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
+    if (wgmma)
       launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
                     p);
     else if (with_dq)
@@ -1023,7 +726,6 @@ SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
 // thread) do not hide that.
 bool selected_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
 bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
-bool last_selected_dkdv_pair() { return g_last_selected_pair.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},

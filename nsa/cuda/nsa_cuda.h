@@ -182,11 +182,8 @@ int last_selected_key_outer_warps();
 // The MMAs of a selected-branch kernel that has both: MmaSync (mma.sync per
 // warp, every GPU), or Wgmma and Auto (Hopper's warpgroup MMAs where
 // wgmma_declines() is "", else mma.sync). The two agree within rounding, not
-// bit for bit. WgmmaPair (the selected dk/dv kernel only, Hopper): its
-// products split between two warpgroups of one CTA (attention_bwd_dkdv_tc.cu);
-// the KeyOuter forward takes it as Wgmma. For tests and benchmarks; next
-// launch on.
-enum class SelectedMma { Auto, MmaSync, Wgmma, WgmmaPair };
+// bit for bit. For tests and benchmarks; next launch on.
+enum class SelectedMma { Auto, MmaSync, Wgmma };
 // KeyOuter's forward products.
 void set_selected_key_outer_mma(SelectedMma mma);
 SelectedMma selected_key_outer_mma();
@@ -198,10 +195,8 @@ bool last_selected_key_outer_wgmma();
 void set_selected_dkdv_mma(SelectedMma mma);
 SelectedMma selected_dkdv_mma();
 bool selected_dkdv_wgmma_by_default(int dk, int dv);
-// Testing hooks: the last selected dk/dv kernel launched ran on wgmma (either
-// kernel), on the two-warpgroup kernel.
+// Testing hook: the last selected dk/dv kernel launched ran on wgmma.
 bool last_selected_dkdv_wgmma();
-bool last_selected_dkdv_pair();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

@@ -633,8 +633,8 @@ bool wgmma_row(benchmark::State& state, bool wgmma) {
   return true;
 }
 // The selected dk/dv kernel with dq on mma.sync (arg mma 1) or on Hopper's
-// warpgroup MMAs, one warpgroup (mma 2) or two (mma 3; nsa_cuda.h,
-// set_selected_dkdv_mma; counters wgmma, pair: what ran): the selected backward, or the layer's forward + backward (its
+// warpgroup MMAs (mma 2; nsa_cuda.h, set_selected_dkdv_mma; counter wgmma:
+// what ran): the selected backward, or the layer's forward + backward (its
 // other branches' backward as BM_LayerAttentionFwdBwd runs them), both with
 // the selected dq added in atomics, as only that kernel has the two MMAs;
 // same inputs, same run. A row whose device or build declines wgmma is
@@ -643,12 +643,10 @@ bool wgmma_row(benchmark::State& state, bool wgmma) {
 // (before this check the layer's rows ran the selected dq kernel instead,
 // its counter wgmma 0 in both: they compared nothing).
 bool selected_mma_row(benchmark::State& state) {
-  return wgmma_row(state, SelectedMma(state.range(2)) != SelectedMma::MmaSync);
+  return wgmma_row(state, SelectedMma(state.range(2)) == SelectedMma::Wgmma);
 }
 void report_selected_mma(benchmark::State& state) {
-  const SelectedMma asked = SelectedMma(state.range(2));
-  check_ran(state, "wgmma", asked != SelectedMma::MmaSync, last_selected_dkdv_wgmma());
-  check_ran(state, "pair", asked == SelectedMma::WgmmaPair, last_selected_dkdv_pair());
+  check_ran(state, "wgmma", SelectedMma(state.range(2)) == SelectedMma::Wgmma, last_selected_dkdv_wgmma());
 }
 void BM_SelectedBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
@@ -668,8 +666,7 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
 }
 void SizesSelectedMma(benchmark::internal::Benchmark* b) {
   SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}},
-                    {int64_t(SelectedMma::MmaSync), int64_t(SelectedMma::Wgmma), int64_t(SelectedMma::WgmmaPair)},
-                    "mma");
+                    {int64_t(SelectedMma::MmaSync), int64_t(SelectedMma::Wgmma)}, "mma");
 }
 
 // The layer's forward + backward with the three backward choices a run makes

@@ -426,43 +426,6 @@ TEST_P(SelectedAtomicDq, WgmmaMatchesReference) {
   testing::expect_close(std::string(c.name) + " dq wgmma vs mma.sync", g[1].dq, testing::f64(g[0].dq), tol);
 }
 
-// The dk/dv kernel with dq on two warpgroups (SelectedMma::WgmmaPair):
-// gradients against the float64 reference with dq in atomics and in slots, in
-// one row split and in 3 (splits of no row tile among them); with slots dq
-// bit for bit over two runs, and dk, dv bit for bit with atomics' (the same
-// products). Where the atomic path does not apply it does not run.
-// Skipped where wgmma cannot run (wgmma_declines()).
-TEST_P(SelectedAtomicDq, WgmmaPairMatchesReference) {
-  if (const std::string why = wgmma_declines(); !why.empty()) GTEST_SKIP() << why;
-  const AtomicDqCase& c = GetParam();
-  const std::string name = std::string(c.name) + " (two warpgroups, dq ";
-  const bool slots_apply = c.applies && c.sel_block == 64;
-  const testing::AttnFn slots = kernel(block_idx_, c.sel_block, scale_, BackwardDq::slots);
-  testing::SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::WgmmaPair);
-  testing::check_branch(name + "atomic)", in_, atomic(), ref());
-  EXPECT_EQ(last_selected_dkdv_pair(), c.applies) << c.name << ": atomic";
-  testing::check_branch(name + "slots)", in_, slots, ref());
-  EXPECT_EQ(last_selected_dkdv_pair(), slots_apply) << c.name << ": slots";
-  BranchSpec spec = spec_;
-  spec.dq = BackwardDq::slots;
-  const ForwardResult f = attention_forward(in_.q, in_.k, in_.v, spec);
-  const Gradients once = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
-  const Gradients again = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
-  EXPECT_TRUE(at::equal(again.dq, once.dq)) << name << "slots): dq differs between two runs";
-  spec.dq = BackwardDq::atomic;
-  const Gradients by_atomic = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
-  if (slots_apply) {
-    EXPECT_TRUE(at::equal(by_atomic.dk, once.dk)) << name << "atomic vs slots): dk differs";
-    EXPECT_TRUE(at::equal(by_atomic.dv, once.dv)) << name << "atomic vs slots): dv differs";
-  }
-  testing::SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
-  testing::check_branch(name + "atomic, 3 row splits)", in_, atomic(), ref());
-  testing::check_branch(name + "slots, 3 row splits)", in_, slots, ref());
-  spec.dq = BackwardDq::slots;
-  const Gradients split = attention_backward(in_.q, in_.k, in_.v, f.o, f.lse, in_.dout, spec);
-  EXPECT_TRUE(at::equal(split.dq, once.dq)) << name << "slots): dq differs over 3 row splits";
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Cases, SelectedAtomicDq,
     ::testing::Values(

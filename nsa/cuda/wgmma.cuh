@@ -94,17 +94,6 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
-// Named barriers (ids 1-15; 0 is __syncthreads) between the warpgroups of a
-// warp-specialized kernel: `count` threads take part (a multiple of 32);
-// bar_arrive signals without waiting (a producer), bar_sync signals and
-// waits. Either orders the thread's earlier memory accesses before the
-// barrier's completion for every thread that takes part (PTX ISA, "bar").
-__device__ __forceinline__ void bar_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
 // Pins an accumulator register across the asynchronous MMA: the compiler may
 // neither read nor move it between the issue and the wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
