@@ -615,6 +615,7 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
+std::atomic<int> g_last_selected_splits{0};               // last_selected_dkdv_row_splits
 
 // How many CTAs share a key tile's rows (each split costs an fp32 partial of
 // dk|dv written and read once). Measured on an H100 (BM_{Selected,Compressed}
@@ -623,10 +624,14 @@ std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_
 // (forced) by all S, against S·n/n_blocks on average; a compressed key tile by
 // every later query. So Selected splits ~2·n_blocks/n ways, Compressed as if
 // to fill 16 waves, Window (equal tiles of w + 64 queries) only to fill 2;
-// at most 16 splits, >= 4 row tiles each for the longest tile, 1 GiB of
+// at most 16 splits, >= 4 row tiles each for the longest tile, 2 GiB of
 // partials. (16 rather than 8, measured at m7c: compressed 0.208 -> 0.187 ms at
 // S = 2048 and 8.07 -> 7.45 ms at 64k, selected 14.80 -> 14.27 ms at 64k; 32
-// splits gained no more at 2048 and lost for selected.)
+// splits gained no more at 2048 and lost for selected.) 2 GiB rather than 1:
+// the selected branch at paper_kernel 64k needs 335 MB a split, and the cap
+// held it to 3 (H200, BM_SelectedBwdMmaSplits, the kernel with dq: 61.5 ms at
+// 3 splits, 52.0 at 4, 51.5 at 8, 52.8 at 16).
+constexpr int64_t kPartialsBudget = int64_t(2) << 30;
 int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_tile) {
   if (const int forced = g_forced_row_splits.load(); forced > 0) return forced;
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -637,7 +642,7 @@ int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_t
   // The longest key tile's rows: window w + 64 queries, otherwise (nearly) all S.
   const int64_t rows = int64_t(br == Branch::Window ? imin(p.S, p.window + kKeys) : p.S) * p.h;
   const int64_t split_bytes = int64_t(p.B) * p.Sk * p.G * (p.dk + p.dv) * int64_t(sizeof(float));
-  s = std::min<int64_t>({s, 16, rows / rows_per_tile / 4, (int64_t(1) << 30) / std::max<int64_t>(1, split_bytes)});
+  s = std::min<int64_t>({s, 16, rows / rows_per_tile / 4, kPartialsBudget / std::max<int64_t>(1, split_bytes)});
   return int(std::max<int64_t>(s, 1));
 }
 
@@ -677,7 +682,7 @@ struct LaunchDkdv {
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
     const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
                        selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
-    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma);
+    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_splits.store(p.row_splits);
     if (wgmma)
       launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
                     p);
@@ -726,6 +731,7 @@ SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
 // thread) do not hide that.
 bool selected_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
 bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
+int last_selected_dkdv_row_splits() { return g_last_selected_splits.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {
   return launch_v2_or_decline<LaunchDkdv>(br, dtype, p, {p.q, p.k, p.v, p.dout, p.dk_out, p.dv_out},

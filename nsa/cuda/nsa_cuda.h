@@ -218,6 +218,8 @@ int last_select_blocks_warps();
 // n, for tests and bisection. The result is the same function. Next launch on.
 void set_dkdv_row_splits(int n);
 int dkdv_row_splits_forced();
+// Testing hook: the row splits of the last selected dk/dv kernel launched.
+int last_selected_dkdv_row_splits();
 // The order the attention kernels' grids start their CTAs (attention_common.cuh,
 // GridSlot): HeavyFirst (the default) starts the tiles with the most work first
 // (the last query tiles, the first key tiles: selected block 0, which every

@@ -664,6 +664,27 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
   layer_fwd_bwd_row(state);
   report_selected_mma(state);
 }
+// The selected backward of BM_SelectedBwdMma with a forced number of row
+// splits (arg splits, 0 = the automatic choice; set_dkdv_row_splits; counter
+// splits: what ran): which split suits each kernel.
+void BM_SelectedBwdMmaSplits(benchmark::State& state) {
+  if (!selected_mma_row(state)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
+  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
+  const ScopedChoice<int> splits(dkdv_row_splits_forced(), set_dkdv_row_splits, int(state.range(3)));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<Which::Selected, true>(state, p);
+  report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
+  report_selected_mma(state);
+  state.counters["splits"] = last_selected_dkdv_row_splits();
+}
+void SizesSelectedMmaSplits(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"shape", "S", "mma", "splits"});
+  for (const auto& [shape, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
+    for (const SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma})
+      for (const int64_t splits : {0, 1, 2, 4, 8, 16, 32}) b->Args({shape, S, int64_t(mma), splits});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
 void SizesSelectedMma(benchmark::internal::Benchmark* b) {
   SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 32768}, {0, 65536}},
                     {int64_t(SelectedMma::MmaSync), int64_t(SelectedMma::Wgmma)}, "mma");
@@ -944,6 +965,7 @@ BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackw
 BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq<3>);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
+BENCHMARK(BM_SelectedBwdMmaSplits)->Apply(SizesSelectedMmaSplits);
 BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
