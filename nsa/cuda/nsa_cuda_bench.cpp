@@ -889,6 +889,25 @@ void SizesKoMma(benchmark::internal::Benchmark* b) {
       for (SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma}) b->Args({shape, S, warps, int64_t(mma)});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "warps", "mma"});
 }
+// The selected KeyOuter forward (bwd 0) or backward with the KeyOuter dq
+// kernel (bwd 1, BackwardDq::kernel) in chunks of a forced number of queries
+// (arg chunk, 0 = the automatic choice, partials within 1 GiB;
+// set_selected_key_outer_chunk): fewer, longer chunks against partials that
+// fit in less memory.
+void BM_SelectedKoChunk(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
+  const ScopedChoice<int64_t> chunk(selected_key_outer_chunk(), set_selected_key_outer_chunk, state.range(3));
+  if (state.range(2) == 0) return branch_row<Which::Selected, false>(state);
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::kernel);
+  branch_row<Which::Selected, true>(state);
+}
+void SizesKoChunk(benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 65536}})
+    for (int64_t bwd : {0, 1})
+      for (int64_t chunk : {0, 1024, 2048, 4096, 8192, 16384}) b->Args({shape, S, bwd, chunk});
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "bwd", "chunk"});
+}
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
@@ -955,6 +974,7 @@ BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(S
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
 BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
+BENCHMARK(BM_SelectedKoChunk)->Apply(SizesKoChunk);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
