@@ -648,14 +648,17 @@ bool selected_mma_row(benchmark::State& state) {
 void report_selected_mma(benchmark::State& state) {
   check_ran(state, "wgmma", SelectedMma(state.range(2)) == SelectedMma::Wgmma, last_selected_dkdv_wgmma());
 }
-void BM_SelectedBwdMma(benchmark::State& state) {
-  if (!selected_mma_row(state)) return;
+// The selected backward with dq in atomics on the MMAs arg mma asks.
+void selected_bwd_mma_row(benchmark::State& state) {
   const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
   const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
   const Problem p = make_problem(state);
   const double ms = time_branch<Which::Selected, true>(state, p);
   report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
   report_selected_mma(state);
+}
+void BM_SelectedBwdMma(benchmark::State& state) {
+  if (selected_mma_row(state)) selected_bwd_mma_row(state);
 }
 void BM_LayerFwdBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
@@ -669,13 +672,8 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
 // splits: what ran): which split suits each kernel.
 void BM_SelectedBwdMmaSplits(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
-  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
-  const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
   const ScopedChoice<int> splits(dkdv_row_splits_forced(), set_dkdv_row_splits, int(state.range(3)));
-  const Problem p = make_problem(state);
-  const double ms = time_branch<Which::Selected, true>(state, p);
-  report(state, ms, branch_flops<Which::Selected, true>(p), dense_ms(p, true));
-  report_selected_mma(state);
+  selected_bwd_mma_row(state);
   state.counters["splits"] = last_selected_dkdv_row_splits();
 }
 void SizesSelectedMmaSplits(benchmark::internal::Benchmark* b) {
