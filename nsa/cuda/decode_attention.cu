@@ -456,6 +456,7 @@ void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int
 namespace {
 std::atomic<int> g_cmp_split_keys{0};
 std::atomic<bool> g_chained{true};
+std::atomic<int> g_stop_after{4};
 constexpr int64_t kMaxCmpSplits = 32;
 }  // namespace
 
@@ -466,6 +467,11 @@ void set_decode_cmp_split_keys(int keys) {
 int decode_cmp_split_keys_forced() { return g_cmp_split_keys; }
 void set_decode_chained_launches(bool on) { g_chained = on; }
 bool decode_chained_launches() { return g_chained; }
+void set_decode_stop_after(int launches) {
+  TORCH_CHECK(launches >= 0 && launches <= 4, "set_decode_stop_after: 0 to 4 launches, got ", launches);
+  g_stop_after = launches;
+}
+int decode_stop_after() { return g_stop_after; }
 
 DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version) {
   using namespace decode;
@@ -594,15 +600,20 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   };
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int first = plan.n_cmp_split + plan.n_win_split;
+  const int stop = decode_stop_after();  // timing only (4: every launch)
+  if (stop == 0) return;
   partial(0, first, false);  // 1. compressed + window partials (and the raw compressed scores)
+  if (stop == 1) return;
 
   const size_t sel_smem = select_smem_bytes(d, hp);  // 2. block choice
   NSA_CUDA_CHECK(cudaFuncSetAttribute(nsa_decode_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       int(sel_smem)));
   launch_chained(nsa_decode_select_kernel, dim3(plan.n_col_chunks, p.B * p.G), dim3(kSelectThreads), sel_smem, stream,
                  plan.chained, p);
+  if (stop == 2) return;
 
   partial(first, int(hp.n_sel), plan.chained);  // 3. selected partials
+  if (stop == 3) return;
 
   NSA_DISPATCH_FLOAT_TYPES(c.q.scalar_type(), "decode_attention", [&] {  // 4. combine
     launch_chained(nsa_decode_combine_kernel<scalar_t>, dim3(p.B * p.H, 3), dim3(kCombineThreads),

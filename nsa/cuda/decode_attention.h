@@ -80,6 +80,13 @@ int decode_cmp_split_keys_forced();  // 0: the default
 // stream order. The result is the same; for benchmarks and bisection.
 void set_decode_chained_launches(bool on);
 bool decode_chained_launches();
+// Timing only: a step makes only its first `launches` launches (0 to 4; 4,
+// all of them, is the default) and leaves the outputs of the rest undefined.
+// The step is four dependent latency-bound grids after a length copy; timing
+// its prefixes places its time (BM_DecodeStepPrefix). Next step on (a graph
+// captures it).
+void set_decode_stop_after(int launches);
+int decode_stop_after();
 
 // version: 0 = best available (2 for fp16/bf16, else 1); 1 or 2 forces one
 // (2 on fp32 is an error).

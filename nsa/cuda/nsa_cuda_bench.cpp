@@ -67,7 +67,8 @@ struct Shape {
 constexpr Shape kShapes[] = {{"paper_kernel", 1, 4, 64, 192, 128},
                              {"m7c_125m", 1, 2, 12, 64, 64},
                              {"m7c_125m_b8", 8, 2, 12, 64, 64},
-                             {"m7c_125m_b4", 4, 2, 12, 64, 64}};
+                             {"m7c_125m_b4", 4, 2, 12, 64, 64},
+                             {"m7c_125m_b64", 64, 2, 12, 64, 64}};  // decode: a batch whose step streams K/V
 constexpr int64_t kL = 32, kD = 16, kLp = 64, kN = 16, kW = 512;
 
 // Median milliseconds of `fn`, timed with events into Google Benchmark's manual time.
@@ -1315,6 +1316,33 @@ void BM_DecodeLaunchChoices(benchmark::State& state) {
   state.counters["cmp_split"] = graph.plan().n_cmp_split;
   state.counters["chained"] = graph.plan().chained;
 }
+// Where a decode step's time goes: the step stopped after its first `launches`
+// launches (set_decode_stop_after; 0 = the length copy alone, 4 = the whole
+// step), replayed as a graph. Each prefix's time less the one before is that
+// launch's share of the chain, with its start-up gap. Args {shape, S, launches}, v2.
+void BM_DecodeStepPrefix(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const ScopedChoice<int> stop(decode_stop_after(), set_decode_stop_after, int(state.range(2)));
+  const Shape& sh = kShapes[state.range(0)];
+  const int64_t S = state.range(1);
+  DecodeShape ds;
+  ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
+  DecodeHyper hp;
+  hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
+  DecodeGraph graph(ds, hp, 2);
+  const DecodeCaches& in = graph.inputs();
+  for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
+    t->normal_();
+  const double ms = time_it(state, [&] { graph.replay(S); });
+  state.counters["us"] = 1e3 * ms;
+  state.counters["us_back_to_back"] = back_to_back_us([&] { graph.replay(S); });
+}
+BENCHMARK(BM_DecodeStepPrefix)->Apply([](benchmark::internal::Benchmark* b) {
+  for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 65536}, {1, 8192}, {1, 65536}, {4, 65536}})
+    for (int64_t launches : {0, 1, 2, 3, 4}) b->Args({shape, S, launches});
+  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ArgNames({"shape", "S", "launches"});
+});
+
 BENCHMARK(BM_DecodeLaunchChoices)->Apply([](benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 65536}, {1, 8192}, {1, 65536}})
     for (int64_t chained : {1, 0})
@@ -1329,6 +1357,9 @@ void DecodeSizes(benchmark::internal::Benchmark* b, bool versions) {
       else
         for (int version : {2, 1}) b->Args({shape, S, version});
     }
+  // m7c at batch 64, 64k: a step that needs 185 MB of K/V (where its HBM share can be read).
+  if (!versions) b->Args({4, 65536});
+  else b->Args({4, 65536, 2});
   b->UseManualTime()->Unit(benchmark::kMicrosecond);
   if (versions) b->ArgNames({"shape", "S", "version"});
   else b->ArgNames({"shape", "S"});
