@@ -5,12 +5,13 @@
 //                compressed keys and the window, n_cmp_split + n_win_split CTAs
 //                per (b, g, head chunk); the compressed CTAs also keep their raw
 //                scores s = scale q.kc for the selection.
-//   2. select    col[i] = sum over the group's heads of p_cmp[i] (p from the
-//                exact global max / denominator of the partials), one key per
-//                thread; the last CTA of each (b, g) scores the selection blocks
-//                (col summed over the overlapping compressed blocks, ascending),
-//                forces blocks 0, t/l', t/l'-1, takes the top n (ties -> lower
-//                index) and writes them sorted, -1 padding (as select_blocks).
+//   2. select    per CTA 64 selection blocks: col[i] = sum over the group's
+//                heads of p_cmp[i] (p from the global max / denominator of the
+//                partials) for the compressed keys they overlap, one key per
+//                thread, then each block's score (col summed over its
+//                overlapping compressed blocks, ascending); the last CTA of each
+//                (b, g) forces blocks 0, t/l', t/l'-1, takes the top n (ties ->
+//                lower index) and writes them sorted, -1 padding (as select_blocks).
 //   3. partial   split-K partials of the selected branch, one CTA per chosen block.
 //   4. combine   per (b, head, branch): o = sum_s e^(m_s - m) o_s / sum_s e^(m_s - m) l_s,
 //                and, when asked, the branch's logsumexp m + log(sum_s e^(m_s - m) l_s).
@@ -59,7 +60,6 @@ namespace {
 
 constexpr int kV1Threads = 256;
 constexpr int kV1Tile = 32;  // keys per tile: one per lane in the softmax step
-constexpr int kSelectThreads = kColChunk;
 constexpr int kCombineThreads = 256;  // 8 warps share the slots of one (head, branch)
 
 // v1 shared memory (floats): Q [hc][dk], K [32][dk+1], V [32][dv], S [hc][33],
@@ -163,80 +163,100 @@ __device__ __forceinline__ void top_n_by_rounds(float* score, int n_cand, int pi
   }
 }
 
-// Grid (n_col_chunks, B*G). Shared: score [n_blocks], head max / den [h] x 2, chosen [n_sel].
+// Grid (n_col_chunks, B*G): CTA c scores the selection blocks [64 c, 64 c + 64)
+// of its (b, g). Shared: score [n_blocks], head max / den [h] x 2, chosen
+// [n_sel], then col [select_keys] (the compressed keys its blocks overlap).
+// Each step of this kernel is a round trip to memory on the decode step's
+// critical path, so it makes few: the scores and the split partials are loaded
+// at once, each CTA scores whole blocks from its own col (no second pass over
+// col in global memory), and the last CTA only loads the block scores.
 __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Params p) {
   extern __shared__ float sm[];
   float* score = sm;
   float* head_m = score + p.n_blocks;
   float* head_den = head_m + p.h;
   int* chosen = reinterpret_cast<int*>(head_den + p.h);
+  float* col = reinterpret_cast<float*>(chosen + p.n_sel);  // keys [klo, khi)
   __shared__ bool last;
   chain_start();
 
   const int tid = threadIdx.x, lane = tid % 32;
   const int bg = blockIdx.y, b = bg / p.G;
   const int t = step_t(p, b), nc = visible_cmp(p, t);
+  const int n_cand = t >= 0 ? imin(t / p.sel_block + 1, p.n_blocks) : 0;
+  const int j0 = blockIdx.x * kSelectBlocks, j1 = imin(j0 + kSelectBlocks, n_cand);
+  const int klo = j0 < j1 ? overlap_lo(j0, p.cmp_block, p.cmp_stride, p.sel_block) : 0;
+  const int khi = j0 < j1 ? imin(overlap_hi(j1 - 1, p.cmp_stride, p.sel_block), nc) : 0;
+  const float* scores = p.scores + int64_t(bg) * p.h * p.cap_c;
 
-  // 1. Each head's softmax max and denominator over all compressed keys, from the
-  //    split partials: a warp per head, its lanes over the splits (at 64k the
-  //    plan has ~124 of them; one thread walking them in series was most of
-  //    this kernel). The max is exact; the sum runs in a fixed order (each
-  //    lane's splits ascending, then the warp's butterfly), so it is the same
-  //    every run.
+  // 1. This thread's first key's raw scores, loaded now (launch 1 wrote them)
+  //    so that they travel with the split partials below.
+  const int i0 = klo + tid;
+  const bool early = p.h <= kMaxHeadChunk && i0 < khi;
+  float s_early[kMaxHeadChunk];
+#pragma unroll
+  for (int head = 0; head < kMaxHeadChunk; ++head)
+    s_early[head] = early && head < p.h ? scores[int64_t(head) * p.cap_c + i0] : 0.f;
+  // 2. Each head's softmax max and denominator over all compressed keys, from the
+  //    split partials: a warp per head, its lanes over the splits, (m, l) pairs
+  //    merged online, then over the lanes by a butterfly (each merge is
+  //    symmetric, so every lane ends with the same bits; the order is fixed,
+  //    so the result is the same every run).
+  const auto merge = [](float& m, float& l, float mo, float lo) {
+    if (lo <= 0.f) return;
+    if (l <= 0.f) { m = mo, l = lo; return; }
+    const float M = fmaxf(m, mo);
+    l = l * expf(m - M) + lo * expf(mo - M);
+    m = M;
+  };
   for (int head = tid / 32; head < p.h; head += blockDim.x / 32) {
-    float m = -INFINITY;
+    float m = -INFINITY, l = 0.f;
     for (int s = lane; s < p.n_cmp_split; s += 32) {
       const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-      if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
+      merge(m, l, ml[0], ml[1]);
     }
-    m = warp_max(m);
-    float den = 0.f;
-    for (int s = lane; s < p.n_cmp_split; s += 32) {
-      const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-      if (ml[1] > 0.f) den += ml[1] * expf(ml[0] - m);
+    for (int off = 16; off > 0; off >>= 1) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m, off), lo = __shfl_xor_sync(0xffffffffu, l, off);
+      merge(m, l, mo, lo);
     }
-    den = warp_sum(den);
-    if (lane == 0) head_m[head] = m, head_den[head] = den;
+    if (lane == 0) head_m[head] = m, head_den[head] = l;
   }
   __syncthreads();
-  // 2. col[i] = sum over heads of p_cmp[head][i] (Eq. 10 before Eq. 9: both are
-  //    sums, and summing heads first reads each score once, coalesced).
-  const int i = blockIdx.x * blockDim.x + tid;
-  if (i < nc) {
+  // 3. col[i] = sum over heads of p_cmp[head][i] (Eq. 10 before Eq. 9: both are
+  //    sums, and summing heads first reads each score once), for the keys this
+  //    CTA's blocks overlap.
+  for (int i = i0; i < khi; i += blockDim.x) {
     float acc = 0.f;
-    for (int head = 0; head < p.h; ++head)
-      acc += expf(p.scores[(int64_t(bg) * p.h + head) * p.cap_c + i] - head_m[head]) / head_den[head];
-    p.col[int64_t(bg) * p.cap_c + i] = acc;
+    if (early && i == i0) {
+#pragma unroll
+      for (int head = 0; head < kMaxHeadChunk; ++head)
+        if (head < p.h) acc += expf(s_early[head] - head_m[head]) / head_den[head];
+    } else {
+      for (int head = 0; head < p.h; ++head)
+        acc += expf(scores[int64_t(head) * p.cap_c + i] - head_m[head]) / head_den[head];
+    }
+    col[i - klo] = acc;
   }
-  // 3. The last CTA of this (b, g) to finish picks (threadfence-reduction
+  __syncthreads();
+  // 4. Block scores: col over the compressed blocks overlapping block j, ascending
+  //    i, so equal contributions give bitwise-equal scores (exact ties, as the
+  //    reference).
+  for (int j = j0 + tid; j < j1; j += blockDim.x) {
+    const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
+    const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
+    float sc = 0.f;
+    for (int i = lo; i < hi; ++i) sc += col[i - klo];
+    p.block_score[int64_t(bg) * p.n_blocks + j] = sc;
+  }
+  // 5. The last CTA of this (b, g) to finish picks (threadfence-reduction
   //    pattern: publish, fence, take a ticket; no CTA ever waits for another).
   __threadfence();
   __syncthreads();
   if (tid == 0) last = atomicAdd(&p.counters[bg], 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
-
-  // 4. Block scores: col over the compressed blocks overlapping block j, ascending
-  //    i, so equal contributions give bitwise-equal scores (exact ties, as the
-  //    reference). __ldcg: other CTAs wrote col; read it from L2.
-  const int n_cand = t >= 0 ? imin(t / p.sel_block + 1, p.n_blocks) : 0;
-  const float* col = p.col + int64_t(bg) * p.cap_c;
-  for (int j = tid; j < n_cand; j += blockDim.x) {
-    const int lo = overlap_lo(j, p.cmp_block, p.cmp_stride, p.sel_block);
-    const int hi = imin(overlap_hi(j, p.cmp_stride, p.sel_block), nc);
-    // Loads eight at a time (a loop of one load and one add waited on L2 per
-    // key), added in the same ascending order.
-    float sc = 0.f;
-    for (int c0 = lo; c0 < hi; c0 += 8) {
-      float v[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = c0 + k < hi ? __ldcg(col + c0 + k) : 0.f;
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        if (c0 + k < hi) sc += v[k];
-    }
-    score[j] = sc;
-  }
+  // __ldcg: other CTAs wrote them; read them from L2.
+  for (int j = tid; j < n_cand; j += blockDim.x) score[j] = __ldcg(p.block_score + int64_t(bg) * p.n_blocks + j);
   __syncthreads();
   if (tid == 0) {
     if (n_cand > 0) {  // forced blocks outrank every scored one
@@ -249,7 +269,7 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   }
   __syncthreads();
 
-  // 5. Top-n by one warp, the set n rounds of an argmax take (higher score, then
+  // 6. Top-n by one warp, the set n rounds of an argmax take (higher score, then
   //    lower index; top_n.cuh): with at most 32 candidates one per lane, else by
   //    a threshold that leaves a few to rank (ncu: the 16 rounds over 1024
   //    candidates, one lane rescanning its 32 after each, were a large part of
@@ -277,7 +297,7 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   }
   __syncthreads();
   if (written) return;
-  // 6. After the rounds: sorted ascending by rank (picks are distinct), -1 after them.
+  // 7. After the rounds: sorted ascending by rank (picks are distinct), -1 after them.
   for (int s = tid; s < p.n_sel; s += blockDim.x) {
     if (s < picks) {
       const int mine = chosen[s];
@@ -314,10 +334,39 @@ __global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Par
   const int ns = s1 - s0;
   float* part = wgt + ns;  // [kWarps][dv]
 
+  // Loaded at once (each load that waits for another is a round trip on the
+  // step's critical path): this thread's first slot's (m, l) and, where a
+  // warp's slots and a lane's columns fit in registers, the partial outputs
+  // it will sum; the weights that need the max come after.
+  constexpr int kRegSlots = 4, kRegCols = 4;
+  float m_first = -INFINITY, l_first = 0.f;
+  if (s0 + tid < s1) {
+    const float* ml = p.part_ml + part_row(p, bg, s0 + tid, head) * 2;
+    m_first = ml[0], l_first = ml[1];
+  }
+  const bool o_in_regs = ns <= kWarps * kRegSlots && p.dv <= 32 * kRegCols;
+  float ov[kRegSlots][kRegCols];
+#pragma unroll
+  for (int k = 0; k < kRegSlots; ++k)
+#pragma unroll
+    for (int c = 0; c < kRegCols; ++c) {
+      const int s = s0 + warp + k * kWarps, e = lane + 32 * c;
+      ov[k][c] = o_in_regs && s < s1 && e < p.dv ? p.part_o[part_row(p, bg, s, head) * p.dv + e] : 0.f;
+    }
+  const auto slot_ml = [&](int s, float& ms, float& ls) {
+    if (s == s0 + tid) {
+      ms = m_first, ls = l_first;
+    } else {
+      const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
+      ms = ml[0], ls = ml[1];
+    }
+  };
+
   float m = -INFINITY;
   for (int s = s0 + tid; s < s1; s += blockDim.x) {
-    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-    if (ml[1] > 0.f) m = fmaxf(m, ml[0]);
+    float ms, ls;
+    slot_ml(s, ms, ls);
+    if (ls > 0.f) m = fmaxf(m, ms);
   }
   m = warp_max(m);
   if (lane == 0) red[warp] = m;
@@ -327,10 +376,11 @@ __global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Par
   __syncthreads();  // red is reused for the sum
   float L = 0.f;
   for (int s = s0 + tid; s < s1; s += blockDim.x) {
-    const float* ml = p.part_ml + part_row(p, bg, s, head) * 2;
-    const float w = ml[1] > 0.f ? expf(ml[0] - m) : 0.f;  // empty slots: never read their o
+    float ms, ls;
+    slot_ml(s, ms, ls);
+    const float w = ls > 0.f ? expf(ms - m) : 0.f;  // empty slots: never read their o
     wgt[s - s0] = w;
-    L += w * ml[1];
+    L += w * ls;
   }
   L = warp_sum(L);
   if (lane == 0) red[warp] = L;
@@ -338,11 +388,26 @@ __global__ void __launch_bounds__(kCombineThreads) nsa_decode_combine_kernel(Par
   L = 0.f;
   for (int w = 0; w < kWarps; ++w) L += red[w];
   // Warp w sums slots w, w + kWarps, ...; lane takes columns lane, lane + 32, ...
-  for (int e = lane; e < p.dv; e += 32) {
-    float acc = 0.f;
-    for (int s = s0 + warp; s < s1; s += kWarps)
-      if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
-    part[warp * p.dv + e] = acc;
+  if (o_in_regs) {
+#pragma unroll
+    for (int c = 0; c < kRegCols; ++c) {
+      const int e = lane + 32 * c;
+      if (e >= p.dv) continue;
+      float acc = 0.f;
+#pragma unroll
+      for (int k = 0; k < kRegSlots; ++k) {
+        const int s = s0 + warp + k * kWarps;
+        if (s < s1 && wgt[s - s0] != 0.f) acc += wgt[s - s0] * ov[k][c];
+      }
+      part[warp * p.dv + e] = acc;
+    }
+  } else {
+    for (int e = lane; e < p.dv; e += 32) {
+      float acc = 0.f;
+      for (int s = s0 + warp; s < s1; s += kWarps)
+        if (wgt[s - s0] != 0.f) acc += wgt[s - s0] * p.part_o[part_row(p, bg, s, head) * p.dv + e];
+      part[warp * p.dv + e] = acc;
+    }
   }
   __syncthreads();
   T* o = static_cast<T*>(p.o[int(br)]);
@@ -416,21 +481,33 @@ int device_attr(cudaDeviceAttr attr, int device) {
 bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
 struct WsLayout {
-  int64_t scores, col, part_o, part_ml, total;
+  int64_t scores, block_score, part_o, part_ml, total;
 };
 WsLayout ws_layout(const Dims& d, const DecodePlan& plan) {
   WsLayout w{};
   const int64_t bg = d.B * d.G;
   w.scores = 0;
-  w.col = w.scores + bg * d.h * d.cap_c;
-  w.part_o = w.col + bg * d.cap_c;
+  w.block_score = w.scores + bg * d.h * d.cap_c;
+  w.part_o = w.block_score + bg * d.n_blocks;
   w.part_ml = w.part_o + bg * plan.n_slots * d.h * d.dv;
   w.total = w.part_ml + bg * plan.n_slots * d.h * 2;
   return w;
 }
 
+// The most compressed keys the blocks of one select CTA overlap.
+int64_t select_keys(const Dims& d, const DecodeHyper& hp) {
+  int64_t most = 0;
+  for (int64_t j0 = 0; j0 < d.n_blocks; j0 += kSelectBlocks) {
+    const int64_t j1 = std::min<int64_t>(j0 + kSelectBlocks, d.n_blocks);
+    most = std::max<int64_t>(most, overlap_hi(int(j1 - 1), int(hp.cmp_stride), int(hp.sel_block)) -
+                                       overlap_lo(int(j0), int(hp.cmp_block), int(hp.cmp_stride), int(hp.sel_block)));
+  }
+  return most;
+}
+
+// The select kernel's block scores, head max / den, picks and its CTA's col.
 size_t select_smem_bytes(const Dims& d, const DecodeHyper& hp) {
-  return size_t(d.n_blocks + 2 * d.h) * sizeof(float) + size_t(hp.n_sel) * sizeof(int);
+  return size_t(d.n_blocks + 2 * d.h + select_keys(d, hp)) * sizeof(float) + size_t(hp.n_sel) * sizeof(int);
 }
 
 // The combine kernel's weights (one per slot of a branch) and its warps' partial outputs.
@@ -458,6 +535,7 @@ std::atomic<int> g_cmp_split_keys{0};
 std::atomic<bool> g_chained{true};
 std::atomic<int> g_stop_after{4};
 constexpr int64_t kMaxCmpSplits = 32;
+constexpr int64_t kMaxCmpSplitKeys = 256;
 }  // namespace
 
 void set_decode_cmp_split_keys(int keys) {
@@ -511,10 +589,15 @@ DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version
   const int64_t min_keys = forced > 0 ? forced : kDefaultCmpSplitKeys;
   const int64_t most = std::max<int64_t>(1, (d.cap_c + min_keys - 1) / min_keys);
   const int64_t cap = forced > 0 ? most : kMaxCmpSplits;
-  plan.n_cmp_split = int(std::clamp<int64_t>(std::min(want, cap), 1, most));
+  // And at least one split per kMaxCmpSplitKeys keys, however many rows the
+  // batch has: a CTA walks its keys in series, one round trip to memory a tile
+  // (m7c at batch 64, 64k: one split of 4,095 keys per row took launch 1 to
+  // 207 us of a 285 us step, H200, BM_DecodeStepPrefix).
+  const int64_t least = forced > 0 ? 1 : (d.cap_c + kMaxCmpSplitKeys - 1) / kMaxCmpSplitKeys;
+  plan.n_cmp_split = int(std::clamp<int64_t>(std::max(std::min(want, cap), least), 1, most));
   plan.chained = decode_chained_launches() && device_attr(cudaDevAttrComputeCapabilityMajor, device) >= 9;
   plan.n_slots = plan.n_cmp_split + plan.n_win_split + int(hp.n_sel);
-  plan.n_col_chunks = int(std::max<int64_t>(1, (d.cap_c + kColChunk - 1) / kColChunk));
+  plan.n_col_chunks = int(std::max<int64_t>(1, (d.n_blocks + kSelectBlocks - 1) / kSelectBlocks));
   TORCH_CHECK(rows <= 65535 && d.B * d.G <= 65535, "decode_attention: B*G*ceil(h/16)=", rows, " too large");
   TORCH_CHECK(select_smem_bytes(d, hp) <= optin, "decode_attention: capacity ", d.cap,
               " needs more shared memory for the block scores than the device has");
@@ -581,7 +664,7 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   p.len_stride = c.len.numel() == 1 ? 0 : 1;
   p.block_idx = out.block_idx.data_ptr<int>();
   float* ws0 = ws.f32.data_ptr<float>();
-  p.scores = ws0 + lay.scores, p.col = ws0 + lay.col, p.part_o = ws0 + lay.part_o, p.part_ml = ws0 + lay.part_ml;
+  p.scores = ws0 + lay.scores, p.block_score = ws0 + lay.block_score, p.part_o = ws0 + lay.part_o, p.part_ml = ws0 + lay.part_ml;
   p.counters = reinterpret_cast<unsigned*>(ws.counters.data_ptr<int>());
   p.B = int(d.B), p.H = int(d.H), p.G = int(d.G), p.h = int(d.h), p.dk = int(d.dk), p.dv = int(d.dv);
   p.cap = int(d.cap), p.cap_c = int(d.cap_c), p.n_blocks = int(d.n_blocks);
@@ -602,7 +685,7 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   const int first = plan.n_cmp_split + plan.n_win_split;
   const int stop = decode_stop_after();  // timing only (4: every launch)
   if (stop == 0) return;
-  partial(0, first, false);  // 1. compressed + window partials (and the raw compressed scores)
+  partial(0, first, plan.chained && plan.chain_first);  // 1. compressed + window partials (and the raw compressed scores)
   if (stop == 1) return;
 
   const size_t sel_smem = select_smem_bytes(d, hp);  // 2. block choice

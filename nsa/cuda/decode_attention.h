@@ -57,6 +57,7 @@ struct DecodePlan {
   int n_head_chunks = 1;  // ceil(h / head_chunk)
   int n_col_chunks = 1;   // select kernel CTAs per (b, g)
   bool chained = false;   // launches 2-4 as programmatic dependent launches (sm_90+)
+  bool chain_first = false;  // launch 1 too, where `chained` (DecodeGraph: after its length kernel)
 };
 
 // Scratch between the launches (fp32 scores/partials, int32 counters that start
@@ -67,7 +68,8 @@ struct DecodeWorkspace {
 };
 
 // The fewest compressed keys one split-K CTA of launch 1 takes (0 = the
-// default: kDefaultCmpSplitKeys, and at most 32 CTAs per (b, g, head chunk)):
+// default: kDefaultCmpSplitKeys, and at most 32 CTAs per (b, g, head chunk)
+// unless it takes more than 256 keys a CTA):
 // more CTAs start the compressed keys sooner, fewer leave the select and
 // combine launches fewer partials to merge. A forced count has no cap. The
 // result is the same function; for benchmarks and bisection. Next plan on.

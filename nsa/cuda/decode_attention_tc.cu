@@ -5,7 +5,9 @@
 // the M=16 rows of mma.m16n8k16 are the (up to) 16 query heads of the group,
 // which share every K/V row: one K/V read serves the whole group (the paper's
 // group-centric loading). Each warp owns its own tiles of 16 keys (tile w, w+4,
-// ...), copies them with cp.async into its private shared memory, and keeps its
+// ...), copies them with cp.async into its private shared memory, two stages
+// (the next tile's copy in flight while this one computes: at batch 1 each
+// copy is a round trip to memory on the step's critical path), and keeps its
 // own online softmax; the 4 warps merge through shared memory at the end.
 //   S[16 x 16] = Q K^T : two n8 tiles x dk/16 k-steps, Q and K fragments read as
 //                        32-bit words from shared memory.
@@ -30,15 +32,17 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kKeys = 16;  // keys per warp tile: one k16 step of P V
+constexpr int kStages = 2;  // K/V tiles per warp in shared memory
 
-// Shared memory (bytes): Q [16][dk+8]; per warp K [16][dk+8] and V [16][dv+8]
-// (16-bit), reused after the key loop as fp32 O [4 warps][16][dv]; then row max
-// and sum [4 warps][16] x 2. The +8-element pad puts consecutive rows 16 bytes
+// Shared memory (bytes): Q [16][dk+8]; per warp two stages of K [16][dk+8] and
+// V [16][dv+8] (16-bit: the copy of a warp's next tile is in flight while it
+// computes this one), reused after the key loop as fp32 O [4 warps][16][dv];
+// then row max and sum [4 warps][16] x 2. The +8-element pad puts consecutive rows 16 bytes
 // apart modulo 128, so the 8 rows a quarter-warp touches (fragment words,
 // ldmatrix rows) land on distinct banks.
 size_t q_bytes(int dk) { return size_t(16) * (dk + 8) * 2; }
 size_t tiles_bytes(int dk, int dv) {
-  return std::max(size_t(kWarps) * kKeys * (dk + 8 + dv + 8) * 2, size_t(kWarps) * 16 * dv * sizeof(float));
+  return std::max(size_t(kWarps) * kStages * kKeys * (dk + 8 + dv + 8) * 2, size_t(kWarps) * 16 * dv * sizeof(float));
 }
 size_t smem_bytes(int dk, int dv) { return q_bytes(dk) + tiles_bytes(dk, dv) + 2 * kWarps * 16 * sizeof(float); }
 
@@ -56,9 +60,8 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   const int DK = p.dk, DV = p.dv, ldq = DK + 8, ldv = DV + 8;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qs = reinterpret_cast<T*>(smem + q_off);
-  T* Ks = reinterpret_cast<T*>(smem + tiles_off) + warp * kKeys * (ldq + ldv);  // this warp's [16][DK+8]
-  T* Vs = Ks + kKeys * ldq;                                                      // this warp's [16][DV+8]
-  chain_start();
+  // This warp's stages: K [16][DK+8] then V [16][DV+8] each.
+  T* stages = reinterpret_cast<T*>(smem + tiles_off) + warp * kStages * kKeys * (ldq + ldv);
   float* Ox = reinterpret_cast<float*>(smem + tiles_off);  // [4][16][DV] after the key loop
   float* wm = reinterpret_cast<float*>(smem + rows_off);   // [4][16] row max per warp
   float* wl = wm + kWarps * 16;                            // [4][16] row sum per warp
@@ -66,30 +69,30 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   const int slot = slot0 + blockIdx.x;
   const int bg = blockIdx.y / p.n_head_chunks, h0 = (blockIdx.y % p.n_head_chunks) * p.head_chunk;
   const int b = bg / p.G, g = bg % p.G, nh = imin(p.head_chunk, p.h - h0);
-  const SlotKeys sk = slot_keys(p, b, g, step_t(p, b), slot);
-  const int br = int(sk.br), NK = p.n_keys[br];
-  const T* k = static_cast<const T*>(p.k[br]);
-  const T* v = static_cast<const T*>(p.v[br]);
   const T* q = static_cast<const T*>(p.q) + (int64_t(b) * p.H + g * p.h + h0) * DK;
 
-  // Q rows of the chunk; rows past nh are zero-filled (their scores are masked).
+  // Q rows of the chunk (rows past nh are zero-filled: their scores are masked),
+  // copied before chain_start: q is the step's input, written before the
+  // step's first launch started, while the lengths and the block choice come
+  // from the launches before this one.
   const int kc = DK / 8, vc = DV / 8;  // 16-byte chunks per K / V row
   for (int i = tid; i < 16 * kc; i += kThreads) {
     const int r = i / kc, c = i % kc;
     tc::cp_async_16(Qs + r * ldq + c * 8, q + (r < nh ? r : 0) * DK + c * 8, r < nh);
   }
   tc::cp_async_commit();
-  tc::cp_async_wait<0>();
-  __syncthreads();
-
-  float o[NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
-  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};  // rows gid, gid + 8 (l: this lane's columns)
+  chain_start();
+  const SlotKeys sk = slot_keys(p, b, g, step_t(p, b), slot);
+  const int br = int(sk.br), NK = p.n_keys[br];
+  const T* k = static_cast<const T*>(p.k[br]);
+  const T* v = static_cast<const T*>(p.v[br]);
+  // This warp's tiles are warp, warp + 4, ...; the copy of tile i into stage
+  // i % 2 (its 16 keys of K and V; keys past the slot's end zero-filled, not read).
   const int n_tiles = ceil_div(sk.hi - sk.lo, kKeys);
-  for (int tile = warp; tile < n_tiles; tile += kWarps) {
+  const auto issue_tile = [&](int tile, int stage) {
+    T* Ks = stages + stage * kKeys * (ldq + ldv);
+    T* Vs = Ks + kKeys * ldq;
     const int k0 = sk.lo + tile * kKeys;
-    // 1. This warp's 16 keys of K and V; keys past the slot's end are zero-filled, not read.
     for (int i = lane; i < kKeys * kc; i += 32) {
       const int c = i / kc, key = k0 + c;
       const bool ok = key < sk.hi;
@@ -103,8 +106,28 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
                       ok);
     }
     tc::cp_async_commit();
-    tc::cp_async_wait<0>();
+  };
+  if (warp < n_tiles) issue_tile(warp, 0);
+  if (warp < n_tiles) tc::cp_async_wait<1>();  // Q is here (this warp's first tile may still fly)
+  else tc::cp_async_wait<0>();
+  __syncthreads();  // every warp's Q chunks are visible
+
+  float o[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};  // rows gid, gid + 8 (l: this lane's columns)
+  for (int tile = warp, it = 0; tile < n_tiles; tile += kWarps, ++it) {
+    const int k0 = sk.lo + tile * kKeys;
+    // 1. The next tile's copy goes out before this one is waited for.
+    if (tile + kWarps < n_tiles) {
+      issue_tile(tile + kWarps, (it + 1) % kStages);
+      tc::cp_async_wait<1>();
+    } else {
+      tc::cp_async_wait<0>();
+    }
     __syncwarp();  // the other lanes' copies are visible
+    const T* Ks = stages + (it % kStages) * kKeys * (ldq + ldv);
+    const T* Vs = Ks + kKeys * ldq;
     // 2. S = Q K^T. s[nt][e]: row gid + 8*(e/2), key nt*8 + 2*tig + e%2.
     float s[2][4] = {};
     for (int kk = 0; kk < DK; kk += 16) {
@@ -168,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
         tc::mma_16816<T>(o[nt + 1], pa, bv[2], bv[3]);
       }
     }
-    __syncwarp();  // every lane is done with the tile before the next copy lands
+    __syncwarp();  // every lane is done with the stage before the copy after next lands in it
   }
 
   // 6. Merge the 4 warps: row sums over the quad, per-row CTA max, rescaled O

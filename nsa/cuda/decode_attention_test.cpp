@@ -328,6 +328,29 @@ TEST_P(DecodeGraphReplay, PerRowLengthsAndReference) {
   expect_bitwise(replayed, decode_attention(graph.inputs(), c.hp, graph.plan().version));
 }
 
+// More rows than one length kernel writes (kLengthsPerLaunch): each replay's
+// per-row lengths reach every row, through every length kernel, and a second
+// replay with other lengths replaces them all (the kernels' arguments are set
+// per replay in the instantiated graph).
+TEST_P(DecodeGraphReplay, ManyRowsOverSeveralLengthKernels) {
+  NSA_REQUIRE_CUDA();
+  DecodeShape shape;
+  shape.B = kLengthsPerLaunch + 44, shape.H = 4, shape.G = 2, shape.dk = 16, shape.dv = 16, shape.capacity = 100;
+  DecodeGraph graph(shape, kTiny, GetParam());
+  fill_random(graph, 7);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    std::vector<int64_t> lens(size_t(shape.B));
+    for (int64_t b = 0; b < shape.B; ++b) lens[size_t(b)] = 1 + (b * (round ? 53 : 37) + round) % shape.capacity;
+    poison(graph.outputs());
+    graph.replay(lens);
+    const DecodeResult replayed = clone(graph.outputs());
+    const at::Tensor written = graph.inputs().len.cpu();
+    for (int64_t b = 0; b < shape.B; ++b) ASSERT_EQ(written[b].item<int>(), lens[size_t(b)]) << "row " << b;
+    expect_bitwise(replayed, decode_attention(graph.inputs(), kTiny, graph.plan().version));
+  }
+}
+
 TEST_P(DecodeGraphReplay, RejectsLengthsOutsideTheCapacity) {
   NSA_REQUIRE_CUDA();
   DecodeShape shape;

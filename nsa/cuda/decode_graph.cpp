@@ -2,6 +2,7 @@
 // says why capture needs device-side lengths and fixed capacities).
 #include "nsa/cuda/decode_graph.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <ATen/cuda/CUDAContext.h>
@@ -18,6 +19,16 @@ c10::DeviceIndex resolve_device(int device) {
   int d = 0;
   NSA_CUDA_CHECK(cudaGetDevice(&d));
   return c10::DeviceIndex(d);
+}
+
+// Rows [first, first + kLengthsPerLaunch) of `lens` as one length kernel's arguments.
+DecodeLengths lengths_chunk(int* dst, const std::vector<int64_t>& lens, int64_t first) {
+  DecodeLengths l;
+  l.dst = dst;
+  l.first = int(first);
+  l.count = int(std::min<int64_t>(kLengthsPerLaunch, int64_t(lens.size()) - first));
+  for (int i = 0; i < l.count; ++i) l.len[i] = int(lens[size_t(first + i)]);
+  return l;
 }
 
 // Cleanup must not throw: report and go on.
@@ -45,27 +56,32 @@ DecodeGraph::DecodeGraph(const DecodeShape& shape, const DecodeHyper& hyper, int
   in_.k_win = at::zeros({s.B, s.capacity, s.G, s.dk}, opts);
   in_.v_win = at::zeros({s.B, s.capacity, s.G, s.dv}, opts);
   in_.len = at::ones({s.B}, opts.dtype(at::kInt));
-  host_len_ = at::ones({s.B}, at::TensorOptions().dtype(at::kInt).pinned_memory(true));
   plan_ = plan_decode(in_, hyper_, version);
+  plan_.chain_first = plan_.chained;  // launch 1 follows the length kernel (decode_lengths.h)
   ws_ = make_decode_workspace(in_, plan_);
   out_ = make_decode_outputs(in_, hyper_);
 
+  // The length kernels (all rows at length 1), then the step: what one replay runs.
+  const auto step = [&] {
+    for (int64_t first = 0; first < s.B; first += kLengthsPerLaunch)
+      launch_decode_lengths(lengths_chunk(in_.len.data_ptr<int>(), std::vector<int64_t>(size_t(s.B), 1), first),
+                            stream_.stream());
+    decode_attention_out(in_, hyper_, plan_, ws_, out_);
+  };
   try {
-    NSA_CUDA_CHECK(cudaEventCreateWithFlags(&caller_ready_, cudaEventDisableTiming));
     NSA_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-    NSA_CUDA_CHECK(cudaEventCreateWithFlags(&len_copied_, cudaEventDisableTiming));
     // The zero fills above ran on the caller's stream; the graph's stream starts after them.
     NSA_CUDA_CHECK(cudaDeviceSynchronize());
     c10::cuda::CUDAStreamGuard on_stream(stream_);
     // Warm-up outside the capture: module load and shared-memory attributes happen
     // here, and a failing launch reports as itself rather than as a capture error.
-    decode_attention_out(in_, hyper_, plan_, ws_, out_);
+    step();
     NSA_CUDA_CHECK(cudaStreamSynchronize(stream_));
     // ThreadLocal: only this thread's unsafe calls (allocations, syncs) are
     // forbidden while capturing; decode_attention_out makes none.
     NSA_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      decode_attention_out(in_, hyper_, plan_, ws_, out_);
+      step();
     } catch (...) {
       cudaGraph_t broken = nullptr;
       (void)cudaStreamEndCapture(stream_, &broken);
@@ -73,6 +89,7 @@ DecodeGraph::DecodeGraph(const DecodeShape& shape, const DecodeHyper& hyper, int
       throw;
     }
     NSA_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
+    find_length_nodes();
     NSA_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
   } catch (...) {
     release();
@@ -80,17 +97,40 @@ DecodeGraph::DecodeGraph(const DecodeShape& shape, const DecodeHyper& hyper, int
   }
 }
 
+// The captured length kernels, by the first row each writes (read back from the
+// node's arguments: the order of a graph's node list is not specified).
+void DecodeGraph::find_length_nodes() {
+  size_t n = 0;
+  NSA_CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  NSA_CUDA_CHECK(cudaGraphGetNodes(graph_, nodes.data(), &n));
+  length_nodes_.assign(size_t((shape_.B + kLengthsPerLaunch - 1) / kLengthsPerLaunch), nullptr);
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    NSA_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams kp{};
+    NSA_CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &kp));
+    if (kp.func != decode_lengths_kernel()) continue;
+    const int first = static_cast<const DecodeLengths*>(kp.kernelParams[0])->first;
+    length_nodes_.at(size_t(first / kLengthsPerLaunch)) = node;
+  }
+  for (cudaGraphNode_t node : length_nodes_)
+    TORCH_CHECK(node != nullptr, "DecodeGraph: a length kernel is missing from the captured graph");
+}
+
 DecodeGraph::~DecodeGraph() { release(); }
 
 void DecodeGraph::release() noexcept {
   // The caching allocator only orders frees after the caller's streams: finish
-  // the graph's work before our buffers can be handed out again.
+  // the graph's work before our buffers can be handed out again (launches of
+  // one graph run in order, so the last one's end is the end of all).
+  if (done_) check_noexcept(cudaEventSynchronize(done_), "cudaEventSynchronize");
   check_noexcept(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   if (exec_) check_noexcept(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
   if (graph_) check_noexcept(cudaGraphDestroy(graph_), "cudaGraphDestroy");
-  for (cudaEvent_t* e : {&caller_ready_, &done_, &len_copied_})
-    if (*e) check_noexcept(cudaEventDestroy(*e), "cudaEventDestroy");
-  exec_ = nullptr, graph_ = nullptr, caller_ready_ = done_ = len_copied_ = nullptr;
+  if (done_) check_noexcept(cudaEventDestroy(done_), "cudaEventDestroy");
+  exec_ = nullptr, graph_ = nullptr, done_ = nullptr;
 }
 
 void DecodeGraph::replay(int64_t len) { replay(std::vector<int64_t>(size_t(shape_.B), len)); }
@@ -102,19 +142,20 @@ void DecodeGraph::replay(const std::vector<int64_t>& lens) {
                 shape_.capacity, "]");
   c10::cuda::CUDAGuard guard(stream_.device_index());
   const cudaStream_t caller = at::cuda::getCurrentCUDAStream(stream_.device_index()).stream();
-  // The pinned source may still be read by the previous replay's copy (normally
-  // long done): wait for that copy before rewriting it.
-  NSA_CUDA_CHECK(cudaEventSynchronize(len_copied_));
-  int* host = host_len_.data_ptr<int>();
-  for (size_t b = 0; b < lens.size(); ++b) host[b] = int(lens[b]);
-  NSA_CUDA_CHECK(cudaEventRecord(caller_ready_, caller));  // after the caller's writes to the buffers
-  NSA_CUDA_CHECK(cudaStreamWaitEvent(stream_, caller_ready_, 0));
-  NSA_CUDA_CHECK(cudaMemcpyAsync(in_.len.data_ptr<int>(), host, lens.size() * sizeof(int), cudaMemcpyHostToDevice,
-                                 stream_));
-  NSA_CUDA_CHECK(cudaEventRecord(len_copied_, stream_));
-  NSA_CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
-  NSA_CUDA_CHECK(cudaEventRecord(done_, stream_));
-  NSA_CUDA_CHECK(cudaStreamWaitEvent(caller, done_, 0));  // the caller's next reads see the outputs
+  // The length kernels' new arguments, copied at the launch below: no wait for
+  // the previous replay (decode_lengths.h).
+  for (size_t c = 0; c < length_nodes_.size(); ++c) {
+    DecodeLengths chunk = lengths_chunk(in_.len.data_ptr<int>(), lens, int64_t(c) * kLengthsPerLaunch);
+    void* args[] = {&chunk};
+    cudaKernelNodeParams kp{};
+    kp.func = const_cast<void*>(decode_lengths_kernel());
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(kLengthsPerLaunch);
+    kp.kernelParams = args;
+    NSA_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(exec_, length_nodes_[c], &kp));
+  }
+  NSA_CUDA_CHECK(cudaGraphLaunch(exec_, caller));  // after the caller's writes; its next reads after it
+  NSA_CUDA_CHECK(cudaEventRecord(done_, caller));
 }
 
 }  // namespace nsa::cuda

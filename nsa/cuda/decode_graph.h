@@ -5,19 +5,22 @@
 //  - A graph freezes every launch: kernel, grid, and every argument, pointers
 //    included. So all buffers are static (owned here, allocated once), and the
 //    caches have a fixed CAPACITY: growing a tensor would move it.
-//  - The only thing that changes per token is the length. It cannot be a kernel
-//    argument (that would be frozen at capture), so the kernels read it from a
-//    device buffer, and replay() writes that buffer with one cudaMemcpyAsync
-//    issued on the graph's stream just before launching the graph (outside it).
-//    Grids are sized for the capacity; each CTA derives its share of the keys
-//    from the length it reads, so one graph serves every length <= capacity.
+//  - The only thing that changes per token is the length. It cannot be an
+//    argument of the attention kernels (frozen at capture), so they read it
+//    from a device buffer, which the graph's first kernels write from their own
+//    arguments; replay() sets those arguments in the instantiated graph
+//    (decode_lengths.h: why a kernel and not a copy) and launches it on the
+//    caller's stream. Grids are sized for the capacity; each CTA derives its
+//    share of the keys from the length it reads, so one graph serves every
+//    length <= capacity.
 //  - Capture needs a stream other than the legacy default stream, which cannot
-//    be captured; the graph owns one from the pool.
+//    be captured; the graph owns one from the pool for that. Launches of one
+//    graph run one after another whatever streams they are issued on.
 //
 // Use: write the new token into the static buffers (q, and the caches at row
 // len-1 / the compressed block that just completed) on your current stream,
-// call replay(len), read outputs() on your current stream. replay() orders
-// itself after your stream's pending work and your stream after the graph.
+// call replay(len), read outputs() on your current stream: the replay runs on
+// it, after your pending work.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include "nsa/cuda/decode_attention.h"
+#include "nsa/cuda/decode_lengths.h"
 
 namespace nsa::cuda {
 
@@ -59,7 +63,8 @@ class DecodeGraph {
   void replay(const std::vector<int64_t>& lens);
 
  private:
-  void release() noexcept;  // graph, events; waits for the stream first
+  void find_length_nodes();
+  void release() noexcept;  // graph, event; waits for the last replay first
 
   DecodeShape shape_;
   DecodeHyper hyper_;
@@ -67,11 +72,11 @@ class DecodeGraph {
   DecodeCaches in_;
   DecodeResult out_;
   DecodeWorkspace ws_;
-  at::Tensor host_len_;  // pinned int32 [B]: the source of the per-replay copy
-  c10::cuda::CUDAStream stream_;
-  cudaEvent_t caller_ready_ = nullptr, done_ = nullptr, len_copied_ = nullptr;
+  c10::cuda::CUDAStream stream_;  // for the capture
+  cudaEvent_t done_ = nullptr;    // recorded after each replay
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+  std::vector<cudaGraphNode_t> length_nodes_;  // node c writes rows [c * kLengthsPerLaunch, ...)
 };
 
 }  // namespace nsa::cuda

@@ -23,7 +23,8 @@ namespace nsa::cuda::decode {
 
 constexpr int kMaxHeadChunk = 16;  // query heads per partial CTA: one m16 tile in v2
 constexpr int kWinChunk = 64;      // window keys per split-K CTA
-constexpr int kColChunk = 256;     // compressed keys per select CTA (one per thread)
+constexpr int kSelectThreads = 256;
+constexpr int kSelectBlocks = 64;  // selection blocks per select CTA (their keys: about one per thread)
 
 struct Params {
   const void* q = nullptr;               // [B,1,H,dk]
@@ -36,7 +37,7 @@ struct Params {
   int len_stride = 0;                    // 1, or 0 when one length serves every row
   int* block_idx = nullptr;              // [B,1,G,n_sel]
   float* scores = nullptr;               // [B*G][h][CapC] raw compressed scores s = scale q.k
-  float* col = nullptr;                  // [B*G][CapC] sum over the group's heads of p_cmp
+  float* block_score = nullptr;          // [B*G][n_blocks] the selection blocks' importance
   float* part_o = nullptr;               // [B*G][n_slots][h][dv] unnormalised partial outputs
   float* part_ml = nullptr;              // [B*G][n_slots][h][2] partial (max, sum of exp)
   unsigned* counters = nullptr;          // [B*G] select CTAs done (reset by the last)
