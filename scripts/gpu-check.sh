@@ -81,9 +81,11 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; t
   # kernel reading o that cuDNN wrote, where the tests with poisoned outputs
   # find every element written; and it ran past 150 s), and the layer test but
   # for its production-shape decode cases (under memcheck the whole test ran
-  # past 180 s in the first of them).
+  # past 180 s in the first of them), and the decode step's small cases, eager
+  # and replayed (its kernels, the length kernels of a replay, the chained launches).
+  DECODE_SANITIZER_FILTER='Lengths/*bf16_v2_len65:Lengths/*fp32_v1_len65:Shapes/*bf16_v2_tiny_len300:Shapes/*bf16_v2_B2_rows_1000_65:Versions/DecodeGraphReplay.PerRowLengths*/auto:Versions/DecodeGraphReplay.ManyRows*/auto'
   n_entry=0
-  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*B2_S333_h6*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*h5_paper*:*S300_h64_B2*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder*:*SelectBlocksWarps*S2000_h16_d128*:*SelectBlocksWarps*S700_h32_d128_l8*:*SelectedKeyOuterWarps*B2_S257*:*SelectedAtomicDq.Wgmma*B2_S257* nsa_cuda_test#memcheck,racecheck,synccheck#*CudnnCompressed.MatchesReference/bf16_S512*:*CudnnCompressed.MatchesReference/bf16_S64* nsa_cuda_layer_test#memcheck#-*ProductionShape*}; do
+  for entry in ${SANITIZER_TESTS:-nsa_cuda_test#memcheck,racecheck,initcheck,synccheck#*S107*:*S63*:*S1_h1*:*B2_S333_h6*:*S1_h6*:*block0_only*:*AllSlotsUnused*:*ties_S257*:*h5_paper*:*S300_h64_B2*:*ReverseIndex.EveryQuery*:*ReverseIndex.WhereThe*:*SelectedAtomicDq*S150*:*CtaOrder*:*SelectBlocksWarps*S2000_h16_d128*:*SelectBlocksWarps*S700_h32_d128_l8*:*SelectedKeyOuterWarps*B2_S257*:*SelectedAtomicDq.Wgmma*B2_S257* nsa_cuda_test#memcheck,racecheck,synccheck#*CudnnCompressed.MatchesReference/bf16_S512*:*CudnnCompressed.MatchesReference/bf16_S64* nsa_cuda_layer_test#memcheck#-*ProductionShape* nsa_cuda_decode_test#memcheck,racecheck,initcheck,synccheck#$DECODE_SANITIZER_FILTER}; do
     bin=${entry%%#*}; rest=${entry#*#}; tools=${rest%%#*}; filter=${rest#*#}; n_entry=$((n_entry + 1))
     [ -x "$BUILD/nsa/cuda/$bin" ] || { log "sanitizer: $bin not built"; continue; }
     for tool in ${tools//,/ }; do

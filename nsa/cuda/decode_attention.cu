@@ -488,7 +488,7 @@ WsLayout ws_layout(const Dims& d, const DecodePlan& plan) {
   const int64_t bg = d.B * d.G;
   w.scores = 0;
   w.block_score = w.scores + bg * d.h * d.cap_c;
-  w.part_o = w.block_score + bg * d.n_blocks;
+  w.part_o = w.block_score + bg * plan.n_blocks;  // the plan's: its hyper-parameters set it
   w.part_ml = w.part_o + bg * plan.n_slots * d.h * d.dv;
   w.total = w.part_ml + bg * plan.n_slots * d.h * 2;
   return w;
@@ -597,6 +597,7 @@ DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version
   plan.n_cmp_split = int(std::clamp<int64_t>(std::max(std::min(want, cap), least), 1, most));
   plan.chained = decode_chained_launches() && device_attr(cudaDevAttrComputeCapabilityMajor, device) >= 9;
   plan.n_slots = plan.n_cmp_split + plan.n_win_split + int(hp.n_sel);
+  plan.n_blocks = int(d.n_blocks);
   plan.n_col_chunks = int(std::max<int64_t>(1, (d.n_blocks + kSelectBlocks - 1) / kSelectBlocks));
   TORCH_CHECK(rows <= 65535 && d.B * d.G <= 65535, "decode_attention: B*G*ceil(h/16)=", rows, " too large");
   TORCH_CHECK(select_smem_bytes(d, hp) <= optin, "decode_attention: capacity ", d.cap,

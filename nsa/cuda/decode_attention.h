@@ -56,6 +56,7 @@ struct DecodePlan {
   int head_chunk = 1;     // query heads per CTA (<= 16)
   int n_head_chunks = 1;  // ceil(h / head_chunk)
   int n_col_chunks = 1;   // select kernel CTAs per (b, g)
+  int n_blocks = 0;       // selection blocks a row holds at capacity: ceil(Cap / l')
   bool chained = false;   // launches 2-4 as programmatic dependent launches (sm_90+)
   bool chain_first = false;  // launch 1 too, where `chained` (DecodeGraph: after its length kernel)
 };
