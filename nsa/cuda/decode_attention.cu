@@ -282,14 +282,12 @@ __global__ void __launch_bounds__(kSelectThreads) nsa_decode_select_kernel(Param
   __shared__ int cand_j[32];
   __shared__ bool written;
   if (tid < 32) {
-    bool plain = true;
-    for (int j = lane; j < n_cand; j += 32) plain &= score[j] >= 0.f;
-    plain = __all_sync(0xffffffffu, plain);
     bool done = false;
-    if (plain && n_cand <= 32) {
-      top_n_one_per_lane(score, n_cand, picks, p.n_sel, out, lane);
-      done = true;
-    } else if (plain) {
+    if (n_cand <= 32) {
+      const bool plain = __all_sync(0xffffffffu, lane >= n_cand || score[lane] >= 0.f);
+      if (plain) top_n_one_per_lane(score, n_cand, picks, p.n_sel, out, lane);
+      done = plain;
+    } else {  // checks the scores itself (false: NaN or negative)
       done = top_n_by_threshold(score, n_cand, picks, p.n_sel, out, cand_s, cand_j, lane);
     }
     if (!done) top_n_by_rounds(score, n_cand, picks, chosen, lane);
