@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -1255,19 +1256,35 @@ double decode_kv_tokens(int64_t S, const at::Tensor& block_idx) {
   return tokens + selected / double(idx.size(0) * idx.size(2));
 }
 
-void BM_DecodeStepGraph(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const Shape& sh = kShapes[state.range(0)];
-  const int64_t S = state.range(1);
+// The decode step of `sh` at capacity S (bf16, the paper's hyper-parameters)
+// captured as a graph, its inputs random (never time on zeros).
+std::unique_ptr<DecodeGraph> random_decode_graph(const Shape& sh, int64_t S, int version) {
   DecodeShape ds;
   ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
   ds.dtype = at::kBFloat16;
   DecodeHyper hp;
   hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
-  DecodeGraph graph(ds, hp, int(state.range(2)));
-  const DecodeCaches& in = graph.inputs();
+  auto graph = std::make_unique<DecodeGraph>(ds, hp, version);
+  const DecodeCaches& in = graph->inputs();
   for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
-    t->normal_();  // never time on zeros
+    t->normal_();
+  return graph;
+}
+
+// Counters us (a synchronised single replay) and us_back_to_back (GPU time per
+// replay, 32 issued back to back) of `graph` at length S.
+void time_decode_replays(benchmark::State& state, DecodeGraph& graph, int64_t S) {
+  const double ms = time_it(state, [&] { graph.replay(S); });
+  state.counters["us"] = 1e3 * ms;
+  state.counters["us_back_to_back"] = back_to_back_us([&] { graph.replay(S); });
+}
+
+void BM_DecodeStepGraph(benchmark::State& state) {
+  if (!require_device(state)) return;
+  const Shape& sh = kShapes[state.range(0)];
+  const int64_t S = state.range(1);
+  const std::unique_ptr<DecodeGraph> captured = random_decode_graph(sh, S, int(state.range(2)));
+  DecodeGraph& graph = *captured;
   const double ms = time_it(state, [&] { graph.replay(S); });
   const double b2b = back_to_back_us([&] { graph.replay(S); });
   const double kv = decode_kv_tokens(S, graph.outputs().block_idx);
@@ -1300,42 +1317,21 @@ void BM_DecodeLaunchChoices(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<int> keys(decode_cmp_split_keys_forced(), set_decode_cmp_split_keys, int(state.range(2)));
   const ScopedChoice<bool> chained(decode_chained_launches(), set_decode_chained_launches, state.range(3) != 0);
-  const Shape& sh = kShapes[state.range(0)];
   const int64_t S = state.range(1);
-  DecodeShape ds;
-  ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
-  DecodeHyper hp;
-  hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
-  DecodeGraph graph(ds, hp, 2);
-  const DecodeCaches& in = graph.inputs();
-  for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
-    t->normal_();
-  const double ms = time_it(state, [&] { graph.replay(S); });
-  state.counters["us"] = 1e3 * ms;
-  state.counters["us_back_to_back"] = back_to_back_us([&] { graph.replay(S); });
-  state.counters["cmp_split"] = graph.plan().n_cmp_split;
-  state.counters["chained"] = graph.plan().chained;
+  const std::unique_ptr<DecodeGraph> graph = random_decode_graph(kShapes[state.range(0)], S, 2);
+  time_decode_replays(state, *graph, S);
+  state.counters["cmp_split"] = graph->plan().n_cmp_split;
+  state.counters["chained"] = graph->plan().chained;
 }
 // Where a decode step's time goes: the step stopped after its first `launches`
-// launches (set_decode_stop_after; 0 = the length copy alone, 4 = the whole
-// step), replayed as a graph. Each prefix's time less the one before is that
+// launches (set_decode_stop_after; 0 = a replay's length kernel alone, 4 = the
+// whole step), replayed as a graph. Each prefix's time less the one before is that
 // launch's share of the chain, with its start-up gap. Args {shape, S, launches}, v2.
 void BM_DecodeStepPrefix(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<int> stop(decode_stop_after(), set_decode_stop_after, int(state.range(2)));
-  const Shape& sh = kShapes[state.range(0)];
   const int64_t S = state.range(1);
-  DecodeShape ds;
-  ds.B = sh.B, ds.H = sh.H, ds.G = sh.G, ds.dk = sh.dk, ds.dv = sh.dv, ds.capacity = S;
-  DecodeHyper hp;
-  hp.cmp_block = kL, hp.cmp_stride = kD, hp.sel_block = kLp, hp.n_sel = kN, hp.window = kW;
-  DecodeGraph graph(ds, hp, 2);
-  const DecodeCaches& in = graph.inputs();
-  for (const at::Tensor* t : {&in.q, &in.k_cmp, &in.v_cmp, &in.k_slc, &in.v_slc, &in.k_win, &in.v_win})
-    t->normal_();
-  const double ms = time_it(state, [&] { graph.replay(S); });
-  state.counters["us"] = 1e3 * ms;
-  state.counters["us_back_to_back"] = back_to_back_us([&] { graph.replay(S); });
+  time_decode_replays(state, *random_decode_graph(kShapes[state.range(0)], S, 2), S);
 }
 BENCHMARK(BM_DecodeStepPrefix)->Apply([](benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 65536}, {1, 8192}, {1, 65536}, {4, 65536}})
