@@ -197,6 +197,14 @@ class GoalsTableTest(TableCase):
         none = dict(BENCH, benchmarks=[{k: v for k, v in b.items() if k != "hbm_share"} for b in BENCH["benchmarks"]])
         rc, rows, _, _ = self.run_table("--bench", self.write("none.json", none))
         self.assertEqual(rows["hbm:m7c_125m:decode:65536"]["verdict"], "not measured")
+        # The batch-64 row (bench shape 4) is its own goal row: absent here, then read from its rows.
+        self.assertEqual(rows["hbm:m7c_125m_b64:decode:65536"]["verdict"], "not measured")
+        batch = dict(BENCH, benchmarks=BENCH["benchmarks"] + [
+            gb("BM_DecodeStepGraph/shape:4/S:65536/version:2", 0.15, hbm_share=share) for share in (0.61, 0.26, 0.27)])
+        rc, rows, _, _ = self.run_table("--bench", self.write("batch.json", batch))
+        self.assertAlmostEqual(rows["hbm:m7c_125m_b64:decode:65536"]["value"], 0.27)  # the median
+        self.assertTrue(rows["hbm:m7c_125m_b64:decode:65536"]["verdict"].startswith("missed"))
+        self.assertAlmostEqual(rows["hbm:m7c_125m:decode:65536"]["value"], 0.65)  # batch 1 unchanged
 
     def test_selection_share_needs_one_compressed_implementation(self):
         # Layer repetitions that ran different compressed forwards leave nothing to add: not measured.
@@ -405,7 +413,7 @@ class RealFilesTest(unittest.TestCase):
         expected |= {f"sdpa:{s}:{p}:{S}" for s in ("paper_kernel", "m7c_125m") for S in (K8, K64)
                      for p in ("fwdbwd_fast", "fwdbwd_repro")}
         expected |= {f"fla:{s}:{p}" for s in ("paper_kernel", "m7c_125m") for p in ("fwd", "fwdbwd")}
-        expected |= {"hbm:m7c_125m:decode:65536", "share:paper_kernel:65536", "share:m7c_125m:65536", "tok_s",
+        expected |= {"hbm:m7c_125m:decode:65536", "hbm:m7c_125m_b64:decode:65536", "share:paper_kernel:65536", "share:m7c_125m:65536", "tok_s",
                      "tok_s_vs_dense"}
         self.assertEqual(set(rows), expected)
         for r in rows.values():
