@@ -99,10 +99,17 @@ __device__ __forceinline__ SlotKeys slot_keys(const Params& p, int b, int g, int
 // has completed and its memory is visible, before it reads or writes anything.
 // Correctness is stream order's: each wait returns only after the predecessor
 // (which itself waited for its own) has finished. Elsewhere, and in a kernel
-// launched plainly, both instructions do nothing.
-__device__ __forceinline__ void chain_start() {
+// launched plainly, both instructions do nothing. chain_release alone is for
+// a kernel whose successor is chained but which waits for nothing itself
+// (DecodeGraph's length kernel, decode_lengths.cu).
+__device__ __forceinline__ void chain_release() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void chain_start() {
+  chain_release();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }

@@ -3,15 +3,15 @@
 
 #include <c10/cuda/CUDAException.h>
 
+#include "nsa/cuda/decode_kernels.cuh"
+
 namespace nsa::cuda {
 namespace {
 
 __global__ void __launch_bounds__(kLengthsPerLaunch) nsa_decode_lengths_kernel(DecodeLengths l) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // The step's first launch may start now; it waits for this grid before it
-  // reads a length (decode_kernels.cuh, chain_start).
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  // reads a length (chain_start).
+  decode::chain_release();
   const int i = threadIdx.x;
   if (i < l.count) l.dst[l.first + i] = l.len[i];
 }
