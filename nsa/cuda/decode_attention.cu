@@ -632,6 +632,10 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   using namespace decode;
   const Dims d = check_inputs(c, hp);
   c10::cuda::CUDAGuard guard(c.q.device());
+  // The workspace's block scores and the select grid follow the plan's count of
+  // selection blocks; the kernels index them by this call's (l' sets both).
+  TORCH_CHECK(plan.n_blocks == d.n_blocks, "decode_attention: the plan has ", plan.n_blocks,
+              " selection blocks a row, these hyper-parameters ", d.n_blocks, " (plan_decode with them)");
   const WsLayout lay = ws_layout(d, plan);
   TORCH_CHECK(ws.f32.defined() && ws.f32.numel() >= lay.total && ws.counters.defined() &&
                   ws.counters.numel() >= d.B * d.G,
@@ -663,7 +667,8 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   p.len_stride = c.len.numel() == 1 ? 0 : 1;
   p.block_idx = out.block_idx.data_ptr<int>();
   float* ws0 = ws.f32.data_ptr<float>();
-  p.scores = ws0 + lay.scores, p.block_score = ws0 + lay.block_score, p.part_o = ws0 + lay.part_o, p.part_ml = ws0 + lay.part_ml;
+  p.scores = ws0 + lay.scores, p.block_score = ws0 + lay.block_score;
+  p.part_o = ws0 + lay.part_o, p.part_ml = ws0 + lay.part_ml;
   p.counters = reinterpret_cast<unsigned*>(ws.counters.data_ptr<int>());
   p.B = int(d.B), p.H = int(d.H), p.G = int(d.G), p.h = int(d.h), p.dk = int(d.dk), p.dv = int(d.dv);
   p.cap = int(d.cap), p.cap_c = int(d.cap_c), p.n_blocks = int(d.n_blocks);
@@ -684,7 +689,8 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   const int first = plan.n_cmp_split + plan.n_win_split;
   const int stop = decode_stop_after();  // timing only (4: every launch)
   if (stop == 0) return;
-  partial(0, first, plan.chained && plan.chain_first);  // 1. compressed + window partials (and the raw compressed scores)
+  // 1. compressed + window partials (and the raw compressed scores)
+  partial(0, first, plan.chained && plan.chain_first);
   if (stop == 1) return;
 
   const size_t sel_smem = select_smem_bytes(d, hp);  // 2. block choice

@@ -37,12 +37,13 @@ constexpr int kStages = 2;  // K/V tiles per warp in shared memory
 // Shared memory (bytes): Q [16][dk+8]; per warp two stages of K [16][dk+8] and
 // V [16][dv+8] (16-bit: the copy of a warp's next tile is in flight while it
 // computes this one), reused after the key loop as fp32 O [4 warps][16][dv];
-// then row max and sum [4 warps][16] x 2. The +8-element pad puts consecutive rows 16 bytes
-// apart modulo 128, so the 8 rows a quarter-warp touches (fragment words,
-// ldmatrix rows) land on distinct banks.
+// then row max and sum [4 warps][16] x 2. The +8-element pad puts consecutive
+// rows 16 bytes apart modulo 128, so the 8 rows a quarter-warp touches
+// (fragment words, ldmatrix rows) land on distinct banks.
 size_t q_bytes(int dk) { return size_t(16) * (dk + 8) * 2; }
 size_t tiles_bytes(int dk, int dv) {
-  return std::max(size_t(kWarps) * kStages * kKeys * (dk + 8 + dv + 8) * 2, size_t(kWarps) * 16 * dv * sizeof(float));
+  return std::max(size_t(kWarps) * kStages * kKeys * (dk + 8 + dv + 8) * 2,
+                  size_t(kWarps) * 16 * dv * sizeof(float));
 }
 size_t smem_bytes(int dk, int dv) { return q_bytes(dk) + tiles_bytes(dk, dv) + 2 * kWarps * 16 * sizeof(float); }
 
@@ -107,9 +108,12 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
     }
     tc::cp_async_commit();
   };
-  if (warp < n_tiles) issue_tile(warp, 0);
-  if (warp < n_tiles) tc::cp_async_wait<1>();  // Q is here (this warp's first tile may still fly)
-  else tc::cp_async_wait<0>();
+  if (warp < n_tiles) {
+    issue_tile(warp, 0);
+    tc::cp_async_wait<1>();  // Q is here (this warp's first tile may still fly)
+  } else {
+    tc::cp_async_wait<0>();
+  }
   __syncthreads();  // every warp's Q chunks are visible
 
   float o[NT][4];

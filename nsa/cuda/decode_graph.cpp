@@ -62,10 +62,10 @@ DecodeGraph::DecodeGraph(const DecodeShape& shape, const DecodeHyper& hyper, int
   out_ = make_decode_outputs(in_, hyper_);
 
   // The length kernels (all rows at length 1), then the step: what one replay runs.
+  const std::vector<int64_t> ones(size_t(s.B), 1);
   const auto step = [&] {
     for (int64_t first = 0; first < s.B; first += kLengthsPerLaunch)
-      launch_decode_lengths(lengths_chunk(in_.len.data_ptr<int>(), std::vector<int64_t>(size_t(s.B), 1), first),
-                            stream_.stream());
+      launch_decode_lengths(lengths_chunk(in_.len.data_ptr<int>(), ones, first), stream_.stream());
     decode_attention_out(in_, hyper_, plan_, ws_, out_);
   };
   try {
