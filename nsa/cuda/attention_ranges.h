@@ -25,7 +25,9 @@ NSA_HD int floor_div(int a, int b) { return (a >= 0) ? a / b : -((-a + b - 1) / 
 NSA_HD int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Number of compressed blocks visible to query t: floor((t+1-l)/d)+1 if t+1 >= l else 0.
-NSA_HD int n_cmp_visible(int t, int cmp_block, int cmp_stride) {
+// Div: int, or a FastDiv (fast_div.h) where a kernel divides by d in a loop.
+template <typename Div>
+NSA_HD int n_cmp_visible(int t, int cmp_block, Div cmp_stride) {
   return (t + 1 >= cmp_block) ? (t + 1 - cmp_block) / cmp_stride + 1 : 0;
 }
 

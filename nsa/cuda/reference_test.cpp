@@ -2,11 +2,15 @@
 // share (attention_ranges.h), against independent oracles: SDPA, per-query
 // loops written from DESIGN.md §2, and hand-worked examples.
 #include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/branch_reference.h"
+#include "nsa/cuda/fast_div.h"
 
 namespace nsa::cuda {
 namespace {
@@ -129,6 +133,32 @@ TEST(KeyRanges, VisibleCountsMatchDesign) {
   EXPECT_EQ(hi, 141);
   selected_key_range(3, 140, 1000, 64, &lo, &hi);
   EXPECT_EQ(hi - lo, 0) << "a block in the future contributes nothing";
+}
+
+// FastDiv against the built-in division (the oracle), over every divisor up to
+// 2,100, powers of two and large divisors; numerators from 0 to 5,000, at and
+// beside multiples of the divisor, random ones and the top of the range.
+TEST(KeyRanges, FastDivMatchesDivision) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= 2100; ++d) divisors.push_back(d);
+  for (int k = 12; k <= 30; ++k) divisors.push_back(int64_t(1) << k), divisors.push_back((int64_t(1) << k) + 1);
+  for (const int64_t d : {65521, 1000003, 123456789, 1073741823, 2147483647}) divisors.push_back(d);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> any(0, INT32_MAX);
+  std::vector<int32_t> random_n(200);
+  for (int32_t& n : random_n) n = any(rng);
+  for (const int64_t d : divisors) {
+    const FastDiv fd{static_cast<int>(d)};
+    const auto check = [&](int64_t n) {
+      if (n < 0 || n > INT32_MAX) return;
+      ASSERT_EQ(int(n) / fd, int(n / d)) << "n=" << n << " d=" << d;
+    };
+    for (int64_t n = 0; n <= 5000; ++n) check(n);
+    for (const int64_t k : std::vector<int64_t>{1, 2, 3, 1000, 65535, INT32_MAX / d})
+      for (int64_t e = -1; e <= 1; ++e) check(k * d + e);
+    for (const int32_t n : random_n) check(n);
+    check(INT32_MAX);
+  }
 }
 
 }  // namespace

@@ -30,7 +30,11 @@
 //             (gid, or gid + 8, of one warp) are 8 rows of one query; the warp sums
 //             its S tile's p over each half in registers (a reduce-scatter over
 //             the gid lanes: 14 shuffles a half, one tree of the same shape for
-//             every key) and writes one ring row per half, Ph[8][128]; then
+//             every key) and writes one ring row per half, Ph[8][128]. At hp =
+//             16 (a warp's 16 rows are one query) each lane first adds its two
+//             rows' p (heads gid and gid + 8), then one reduce-scatter sums the
+//             8 pairs into the query's first ring row: half the shuffles, and
+//             the finishing reads one row; then
 //               score = 0; for i = lo_j .. ascending:
 //                 { col = 0; for each of the query's hp / 8 halves in order:
 //                     col += Ph[half][i];  score += col; }
@@ -54,7 +58,11 @@
 //           (The column sums they replace summed the 64-row ring over the heads
 //           in a separate pass, one thread per (query, key), behind a barrier.)
 //           The tile's first block and block count are computed once per
-//           tile; the queries' key and candidate counts and the tile's
+//           tile and warp (with the table's fill a tile ahead), dividing by d
+//           and l' through FastDiv (fast_div.h): with the divisions `/` made
+//           and each tile's copy addresses recomputed, that bookkeeping was a
+//           third of the kernel's instructions (ncu, paper_kernel 64k, 2026-11-30);
+//           the queries' key and candidate counts and the tile's
 //           blocks' lo_j / hi_j come from small shared tables (no integer
 //           division per (query, block): ncu had the finishing threads'
 //           divisions and the barrier behind their longest chains at a third
@@ -112,6 +120,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
+#include "nsa/cuda/fast_div.h"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/packs.cuh"
@@ -134,6 +143,8 @@ struct SelCta {
 constexpr int kRing = 2 * kTcKeys;    // keys of P kept per row (this tile and the previous)
 constexpr int kLdP = kRing + 8;       // floats per P row
 constexpr int kMaxTileBlocks = 64;    // blocks finished by one key tile that the lo / hi table holds
+// Key i's column in the ring (i >= 0; unsigned: a mask, not a signed remainder).
+__device__ __forceinline__ int ring_col(int i) { return int(unsigned(i) % unsigned(kRing)); }
 
 struct SelectTcParams {
   const void* q;
@@ -143,6 +154,7 @@ struct SelectTcParams {
   int B, S, S_cmp, H, G, h, n_blocks, n_sel;
   int hp;  // rows per query: h, or h rounded up to 8 with half sums (the extra rows are padding)
   int cmp_block, cmp_stride, sel_block;
+  FastDiv by_stride, by_sel;  // d and l' as divisors: the tile loop divides by them
   int q_tile;
   float scale;
   bool heavy_first;  // the CTA start order (GridSlot; nsa_cuda.h, set_cta_order)
@@ -219,8 +231,8 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   const int b = slot.y / p.G, g = slot.y % p.G;
   const int t0 = (p.heavy_first ? slot.tile : int(gridDim.x) - 1 - int(blockIdx.x)) * p.q_tile;
   const int nq = imin(p.q_tile, p.S - t0), rows = nq * p.hp;
-  const auto n_cmp = [&](int t) { return imin(n_cmp_visible(t, p.cmp_block, p.cmp_stride), p.S_cmp); };
-  const auto n_cand = [&](int t) { return imin(t / p.sel_block + 1, p.n_blocks); };
+  const auto n_cmp = [&](int t) { return imin(n_cmp_visible(t, p.cmp_block, p.by_stride), p.S_cmp); };
+  const auto n_cand = [&](int t) { return imin(t / p.by_sel + 1, p.n_blocks); };
 
   // This lane's rows gid, gid + 8 of the warp: Q fragments and visible key counts.
   const int r0 = warp * 16 + gid, r1 = r0 + 8;
@@ -239,13 +251,16 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   for (int e = tid; e < nq * p.n_blocks; e += kThreads) score[e] = 0.f;
   if (tid < nq) q_nc[tid] = n_cmp(t0 + tid), q_ncand[tid] = n_cand(t0 + tid);  // read after a tile's barrier
 
+  // This thread's part of key row r of each tile: key rows lie G dk apart from
+  // the (batch, group)'s first, so a tile's copy costs one multiply-add of an
+  // address, not a row offset's 64-bit products.
+  constexpr int kParts = kThreads / kTcKeys;  // threads a key row
+  const T* kc_bg = kc + row_offset(b, 0, g, p.S_cmp, p.G, DK);
   const auto issue_tile = [&](int i) {
-    constexpr int kParts = kThreads / kTcKeys;  // threads a key row
     const int r = tid / kParts, key = i * kTcKeys + r;
     const bool valid = key < nc_max;
     T* dst = Ks + ((i & 1) * kTcKeys + r) * L::kLdK;
-    tc::copy_row_async<DK, kParts>(dst, kc + row_offset(b, valid ? key : 0, g, p.S_cmp, p.G, DK), valid,
-                                   tid % kParts);
+    tc::copy_row_async<DK, kParts>(dst, kc_bg + (valid ? int64_t(key) * (p.G * DK) : 0), valid, tid % kParts);
     tc::cp_async_commit();
   };
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
@@ -255,19 +270,25 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   // CTA's queries: queries with n_cmp(t) <= k1 (t <= k1 d + l - 2) end at
   // n_cand(t), increasing in t; the others at most at jk1. Computed once per
   // tile (two integer divisions) for the block table and the finishing.
+  // Once per tile and warp for the finishing, and by warp 0 for the table's
+  // fill a tile ahead, through FastDiv.
+  const int t_last = t0 + nq - 1;
   const auto tile_blocks = [&](int k0) {
-    const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.sel_block, jk1 = k1 * p.cmp_stride / p.sel_block;
-    const int t_last = t0 + nq - 1, tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
+    const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.by_sel, jk1 = k1 * p.cmp_stride / p.by_sel;
+    const int tk = imin(t_last, k1 * p.cmp_stride + p.cmp_block - 2);
     return TileBlocks{jb, jk1, imax(imin(jk1, n_cand(t_last)), tk >= t0 ? n_cand(tk) : 0) - jb};
   };
   // A tile's lo_j / hi_j, one thread per block, into table buffer `buf` (the
   // tile's parity): filled one tile ahead, so the tile's first barrier
   // publishes it and no division sits on the finishing's path.
+  // Warp 0 alone: the other warps skip the tile's bounds (fewer registers live
+  // across the tile, where the 8-warp kernel is at its cap).
   const auto fill_block_table = [&](int k0, int buf) {
+    if (warp != 0) return;
     const TileBlocks blocks = tile_blocks(k0);
-    if (tid < imin(blocks.J, kMaxTileBlocks)) {
-      blk_lo[buf * kMaxTileBlocks + tid] = overlap_lo(blocks.jb + tid, p.cmp_block, p.cmp_stride, p.sel_block);
-      blk_hi[buf * kMaxTileBlocks + tid] = overlap_hi(blocks.jb + tid, p.cmp_stride, p.sel_block);
+    for (int jj = lane; jj < imin(blocks.J, kMaxTileBlocks); jj += 32) {
+      blk_lo[buf * kMaxTileBlocks + jj] = overlap_lo(blocks.jb + jj, p.cmp_block, p.cmp_stride, p.sel_block);
+      blk_hi[buf * kMaxTileBlocks + jj] = overlap_hi(blocks.jb + jj, p.cmp_stride, p.sel_block);
     }
   };
   // Query qi's score of the tile's block jb + jj (a no-op where that block
@@ -281,13 +302,27 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
     if (lo >= hi) return;  // nothing visible overlaps: stays 0, as in v1
     float s = 0.f;
     if (p.half_sums) {
-      // The query's halves (8 rows each: heads in order, then padding) hold its keys' sums up to this tile.
-      const int halves = p.hp / 8;
-      const float* prow = P + qi * halves * kLdP;
-      for (int i = lo; i < hi; ++i) {
-        float col = 0.f;
-        for (int hh = 0; hh < halves; ++hh) col += prow[hh * kLdP + i % kRing];
-        s += col;
+      // The query's halves (8 rows each: heads in order, then padding) hold its
+      // keys' sums up to this tile; at hp = 16 the first holds both (summed in
+      // the tile, below).
+      const float* prow = P + qi * (p.hp / 8) * kLdP;
+      if (p.hp <= 16) {
+        // One ring row: four keys' loads ahead of their sums (still added in
+        // ascending order), not each load behind the previous add.
+        int i = lo;
+        for (; i + 4 <= hi; i += 4) {
+          const float a0 = prow[ring_col(i)], a1 = prow[ring_col(i + 1)], a2 = prow[ring_col(i + 2)],
+                      a3 = prow[ring_col(i + 3)];
+          s += a0, s += a1, s += a2, s += a3;
+        }
+        for (; i < hi; ++i) s += prow[ring_col(i)];
+      } else {
+        const int halves = p.hp / 8;
+        for (int i = lo; i < hi; ++i) {
+          float col = 0.f;
+          for (int hh = 0; hh < halves; ++hh) col += prow[hh * kLdP + ring_col(i)];
+          s += col;
+        }
       }
     } else {
       const float* prow = P + qi * p.hp * kLdP;
@@ -296,14 +331,14 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
         const float* r = prow + head * kLdP;
         float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
         for (int i = lo; i < hi; ++i) {
-          const int c = i % kRing;
+          const int c = ring_col(i);
           a0 += r[c], a1 += r[kLdP + c], a2 += r[2 * kLdP + c], a3 += r[3 * kLdP + c];
         }
         s += a0, s += a1, s += a2, s += a3;
       }
       for (; head < p.h; ++head) {
         float acc = 0.f;
-        for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + i % kRing];
+        for (int i = lo; i < hi; ++i) acc += prow[head * kLdP + ring_col(i)];
         s += acc;
       }
     }
@@ -395,13 +430,36 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
             m[r] = mx[r];
           }
         } else {
-          // p = 2^(s scale log2e - base): one FFMA and one MUFU a score (0 where masked).
+          // p = 2^(s scale log2e - base): one FFMA and one MUFU a score (0 where
+          // masked; the mask's compares only in tiles that need them).
+          if (whole) {
 #pragma unroll
-          for (int n = 0; n < kTcKeys / 8; ++n)
+            for (int n = 0; n < kTcKeys / 8; ++n)
 #pragma unroll
-            for (int c = 0; c < 4; ++c)
-              s[n][c] = visible(n, c) ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2])) : 0.f;
-          if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
+              for (int c = 0; c < 4; ++c) s[n][c] = tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]));
+          } else {
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 4; ++c)
+                s[n][c] = visible(n, c) ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2])) : 0.f;
+          }
+          if (p.half_sums && p.hp == 16) {
+            // One query's 16 rows (heads gid and gid + 8 of this lane): their
+            // pair summed in the lane first, then one reduce-scatter (below)
+            // over the 8 pairs, into the query's first ring row. Every key by
+            // a tree of the same shape, as with two halves.
+            float v[2 * (kTcKeys / 8)];
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][c] + s[n][2 + c];
+            reduce_scatter_step<8>(v, lane, 16);
+            reduce_scatter_step<4>(v, lane, 8);
+            reduce_scatter_step<2>(v, lane, 4);
+            *reinterpret_cast<float2*>(P + warp * 2 * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
+                make_float2(v[0], v[1]);
+          } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
@@ -416,13 +474,13 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
               reduce_scatter_step<8>(v, lane, 16);
               reduce_scatter_step<4>(v, lane, 8);
               reduce_scatter_step<2>(v, lane, 4);
-              *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + (k0 + gid * 8 + 2 * tig) % kRing) =
+              *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
                   make_float2(v[0], v[1]);
             }
           } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
 #pragma unroll
             for (int n = 0; n < kTcKeys / 8; ++n) {
-              const int col = (k0 + n * 8 + 2 * tig) % kRing;
+              const int col = ring_col(k0 + n * 8 + 2 * tig);
 #pragma unroll
               for (int r = 0; r < 2; ++r)
                 *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
@@ -578,6 +636,8 @@ bool launch_select_blocks_tc(const at::Tensor& q, const at::Tensor& kc, const at
   p.cmp_block = cmp_block;
   p.cmp_stride = cmp_stride;
   p.sel_block = sel_block;
+  p.by_stride = FastDiv(cmp_stride);
+  p.by_sel = FastDiv(sel_block);
   p.scale = scale;
   p.heavy_first = cta_order() == CtaOrder::HeavyFirst;
   // Half sums where the heads fill whole half warps, or nearly: h rounded up
