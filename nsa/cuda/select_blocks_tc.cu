@@ -363,8 +363,11 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   // finishing left half the threads idle, and the two barriers around it held
   // a fifth of the warps' time).
   const bool warp_owned = p.half_sums && 16 % p.hp == 0;
+  // (hp is 8 or 16 here: the warp's first query and count without a division,
+  // which the compiler had recomputed every tile.)
   const auto finish_blocks_warp = [&](int k0, const TileBlocks& blocks, int buf) {
-    const int J = blocks.J, qa = warp * 16 / p.hp, nqw = imin(16 / p.hp, nq - qa);
+    const bool one = p.hp == 16;
+    const int J = blocks.J, qa = one ? warp : 2 * warp, nqw = imin(one ? 1 : 2, nq - qa);
     for (int e = lane; e < nqw * J; e += 32) {
       const int k = e >= J;  // nqw <= 2
       finish_block(qa + k, e - k * J, k0, blocks, buf);
