@@ -57,11 +57,12 @@
 //           3.6 ms, 8k 0.123 -> 0.096.
 //           (The column sums they replace summed the 64-row ring over the heads
 //           in a separate pass, one thread per (query, key), behind a barrier.)
-//           The tile's first block and block count are computed once per
-//           tile and warp (with the table's fill a tile ahead), dividing by d
-//           and l' through FastDiv (fast_div.h): with the divisions `/` made
-//           and each tile's copy addresses recomputed, that bookkeeping was a
-//           third of the kernel's instructions (ncu, paper_kernel 64k, 2026-11-30);
+//           The tile's first block and block count are computed by each warp
+//           once per tile for its finishing (and by warp 0 for the block table,
+//           a tile ahead), dividing by d and l' through FastDiv (fast_div.h):
+//           with `/` for those divisions and each tile's copy addresses built
+//           from 64-bit row offsets, that bookkeeping was a third of the
+//           kernel's instructions (ncu, paper_kernel 64k, 2026-11-30);
 //           the queries' key and candidate counts and the tile's
 //           blocks' lo_j / hi_j come from small shared tables (no integer
 //           division per (query, block): ncu had the finishing threads'
@@ -268,10 +269,9 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   // increasing in j; hi_j > k0 <=> j >= k0 d / l', hi_j <= k1 <=> j < k1 d / l').
   // tile_blocks gives jb, jk1 = k1 d / l' and J, a bound on j_end - jb over the
   // CTA's queries: queries with n_cmp(t) <= k1 (t <= k1 d + l - 2) end at
-  // n_cand(t), increasing in t; the others at most at jk1. Computed once per
-  // tile (two integer divisions) for the block table and the finishing.
-  // Once per tile and warp for the finishing, and by warp 0 for the table's
-  // fill a tile ahead, through FastDiv.
+  // n_cand(t), increasing in t; the others at most at jk1. Computed by each
+  // warp once per tile for its finishing and by warp 0 for the block table,
+  // its divisions through FastDiv.
   const int t_last = t0 + nq - 1;
   const auto tile_blocks = [&](int k0) {
     const int k1 = k0 + kTcKeys, jb = k0 * p.cmp_stride / p.by_sel, jk1 = k1 * p.cmp_stride / p.by_sel;
