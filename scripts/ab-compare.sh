@@ -15,7 +15,10 @@
 # ..., each run with --only ONLY when given; empty: none), SCENARIO_ROUNDS (2);
 # CUDA_ARCH (90: the kernels for this GPU only, a shorter build), CUDA (ON; OFF
 # builds without the kernels, for a CPU scenario or a dry run of this script), JOBS (nproc);
-# TARGETS (nsa_cuda_bench nsa-harness); NEW_LABEL (the new side's name; unset:
+# TARGETS (nsa_cuda_bench nsa-harness); NEW_TARGETS (more targets for the new side only, e.g.
+# its tests: the base is only timed); NEW_TESTS ("path#gtest_filter" ..., a test binary by its path under
+# the new side's build run with that filter after the rounds, its output in the archive and its
+# exit status in the summary: a change's tests and its A/B in one sitting); NEW_LABEL (the new side's name; unset:
 # this tree's git revision, -dirty when it has changes). NSA_HARNESS_REVISION is set for each
 # side (base: BASE, new: this tree's revision or "working-tree"), so reports
 # and benchmark JSON name the tree they measured.
@@ -57,13 +60,15 @@ log "base $base_rev, new $new_rev"
 
 # Both builds at once, the cores split between them.
 read -r -a targets <<< "$TARGETS"
-build() {  # source dir, build dir, log name
-  (cd "$1" && make configure BUILD="$2" CUDA_KERNELS="$CUDA" \
+read -r -a new_targets <<< "${NEW_TARGETS:-}"
+build() {  # source dir, build dir, log name, targets...
+  local src=$1 dir=$2 name=$3; shift 3
+  (cd "$src" && make configure BUILD="$dir" CUDA_KERNELS="$CUDA" \
      CMAKE_ARGS="-DNSA_BUILD_BENCHMARKS=ON -DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCH" &&
-   cmake --build "$2" -j "$(( (JOBS + 1) / 2 ))" --target "${targets[@]}") > "$WORK/build-$3.log" 2>&1
+   cmake --build "$dir" -j "$(( (JOBS + 1) / 2 ))" --target "$@") > "$WORK/build-$name.log" 2>&1
 }
-build "$BASE_SRC" "$ROOT/build-ab/base" base & pb=$!
-build "$ROOT" "$ROOT/build-ab/new" new & pn=$!
+build "$BASE_SRC" "$ROOT/build-ab/base" base "${targets[@]}" & pb=$!
+build "$ROOT" "$ROOT/build-ab/new" new "${targets[@]}" "${new_targets[@]}" & pn=$!
 wait $pb; rb=$?; wait $pn; rn=$?
 log "build base rc=$rb, new rc=$rn"
 if [ $rb != 0 ] || [ $rn != 0 ]; then tar czf "$OUT/ab.tgz" -C "$OUT" work; exit 4; fi
@@ -97,6 +102,16 @@ for entry in ${SCENARIOS:-}; do
   done
 done
 
+# The new side's tests, after the timing so that they never share the GPU with it.
+read -r -a tests <<< "${NEW_TESTS:-}"  # no glob expansion of the filters' stars
+t=0
+for entry in "${tests[@]}"; do
+  t=$((t + 1)); bin=${entry%%#*}; filter=""; [ "$entry" != "$bin" ] && filter=${entry#*#}
+  timeout 1800 "$(side_bin new)/$bin" ${filter:+"--gtest_filter=$filter"} > "$WORK/tests-new-$t.txt" 2>&1
+  rc=$?
+  log "tests new $bin${filter:+ ($filter)} rc=$rc: $(grep -E '^\[  (PASSED|FAILED)  \]' "$WORK/tests-new-$t.txt" | tr '\n' ' ')"
+done
+
 # The summary: one table per kind of input, each side's rounds side by side.
 {
   echo "# A/B: $base_rev (base) against $new_rev (new)"
@@ -117,6 +132,12 @@ done
       --a "$WORK/scenario$i"-base-*/ --b "$WORK/scenario$i"-new-*/ || echo "(no run to compare)"
     echo
   done
+  if [ "$t" -gt 0 ]; then
+    echo "The new side's tests (outputs: work/tests-new-N.txt in ab.tgz):"
+    echo
+    grep -E '^== tests new' "$OUT/summary.txt" | sed -e 's/^== /- /' -e 's/ ([0-9]* s)$//'
+    echo
+  fi
 } > "$OUT/ab.md" 2>&1
 tar czf "$OUT/ab.tgz" -C "$OUT" work && rm -rf "$WORK"
 log "done: $OUT/ab.md, $OUT/ab.tgz"
