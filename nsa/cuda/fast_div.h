@@ -17,12 +17,13 @@
 namespace nsa::cuda {
 
 struct FastDiv {
-  uint32_t d = 1, mul = 1, shift = 0;
+  uint32_t mul = 1, shift = 0;  // the default divides by 1
 
   FastDiv() = default;
   // d >= 1. shift = ceil(log2 d); mul = floor(2^32 (2^shift - d) / d) + 1, so
   // n / d = (mulhi(n, mul) + n) >> shift: the sum stays below 2^32 for n < 2^31.
-  explicit FastDiv(int divisor) : d(uint32_t(divisor)) {
+  explicit FastDiv(int divisor) {
+    const uint64_t d = uint64_t(divisor);
     while ((uint64_t(1) << shift) < d) ++shift;
     mul = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << shift) - d)) / d + 1);
   }
