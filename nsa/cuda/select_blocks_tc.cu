@@ -404,6 +404,90 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   }
   // Keys every real row of the warp sees (its first row has its earliest query).
   const int warp_nc_lo = warp * 16 < rows ? n_cmp(t0 + warp * 16 / p.hp) : 0;
+  // Pass 1 on a tile's scores s (the 64 keys from k0): the online row max m
+  // and the per-lane partial sum l of 2^(s - m); keys past a row's n_cmp masked
+  // unless the warp's rows all see the tile whole.
+  const auto online_max_sum = [&](float(&s)[kTcKeys / 8][4], int k0, bool whole) {
+    const auto visible = [&](int n, int c) { return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1); };
+#pragma unroll
+    for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[n][c] = visible(n, c) ? s[n][c] * scale_log2 : -INFINITY;
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int n = 0; n < kTcKeys / 8; ++n) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float mb = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < kTcKeys / 8; ++n) sum += tc::exp2_ftz(s[n][2 * r] - mb) + tc::exp2_ftz(s[n][2 * r + 1] - mb);
+      l[r] = l[r] * tc::exp2_ftz(m[r] - mb) + sum;
+      m[r] = mx[r];
+    }
+  };
+  // Pass 2 on 32 keys' scores s (keys kb .. kb + 31): p = 2^(s scale log2e -
+  // base), one FFMA and one MUFU a score (0 where masked; the mask's compares
+  // only in tiles that need them), into the ring. With half sums the lane
+  // ends the reduce-scatter (see the top) holding key kb + kq of the half's sum.
+  const int kq = 8 * (gid / 2) + 2 * tig + gid % 2;
+  const auto probabilities_to_ring = [&](float(&s)[4][4], int kb, bool whole) {
+    if (whole) {
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[n][c] = tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]));
+    } else {
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          s[n][c] = kb + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1)
+                        ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]))
+                        : 0.f;
+    }
+    if (p.half_sums && p.hp == 16) {
+      // One query's 16 rows (heads gid and gid + 8 of this lane): their pair
+      // summed in the lane first, then one reduce-scatter over the 8 pairs,
+      // into the query's first ring row.
+      float v[8];
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][c] + s[n][2 + c];
+      reduce_scatter_step<4>(v, lane, 16);
+      reduce_scatter_step<2>(v, lane, 8);
+      reduce_scatter_step<1>(v, lane, 4);
+      P[warp * 2 * kLdP + ring_col(kb + kq)] = v[0];
+    } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float v[8];  // v[2 n + c]: key kb + 8 n + 2 tig + c of row gid + 8 r
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][2 * r + c];
+        reduce_scatter_step<4>(v, lane, 16);
+        reduce_scatter_step<2>(v, lane, 8);
+        reduce_scatter_step<1>(v, lane, 4);
+        P[(warp * 2 + r) * kLdP + ring_col(kb + kq)] = v[0];
+      }
+    } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        const int col = ring_col(kb + n * 8 + 2 * tig);
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
+              make_float2(s[n][2 * r], s[n][2 * r + 1]);
+      }
+    }
+  };
   for (int pass = p.lse ? 1 : 0; pass < 2; ++pass) {
     if (n_tiles > 0) issue_tile(0);
     if (pass == 1) fill_block_table(0, 0);
@@ -420,99 +504,41 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
       }
       const int k0 = i * kTcKeys;
       if (WG ? wg_rows : k0 < warp_nc) {
+        // Scores of the tile's keys: n-tiles 0-3 keys k0 .. k0 + 31, 4-7 the rest.
         float s[kTcKeys / 8][4];
-        if constexpr (WG)
-          wg::warpgroup_a_bt<T, DK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK);
-        else
-          tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
-        if (k0 < warp_nc) {
-          // Masked keys (past a row's n_cmp) only in a tile some real row of the warp does not see whole.
-          const bool whole = k0 + kTcKeys <= warp_nc_lo;
-          const auto visible = [&](int n, int c) {
-            return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1);
-          };
-          if (pass == 0) {  // online max / sum; l stays a per-lane partial until the end
-#pragma unroll
-            for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-              for (int c = 0; c < 4; ++c) s[n][c] = visible(n, c) ? s[n][c] * scale_log2 : -INFINITY;
-            float mx[2] = {m[0], m[1]};
-#pragma unroll
-            for (int n = 0; n < kTcKeys / 8; ++n) {
-              mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-              mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-            }
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-              mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-              const float mb = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
-              float sum = 0.f;
-#pragma unroll
-              for (int n = 0; n < kTcKeys / 8; ++n)
-                sum += tc::exp2_ftz(s[n][2 * r] - mb) + tc::exp2_ftz(s[n][2 * r + 1] - mb);
-              l[r] = l[r] * tc::exp2_ftz(m[r] - mb) + sum;
-              m[r] = mx[r];
-            }
+        float(&lo)[4][4] = *reinterpret_cast<float(*)[4][4]>(s[0]);
+        float(&hi)[4][4] = *reinterpret_cast<float(*)[4][4]>(s[4]);
+        const T* tile = Ks + (i & 1) * kTcKeys * L::kLdK;
+        if constexpr (WG) {
+          // Two groups of warpgroup MMAs, one a half; pass 2 works on the first
+          // half's probabilities while the tensor cores compute the second's.
+          wg::fence();
+          wg::fence_operands(s);
+          wg::warpgroup_a_bt_half_issue<T, DK>(lo, qa, tile, 0);
+          wg::commit();
+          wg::warpgroup_a_bt_half_issue<T, DK>(hi, qa, tile, 1);
+          wg::commit();
+          if (pass == 0) {
+            wg::wait<0>();
+            wg::fence_operands(s);
           } else {
-            // p = 2^(s scale log2e - base): one FFMA and one MUFU a score (0 where
-            // masked; the mask's compares only in tiles that need them).
-            if (whole) {
-#pragma unroll
-              for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) s[n][c] = tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]));
-            } else {
-#pragma unroll
-              for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                  s[n][c] = visible(n, c) ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2])) : 0.f;
-            }
-            if (p.half_sums && p.hp == 16) {
-              // One query's 16 rows (heads gid and gid + 8 of this lane): their
-              // pair summed in the lane first, then one reduce-scatter (below)
-              // over the 8 pairs, into the query's first ring row. Every key by
-              // a tree of the same shape, as with two halves.
-              float v[2 * (kTcKeys / 8)];
-#pragma unroll
-              for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-                for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][c] + s[n][2 + c];
-              reduce_scatter_step<8>(v, lane, 16);
-              reduce_scatter_step<4>(v, lane, 8);
-              reduce_scatter_step<2>(v, lane, 4);
-              *reinterpret_cast<float2*>(P + warp * 2 * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
-                  make_float2(v[0], v[1]);
-            } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
-#pragma unroll
-              for (int r = 0; r < 2; ++r) {
-                float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
-#pragma unroll
-                for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-                  for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][2 * r + c];
-                // Reduce-scatter over the gid lanes (lane bits 4, 3, 2): each step
-                // keeps half the entries, adds the partner's copy of them, so the
-                // lane ends with entries 2 gid, 2 gid + 1 (n = gid) summed over the
-                // 8 rows, every key by a tree of the same shape.
-                reduce_scatter_step<8>(v, lane, 16);
-                reduce_scatter_step<4>(v, lane, 8);
-                reduce_scatter_step<2>(v, lane, 4);
-                *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
-                    make_float2(v[0], v[1]);
-              }
-            } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
-#pragma unroll
-              for (int n = 0; n < kTcKeys / 8; ++n) {
-                const int col = ring_col(k0 + n * 8 + 2 * tig);
-#pragma unroll
-                for (int r = 0; r < 2; ++r)
-                  *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
-                      make_float2(s[n][2 * r], s[n][2 * r + 1]);
-              }
-            }
+            wg::wait<1>();
+            wg::fence_operands(lo);
           }
+        } else {
+          tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, tile, 0, lane);
+        }
+        // Masked keys (past a row's n_cmp) only in a tile some real row of the warp does not see whole.
+        const bool mine = k0 < warp_nc, whole = k0 + kTcKeys <= warp_nc_lo;
+        if (pass == 0) {
+          if (mine) online_max_sum(s, k0, whole);
+        } else {
+          if (mine) probabilities_to_ring(lo, k0, whole);
+          if constexpr (WG) {
+            wg::wait<0>();
+            wg::fence_operands(hi);
+          }
+          if (mine) probabilities_to_ring(hi, k0 + kTcKeys / 2, whole);
         }
       }
       if (pass == 1) {
