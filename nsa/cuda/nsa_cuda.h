@@ -212,14 +212,6 @@ void set_select_blocks_warps(int warps);
 int select_blocks_warps();
 // Testing hook: the warps per CTA of the last v2 select_blocks launched.
 int last_select_blocks_warps();
-// v2 select_blocks' scores S = Q Kc^T (SelectedMma above): Auto and Wgmma run
-// them as warpgroup MMAs where wgmma_declines() is "", MmaSync on mma.sync. The
-// selections agree up to near-ties (the products' fp32 sums may round apart).
-// For tests and benchmarks; next launch on.
-void set_select_blocks_mma(SelectedMma mma);
-SelectedMma select_blocks_mma();
-// Testing hook: the last v2 select_blocks launched ran on wgmma.
-bool last_select_blocks_wgmma();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
 // partial that one reduction sums). 0 = automatic (split only when the key
 // tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces

@@ -857,15 +857,6 @@ void BM_SelectBlocksWarps(benchmark::State& state) {
 // (shape, S) pairs, each with 4 and 8 warps as the third arg.
 void SizesWarps(benchmark::internal::Benchmark* b, ShapeSizes sizes) { SizesTimesChoices(b, sizes, {4, 8}, "warps"); }
 void SizesSelectWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}}); }
-// select_blocks with its scores on mma.sync (arg mma 1) or warpgroup MMAs (2;
-// nsa_cuda.h, set_select_blocks_mma; counter wgmma: what ran), same inputs,
-// same run.
-void BM_SelectBlocksMma(benchmark::State& state) {
-  if (!wgmma_row(state, SelectedMma(state.range(2)) == SelectedMma::Wgmma)) return;
-  const ScopedChoice<SelectedMma> mma(select_blocks_mma(), set_select_blocks_mma, SelectedMma(state.range(2)));
-  select_from_lse_row(state);
-  state.counters["wgmma"] = last_select_blocks_wgmma();
-}
 // KeyOuter's forward in CTAs of 4 or 8 warps (nsa_cuda.h,
 // set_selected_key_outer_warps; counter warps: what ran), the selected forward
 // with KeyOuter forced, same inputs, same run.
@@ -981,7 +972,6 @@ BENCHMARK(BM_CtaOrder<Which::Window, true>)->Name("BM_WindowBwdOrder")->Apply(Si
 BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
-BENCHMARK(BM_SelectBlocksMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
 BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
 BENCHMARK(BM_SelectedKoChunk)->Apply(SizesKoChunk);

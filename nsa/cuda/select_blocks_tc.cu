@@ -122,12 +122,10 @@
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/fast_div.h"
-#include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
 #include "nsa/cuda/packs.cuh"
 #include "nsa/cuda/top_n.cuh"
-#include "nsa/cuda/wgmma.cuh"
 
 namespace nsa::cuda {
 namespace {
@@ -189,12 +187,10 @@ __device__ __forceinline__ void reduce_scatter_step(float* v, int lane, int bit)
   }
 }
 
-// WG: the key tiles as wgmma's core matrices (unpadded rows, wgmma.cuh), else
-// rows padded for ldmatrix.
-template <int DK, int WARPS, bool WG>
+template <int DK, int WARPS>
 struct SelLayout {
   static constexpr int kRows = SelCta<WARPS>::kRows;
-  static constexpr int kLdK = WG ? DK : DK + tc::kSmemPad;
+  static constexpr int kLdK = DK + tc::kSmemPad;
   static constexpr size_t kKBytes = 2 * size_t(kTcKeys) * kLdK * 2;
   static constexpr size_t kTableBytes = (2 * size_t(kRows) + 4 * size_t(kMaxTileBlocks)) * sizeof(int);
   NSA_HD static size_t p_bytes(bool half_sums) { return size_t(ring_rows(half_sums, kRows)) * kLdP * sizeof(float); }
@@ -212,12 +208,10 @@ struct SelLayout {
 template <int DK, int WARPS>
 constexpr int kSelectCtas = WARPS == 8 ? 2 : DK == 192 ? 3 : DK == 128 ? 4 : 5;
 
-// WG (sm_90a): S = Q Kc^T as one warpgroup MMA per 4 warps (wgmma.cuh) instead
-// of each warp's mma.sync with its own ldmatrix of the whole key tile.
-template <typename T, int DK, int WARPS, bool WG>
+template <typename T, int DK, int WARPS>
 __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARPS>))
     nsa_select_blocks_tc_kernel(SelectTcParams p) {
-  using L = SelLayout<DK, WARPS, WG>;
+  using L = SelLayout<DK, WARPS>;
   constexpr int kThreads = SelCta<WARPS>::kThreads, kRows = SelCta<WARPS>::kRows;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Ks = reinterpret_cast<T*>(smem_raw);                      // [2][64][kLdK]
@@ -251,12 +245,6 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
                           q + row_offset(b, tb, g * p.h + (v1 ? r1 % p.hp : 0), p.S, p.H, DK), v1, tig);
   // Keys this warp's rows see at most (its last valid row has the latest query).
   const int warp_nc = warp * 16 < rows ? n_cmp(t0 + imin(warp * 16 + 15, rows - 1) / p.hp) : 0;
-  // With WG a warpgroup MMA needs all 4 warps: a warpgroup with real rows
-  // takes every tile of the CTA (every tile some row of the CTA sees; the
-  // CTA's queries are consecutive and n_cmp grows by one key every d queries,
-  // so a warpgroup computes at most a tile its rows do not see), and a warp
-  // uses the scores of the tiles its own rows see.
-  const bool wg_rows = (warp / 4) * 64 < rows;
   const int nc_max = n_cmp(t0 + nq - 1);
   const int n_tiles = ceil_div(nc_max, kTcKeys);
   const float scale_log2 = p.scale * kLog2e;
@@ -272,11 +260,8 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   const auto issue_tile = [&](int i) {
     const int r = tid / kParts, key = i * kTcKeys + r;
     const bool valid = key < nc_max;
-    const T* src = kc_bg + (valid ? int64_t(key) * (p.G * DK) : 0);
-    if constexpr (WG)
-      wg::copy_row_core_async<DK, kParts>(Ks + (i & 1) * kTcKeys * DK, r, src, valid, tid % kParts);
-    else
-      tc::copy_row_async<DK, kParts>(Ks + ((i & 1) * kTcKeys + r) * L::kLdK, src, valid, tid % kParts);
+    T* dst = Ks + ((i & 1) * kTcKeys + r) * L::kLdK;
+    tc::copy_row_async<DK, kParts>(dst, kc_bg + (valid ? int64_t(key) * (p.G * DK) : 0), valid, tid % kParts);
     tc::cp_async_commit();
   };
   // Finish the blocks j whose last visible overlapping key lies in [k0, k1):
@@ -404,90 +389,6 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
   }
   // Keys every real row of the warp sees (its first row has its earliest query).
   const int warp_nc_lo = warp * 16 < rows ? n_cmp(t0 + warp * 16 / p.hp) : 0;
-  // Pass 1 on a tile's scores s (the 64 keys from k0): the online row max m
-  // and the per-lane partial sum l of 2^(s - m); keys past a row's n_cmp masked
-  // unless the warp's rows all see the tile whole.
-  const auto online_max_sum = [&](float(&s)[kTcKeys / 8][4], int k0, bool whole) {
-    const auto visible = [&](int n, int c) { return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1); };
-#pragma unroll
-    for (int n = 0; n < kTcKeys / 8; ++n)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) s[n][c] = visible(n, c) ? s[n][c] * scale_log2 : -INFINITY;
-    float mx[2] = {m[0], m[1]};
-#pragma unroll
-    for (int n = 0; n < kTcKeys / 8; ++n) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float mb = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kTcKeys / 8; ++n) sum += tc::exp2_ftz(s[n][2 * r] - mb) + tc::exp2_ftz(s[n][2 * r + 1] - mb);
-      l[r] = l[r] * tc::exp2_ftz(m[r] - mb) + sum;
-      m[r] = mx[r];
-    }
-  };
-  // Pass 2 on 32 keys' scores s (keys kb .. kb + 31): p = 2^(s scale log2e -
-  // base), one FFMA and one MUFU a score (0 where masked; the mask's compares
-  // only in tiles that need them), into the ring. With half sums the lane
-  // ends the reduce-scatter (see the top) holding key kb + kq of the half's sum.
-  const int kq = 8 * (gid / 2) + 2 * tig + gid % 2;
-  const auto probabilities_to_ring = [&](float(&s)[4][4], int kb, bool whole) {
-    if (whole) {
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[n][c] = tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]));
-    } else {
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-          s[n][c] = kb + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1)
-                        ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]))
-                        : 0.f;
-    }
-    if (p.half_sums && p.hp == 16) {
-      // One query's 16 rows (heads gid and gid + 8 of this lane): their pair
-      // summed in the lane first, then one reduce-scatter over the 8 pairs,
-      // into the query's first ring row.
-      float v[8];
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][c] + s[n][2 + c];
-      reduce_scatter_step<4>(v, lane, 16);
-      reduce_scatter_step<2>(v, lane, 8);
-      reduce_scatter_step<1>(v, lane, 4);
-      P[warp * 2 * kLdP + ring_col(kb + kq)] = v[0];
-    } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float v[8];  // v[2 n + c]: key kb + 8 n + 2 tig + c of row gid + 8 r
-#pragma unroll
-        for (int n = 0; n < 4; ++n)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][2 * r + c];
-        reduce_scatter_step<4>(v, lane, 16);
-        reduce_scatter_step<2>(v, lane, 8);
-        reduce_scatter_step<1>(v, lane, 4);
-        P[(warp * 2 + r) * kLdP + ring_col(kb + kq)] = v[0];
-      }
-    } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
-#pragma unroll
-      for (int n = 0; n < 4; ++n) {
-        const int col = ring_col(kb + n * 8 + 2 * tig);
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-          *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
-              make_float2(s[n][2 * r], s[n][2 * r + 1]);
-      }
-    }
-  };
   for (int pass = p.lse ? 1 : 0; pass < 2; ++pass) {
     if (n_tiles > 0) issue_tile(0);
     if (pass == 1) fill_block_table(0, 0);
@@ -496,49 +397,99 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
       // every warp is done with tile i - 1, whose stage the copy of tile i + 1
       // reuses and whose ring columns, table and scores this tile overwrites.
       tc::cp_async_wait<0>();
-      if constexpr (WG) wg::fence_proxy_async();  // the tile, for the async proxy the MMAs read through
       __syncthreads();
       if (i + 1 < n_tiles) {
         issue_tile(i + 1);
         if (pass == 1) fill_block_table((i + 1) * kTcKeys, (i + 1) & 1);
       }
       const int k0 = i * kTcKeys;
-      if (WG ? wg_rows : k0 < warp_nc) {
-        // Scores of the tile's keys: n-tiles 0-3 keys k0 .. k0 + 31, 4-7 the rest.
+      if (k0 < warp_nc) {
         float s[kTcKeys / 8][4];
-        float(&lo)[4][4] = *reinterpret_cast<float(*)[4][4]>(s[0]);
-        float(&hi)[4][4] = *reinterpret_cast<float(*)[4][4]>(s[4]);
-        const T* tile = Ks + (i & 1) * kTcKeys * L::kLdK;
-        if constexpr (WG) {
-          // Two groups of warpgroup MMAs, one a half; pass 2 works on the first
-          // half's probabilities while the tensor cores compute the second's.
-          wg::fence();
-          wg::fence_operands(s);
-          wg::warpgroup_a_bt_half_issue<T, DK>(lo, qa, tile, 0);
-          wg::commit();
-          wg::warpgroup_a_bt_half_issue<T, DK>(hi, qa, tile, 1);
-          wg::commit();
-          if (pass == 0) {
-            wg::wait<0>();
-            wg::fence_operands(s);
-          } else {
-            wg::wait<1>();
-            wg::fence_operands(lo);
-          }
-        } else {
-          tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, tile, 0, lane);
-        }
+        tc::warp_a_bt<T, DK, kTcKeys, L::kLdK>(s, qa, Ks + (i & 1) * kTcKeys * L::kLdK, 0, lane);
         // Masked keys (past a row's n_cmp) only in a tile some real row of the warp does not see whole.
-        const bool mine = k0 < warp_nc, whole = k0 + kTcKeys <= warp_nc_lo;
-        if (pass == 0) {
-          if (mine) online_max_sum(s, k0, whole);
-        } else {
-          if (mine) probabilities_to_ring(lo, k0, whole);
-          if constexpr (WG) {
-            wg::wait<0>();
-            wg::fence_operands(hi);
+        const bool whole = k0 + kTcKeys <= warp_nc_lo;
+        const auto visible = [&](int n, int c) { return whole || k0 + n * 8 + 2 * tig + (c & 1) < (c < 2 ? nc0 : nc1); };
+        if (pass == 0) {  // online max / sum; l stays a per-lane partial until the end
+#pragma unroll
+          for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[n][c] = visible(n, c) ? s[n][c] * scale_log2 : -INFINITY;
+          float mx[2] = {m[0], m[1]};
+#pragma unroll
+          for (int n = 0; n < kTcKeys / 8; ++n) {
+            mx[0] = fmaxf(mx[0], fmaxf(s[n][0], s[n][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[n][2], s[n][3]));
           }
-          if (mine) probabilities_to_ring(hi, k0 + kTcKeys / 2, whole);
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float mb = mx[r] == -INFINITY ? 0.f : mx[r];  // nothing seen yet: no -inf - -inf
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+              sum += tc::exp2_ftz(s[n][2 * r] - mb) + tc::exp2_ftz(s[n][2 * r + 1] - mb);
+            l[r] = l[r] * tc::exp2_ftz(m[r] - mb) + sum;
+            m[r] = mx[r];
+          }
+        } else {
+          // p = 2^(s scale log2e - base): one FFMA and one MUFU a score (0 where
+          // masked; the mask's compares only in tiles that need them).
+          if (whole) {
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 4; ++c) s[n][c] = tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2]));
+          } else {
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 4; ++c)
+                s[n][c] = visible(n, c) ? tc::exp2_ftz(fmaf(s[n][c], scale_log2, -base[c / 2])) : 0.f;
+          }
+          if (p.half_sums && p.hp == 16) {
+            // One query's 16 rows (heads gid and gid + 8 of this lane): their
+            // pair summed in the lane first, then one reduce-scatter (below)
+            // over the 8 pairs, into the query's first ring row. Every key by
+            // a tree of the same shape, as with two halves.
+            float v[2 * (kTcKeys / 8)];
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+              for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][c] + s[n][2 + c];
+            reduce_scatter_step<8>(v, lane, 16);
+            reduce_scatter_step<4>(v, lane, 8);
+            reduce_scatter_step<2>(v, lane, 4);
+            *reinterpret_cast<float2*>(P + warp * 2 * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
+                make_float2(v[0], v[1]);
+          } else if (p.half_sums) {  // p summed over each half warp's 8 rows, into its ring row
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              float v[2 * (kTcKeys / 8)];  // v[2 n + c]: key k0 + 8 n + 2 tig + c of row gid + 8 r
+#pragma unroll
+              for (int n = 0; n < kTcKeys / 8; ++n)
+#pragma unroll
+                for (int c = 0; c < 2; ++c) v[2 * n + c] = s[n][2 * r + c];
+              // Reduce-scatter over the gid lanes (lane bits 4, 3, 2): each step
+              // keeps half the entries, adds the partner's copy of them, so the
+              // lane ends with entries 2 gid, 2 gid + 1 (n = gid) summed over the
+              // 8 rows, every key by a tree of the same shape.
+              reduce_scatter_step<8>(v, lane, 16);
+              reduce_scatter_step<4>(v, lane, 8);
+              reduce_scatter_step<2>(v, lane, 4);
+              *reinterpret_cast<float2*>(P + (warp * 2 + r) * kLdP + ring_col(k0 + gid * 8 + 2 * tig)) =
+                  make_float2(v[0], v[1]);
+            }
+          } else {  // p into the ring, one row per (query, head); masked keys get 0 (never read)
+#pragma unroll
+            for (int n = 0; n < kTcKeys / 8; ++n) {
+              const int col = ring_col(k0 + n * 8 + 2 * tig);
+#pragma unroll
+              for (int r = 0; r < 2; ++r)
+                *reinterpret_cast<float2*>(P + (warp * 16 + gid + 8 * r) * kLdP + col) =
+                    make_float2(s[n][2 * r], s[n][2 * r + 1]);
+            }
+          }
         }
       }
       if (pass == 1) {
@@ -613,34 +564,22 @@ __global__ void __launch_bounds__(SelCta<WARPS>::kThreads, (kSelectCtas<DK, WARP
 
 std::atomic<int> g_select_warps{0};       // set_select_blocks_warps: 0 = the rule below
 std::atomic<int> g_last_select_warps{0};  // last_select_blocks_warps
-std::atomic<int> g_select_mma{int(SelectedMma::Auto)};  // set_select_blocks_mma
-std::atomic<bool> g_last_select_wgmma{false};           // last_select_blocks_wgmma
 
-template <typename T, int DK, int WARPS, bool WG>
-bool launch_mma(SelectTcParams& p) {
-  using L = SelLayout<DK, WARPS, WG>;
+template <typename T, int DK, int WARPS>
+bool launch_warps(SelectTcParams& p) {
+  using L = SelLayout<DK, WARPS>;
   const size_t per_query = size_t(p.n_blocks) * sizeof(float), fixed = L::fixed(p.half_sums);
   const int fit = int((kSmemBudget - fixed) / per_query);
   p.q_tile = imin(L::kRows / p.hp, fit);
   if (p.q_tile < 1) return false;  // very long S: v1
   const size_t smem = fixed + size_t(p.q_tile) * per_query;
-  auto kernel = nsa_select_blocks_tc_kernel<T, DK, WARPS, WG>;
+  auto kernel = nsa_select_blocks_tc_kernel<T, DK, WARPS>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(ceil_div(p.S, p.q_tile), p.B * p.G);
   kernel<<<grid, SelCta<WARPS>::kThreads, smem, at::cuda::getCurrentCUDAStream()>>>(p);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   g_last_select_warps.store(WARPS);
-  g_last_select_wgmma.store(WG);
   return true;
-}
-
-// The scores on warpgroup MMAs where wgmma runs (Auto) or is asked for
-// (set_select_blocks_mma), else mma.sync.
-template <typename T, int DK, int WARPS>
-bool launch_warps(SelectTcParams& p) {
-  if (selected_wgmma(SelectedMma(g_select_mma.load()), /*by_default=*/true))
-    return launch_mma<T, DK, WARPS, true>(p);
-  return launch_mma<T, DK, WARPS, false>(p);
 }
 
 // 8 warps (128 rows a CTA) with half sums at dk >= 128, where a key tile's
@@ -676,9 +615,6 @@ void set_select_blocks_warps(int warps) {
 }
 int select_blocks_warps() { return g_select_warps.load(); }
 int last_select_blocks_warps() { return g_last_select_warps.load(); }
-void set_select_blocks_mma(SelectedMma mma) { g_select_mma.store(int(mma)); }
-SelectedMma select_blocks_mma() { return SelectedMma(g_select_mma.load()); }
-bool last_select_blocks_wgmma() { return g_last_select_wgmma.load(); }
 
 // Called by select_blocks (select_blocks.cu) after its argument checks; false:
 // this shape / dtype is not tiled here, the caller runs v1.

@@ -272,49 +272,5 @@ INSTANTIATE_TEST_SUITE_P(
     V2Cases, SelectBlocksWarps, ::testing::ValuesIn(v2_cases()),
     [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
 
-// The scores on mma.sync and on warpgroup MMAs (set_select_blocks_mma; wgmma
-// where it runs): each equals the reference (exactly on tied inputs, where the
-// two must also agree bit for bit), and what ran is what was asked. Every
-// other suite here runs the default (wgmma on Hopper), so this one keeps
-// mma.sync checked there too.
-class SelectBlocksMma : public ::testing::TestWithParam<SelectCase> {};
-
-TEST_P(SelectBlocksMma, SyncAndWarpgroupMatchReference) {
-  NSA_REQUIRE_CUDA();
-  const SelectCase& c = GetParam();
-  const SelectInputs in = make_select_inputs(c, 6000 + c.S);
-  const double scale = 1.0 / std::sqrt(double(c.dk));
-  const bool wgmma = wgmma_declines().empty();
-  const SelectedMma prev = select_blocks_mma();
-  set_select_blocks_mma(SelectedMma::MmaSync);
-  const at::Tensor sync = run_select(c, in, scale);
-  const bool sync_ran_wgmma = last_select_blocks_wgmma();
-  at::Tensor group;
-  bool group_ran_wgmma = false;
-  if (wgmma) {
-    set_select_blocks_mma(SelectedMma::Wgmma);
-    group = run_select(c, in, scale);
-    group_ran_wgmma = last_select_blocks_wgmma();
-  }
-  set_select_blocks_mma(prev);
-  ASSERT_EQ(last_select_blocks_kernel_version(), 2) << "this case should run the tensor-core kernel";
-  EXPECT_FALSE(sync_ran_wgmma);
-  {
-    SCOPED_TRACE("mma.sync");
-    expect_matches_reference(c, in, scale, sync);
-  }
-  if (!wgmma) GTEST_SKIP() << "wgmma: " << wgmma_declines();
-  EXPECT_TRUE(group_ran_wgmma);
-  {
-    SCOPED_TRACE("wgmma");
-    expect_matches_reference(c, in, scale, group);
-  }
-  if (c.tied) EXPECT_TRUE(at::equal(sync, group)) << "mma.sync and wgmma differ on tied scores";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    V2Cases, SelectBlocksMma, ::testing::ValuesIn(v2_cases()),
-    [](const ::testing::TestParamInfo<SelectCase>& info) { return std::string(info.param.name); });
-
 }  // namespace
 }  // namespace nsa::cuda

@@ -144,34 +144,6 @@ NSA_WG_MMA(c10::Half, "f16")
 #undef NSA_WG_MMA
 #undef NSA_WG_ASM
 
-// d (64 x 32, fp32) = A (64 x 16, registers) * B (16 x 32, descriptor, K-major)
-// + (accumulate ? d : 0): half a key tile, so that select_blocks works on one
-// half's scores while the tensor cores compute the other's.
-template <typename T>
-__device__ __forceinline__ void mma_m64n32k16(float (&d)[4][4], const uint32_t (&a)[4], uint64_t desc,
-                                              bool accumulate);
-#if NSA_WGMMA_DEVICE
-#define NSA_WG_N32_ASM(PTXTYPE)                                                                                  \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %20, 0;\n"                                                     \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." PTXTYPE "." PTXTYPE                                \
-               " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, " \
-               "%21, p, 1, 1, 0;\n}\n"                                                                           \
-               : NSA_WG_D8(0), NSA_WG_D8(1), NSA_WG_D8(2), NSA_WG_D8(3)                                        \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(int(accumulate)), "l"(desc));
-#else
-#define NSA_WG_N32_ASM(PTXTYPE) (void)d, (void)a, (void)desc, (void)accumulate;
-#endif
-#define NSA_WG_N32(TYPE, PTXTYPE)                                                                     \
-  template <>                                                                                         \
-  __device__ __forceinline__ void mma_m64n32k16<TYPE>(float (&d)[4][4], const uint32_t (&a)[4], uint64_t desc, \
-                                                      bool accumulate) {                              \
-    NSA_WG_N32_ASM(PTXTYPE)                                                                           \
-  }
-NSA_WG_N32(c10::BFloat16, "bf16")
-NSA_WG_N32(c10::Half, "f16")
-#undef NSA_WG_N32
-#undef NSA_WG_N32_ASM
-
 // d (64 x N, fp32) = A (64 x 16) * B (16 x N) + (accumulate ? d : 0), both
 // operands in shared memory through descriptors, both K-major (N = 16, 32 or
 // 64): the selected dk/dv kernel's S^T = K Q^T and dP^T = V dO^T, whose A (the
@@ -234,18 +206,6 @@ __device__ __forceinline__ void warpgroup_a_bt(float (&acc)[8][4], const uint32_
   commit();
   wait<0>();
   fence_operands(acc);
-}
-
-// acc[64 x 32] = A[64 x KD] B^T, B = rows 32 half .. 32 half + 31 of a 64-row
-// core-matrix tile of KD columns (warpgroup_a_bt's product, half of it). Issued
-// only: the caller fences before, commits, waits and fences the accumulators
-// after (select_blocks waits for one half while the other is in flight).
-template <typename T, int KD>
-__device__ __forceinline__ void warpgroup_a_bt_half_issue(float (&acc)[4][4], const uint32_t (&a)[KD / 16][4],
-                                                          const T* tile, int half) {
-#pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk)
-    mma_m64n32k16<T>(acc, a[kk], smem_desc(tile + half * 32 * KD + kk * 2 * 64, 128, (KD / 8) * 128), kk > 0);
 }
 
 // acc[64 x N] = A[64 x KD] B^T, both from core-matrix tiles in shared memory:
