@@ -349,10 +349,19 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scal
 
 // One row of D 16-bit elements global -> shared in 16-byte pieces; the PARTS
 // threads of a row take every PARTS-th piece from their `part` (0 .. PARTS - 1).
+// The loop runs from piece 0 of the part's own addresses, so its trip count
+// and every offset are constants: one address per thread and row, each copy
+// an immediate offset from it. (Counted from `part`, the trip count was a
+// run-time value and each piece got its own 64-bit address: a third of
+// select_blocks' instructions were its copies and bounds, ncu, 2026-11-30.)
 template <int D, int PARTS = 2, typename T>
 __device__ __forceinline__ void copy_row_async(T* dst, const T* src, bool valid, int part) {
+  constexpr int kPieces = D / 8, kEvery = kPieces / PARTS, kLeft = kPieces % PARTS;
+  dst += part * 8, src += part * 8;
 #pragma unroll
-  for (int c = part; c < D / 8; c += PARTS) cp_async_16(dst + c * 8, src + c * 8, valid);
+  for (int k = 0; k < kEvery; ++k) cp_async_16(dst + k * PARTS * 8, src + k * PARTS * 8, valid);
+  if constexpr (kLeft != 0)
+    if (part < kLeft) cp_async_16(dst + kEvery * PARTS * 8, src + kEvery * PARTS * 8, valid);
 }
 
 }  // namespace nsa::cuda::tc
