@@ -347,22 +347,30 @@ __device__ __forceinline__ void softmax_update(float (&s)[NK / 8][4], float scal
   }
 }
 
-// One row of D 16-bit elements global -> shared in 16-byte pieces; the PARTS
-// threads of a row take every PARTS-th piece from their `part` (0 .. PARTS - 1).
-// The loop runs from piece 0 of the part's own addresses, so its trip count
-// and every offset are constants: one address per thread and row, each copy
-// an immediate offset from it. (Counted from `part`, the trip count was a
+// One row of D 16-bit elements global -> shared in 16-byte pieces, piece c
+// landing STEP elements after piece c - 1 from `dst` (8: a plain row; 64: a row
+// of wgmma's core matrices, wgmma.cuh); the PARTS threads of a row take every
+// PARTS-th piece from their `part` (0 .. PARTS - 1).
+// The loop runs from the part's own first piece, so its trip count and every
+// offset are constants: one address per thread and row, each copy an
+// immediate offset from it. (Counted from `part`, the trip count was a
 // run-time value and each piece got its own 64-bit address. Measured, H200,
 // docs/performance.md: the selected backward 1.3-2.2 % faster, select_blocks
 // 1.2 % slower at paper_kernel 64k, the layer within noise.)
+template <int D, int PARTS, int STEP, typename T>
+__device__ __forceinline__ void copy_pieces_async(T* dst, const T* src, bool valid, int part) {
+  constexpr int kPieces = D / 8, kEvery = kPieces / PARTS, kLeft = kPieces % PARTS;
+  dst += part * STEP, src += part * 8;
+#pragma unroll
+  for (int k = 0; k < kEvery; ++k) cp_async_16(dst + k * PARTS * STEP, src + k * PARTS * 8, valid);
+  if constexpr (kLeft != 0)
+    if (part < kLeft) cp_async_16(dst + kEvery * PARTS * STEP, src + kEvery * PARTS * 8, valid);
+}
+
+// One row of D 16-bit elements global -> shared (copy_pieces_async into a plain row).
 template <int D, int PARTS = 2, typename T>
 __device__ __forceinline__ void copy_row_async(T* dst, const T* src, bool valid, int part) {
-  constexpr int kPieces = D / 8, kEvery = kPieces / PARTS, kLeft = kPieces % PARTS;
-  dst += part * 8, src += part * 8;
-#pragma unroll
-  for (int k = 0; k < kEvery; ++k) cp_async_16(dst + k * PARTS * 8, src + k * PARTS * 8, valid);
-  if constexpr (kLeft != 0)
-    if (part < kLeft) cp_async_16(dst + kEvery * PARTS * 8, src + kEvery * PARTS * 8, valid);
+  copy_pieces_async<D, PARTS, 8>(dst, src, valid, part);
 }
 
 }  // namespace nsa::cuda::tc

@@ -263,17 +263,11 @@ __device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const floa
 
 // Row r of a [R][D] core-matrix tile from global memory, D 16-bit elements in
 // 16-byte pieces; the PARTS threads of a row take every PARTS-th piece from
-// their `part` (tc::copy_row_async's split and constant offsets, into core
-// matrices: piece c + PARTS lies PARTS core matrices on).
+// their `part` (tc::copy_pieces_async: piece c lies a core matrix, 64
+// elements, after piece c - 1).
 template <int D, int PARTS, typename T>
 __device__ __forceinline__ void copy_row_core_async(T* tile, int r, const T* src, bool valid, int part) {
-  constexpr int kPieces = D / 8, kEvery = kPieces / PARTS, kLeft = kPieces % PARTS;
-  T* dst = tile + core_offset<D>(r, part);
-  src += part * 8;
-#pragma unroll
-  for (int k = 0; k < kEvery; ++k) tc::cp_async_16(dst + k * PARTS * 64, src + k * PARTS * 8, valid);
-  if constexpr (kLeft != 0)
-    if (part < kLeft) tc::cp_async_16(dst + kEvery * PARTS * 64, src + kEvery * PARTS * 8, valid);
+  tc::copy_pieces_async<D, PARTS, 64>(tile + core_offset<D>(r, 0), src, valid, part);
 }
 
 // acc[16 x ND] += A[16 x 16] B, tc::warp_a_b_step with B read from a
