@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <ATen/cuda/CUDAContextLight.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -44,6 +45,7 @@
 #include "nsa/cuda/compressed_cudnn.h"
 #include "nsa/cuda/cuda_check.h"
 #include "nsa/cuda/decode_graph.h"
+#include "nsa/cuda/forked_stream.h"
 #include "nsa/cuda/gate_combine.h"
 #include "nsa/cuda/layer_routing.h"
 #include "nsa/cuda/nsa_cuda.h"
@@ -542,26 +544,65 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   // The compressed branch likewise (layer_compressed_impl): the counter names it.
   const CompressedImpl cmp = layer_compressed_impl(p);
   state.counters["compressed_impl"] = int(cmp);
-  // In the layer's order: select_blocks reads the compressed forward's logsumexp.
+  // In the layer's order (select_blocks reads the compressed forward's
+  // logsumexp) and on the layer's streams (layer_routing.cpp): with the overlap
+  // on (NSA_OVERLAP_STREAMS=1, the default; stream_overlap()) the window runs on
+  // its lane beside the compressed -> select_blocks -> selected chain and the
+  // compressed branch on its own lane, its forward joined at once; each
+  // backward runs on the stream its forward ran on, as autograd runs the
+  // layer's, in autograd's order (the window's first: its forward came last).
+  // With it off, everything runs on the caller's stream, one after the other.
+  // A lane forks where the branch's inputs are ready (the window's and, in
+  // the backward, both lanes' before any branch is launched): a fork waits for
+  // everything queued on the caller's stream before it.
+  const bool lanes = stream_overlap();
+  const c10::DeviceIndex device = p.q.get_device();
+  const auto fork = [&](std::optional<ForkedStream>& win_lane, std::optional<ForkedStream>& cmp_lane) {
+    if (!lanes) return;
+    win_lane.emplace(device, Lane::window);
+    cmp_lane.emplace(device, Lane::compressed);
+  };
+  // fn on the lane's stream, or on the caller's without the overlap.
+  const auto run_on = [](const std::optional<ForkedStream>& lane, const std::function<void()>& fn) {
+    std::optional<c10::cuda::CUDAStreamGuard> on_side;
+    if (lane) on_side.emplace(lane->side());
+    fn();
+  };
+  const auto join = [](std::optional<ForkedStream>& lane, ForkedStream::Tensors made) {
+    if (lane) lane->join(made);
+  };
   const auto fwd_all = [&] {
-    ForwardResult cmp_out = compressed_forward(p, spec_for(p, Which::Compressed), cmp);
+    std::vector<ForwardResult> f(3);
+    std::optional<ForkedStream> win_lane, cmp_lane;
+    fork(win_lane, cmp_lane);
+    run_on(cmp_lane, [&] { f[0] = compressed_forward(p, spec_for(p, Which::Compressed), cmp); });
+    join(cmp_lane, {f[0].o, f[0].lse});
     BranchSpec s = spec_for(p, Which::Selected);
-    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, cmp_out.lse);
-    return std::vector<ForwardResult>{
-        std::move(cmp_out), attention_forward(p.q, p.k, p.v, s),
-        cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
-                     : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window))};
+    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, f[0].lse);
+    f[1] = attention_forward(p.q, p.k, p.v, s);
+    run_on(win_lane, [&] {
+      f[2] = cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
+                          : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window));
+    });
+    join(win_lane, {f[2].o, f[2].lse});
+    return f;
   };
   if (!bwd) return time_it(state, [&] { fwd_all(); });
   *flops += 2 * n * (3 * dk + 2 * dv);
   return time_it(state, [&] {
     const auto f = fwd_all();
-    compressed_backward(p, spec_for(p, Which::Compressed), f[0], cmp);
+    std::optional<ForkedStream> win_lane, cmp_lane;
+    fork(win_lane, cmp_lane);
+    run_on(win_lane, [&] {
+      if (cudnn_window_bwd)
+        cudnn_window_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, kW, p.scale, g_window_backward);
+      else
+        attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
+    });
     attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
-    if (cudnn_window_bwd)
-      cudnn_window_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, kW, p.scale, g_window_backward);
-    else
-      attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
+    run_on(cmp_lane, [&] { compressed_backward(p, spec_for(p, Which::Compressed), f[0], cmp); });
+    join(win_lane, {});
+    join(cmp_lane, {});
   });
 }
 
@@ -919,19 +960,29 @@ void SizesCtaOrder(benchmark::internal::Benchmark* b) {
 
 // Backward with dk/dv on a second stream beside dq (arg overlap 1, the
 // default; nsa_cuda.h, set_stream_overlap) or one after the other (0): each
-// branch's backward and the layer's forward + backward, same inputs, same run.
+// branch's backward, same inputs, same run. The layer's forward + backward
+// likewise (and its forward), where the overlap also puts the window and
+// compressed branches on lanes of their own (time_layer): what
+// NSA_OVERLAP_STREAMS=1 and =0 run.
 template <Which W>
 void BM_BwdOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
   branch_row<W, true>(state);
 }
-void BM_LayerBwdOverlap(benchmark::State& state) {
+template <bool BWD>
+void BM_LayerOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
-  layer_fwd_bwd_row(state);
+  const Problem p = make_problem(state);
+  double flops;
+  const double ms = time_layer(state, p, BWD, &flops);
+  report(state, ms, flops, dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0));
 }
 void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }
+void SizesLayerOverlap(benchmark::internal::Benchmark* b) {
+  SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}}, {0, 1}, "overlap");
+}
 
 BENCHMARK(BM_DenseSdpa<false>)->Name("BM_DenseSdpaFwd")->Apply(Sizes);
 BENCHMARK(BM_DenseSdpa<true>)->Name("BM_DenseSdpaBwd")->Apply(Sizes);
@@ -978,7 +1029,8 @@ BENCHMARK(BM_SelectedKoChunk)->Apply(SizesKoChunk);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Window>)->Name("BM_WindowBwdOverlap")->Apply(SizesOverlap);
 BENCHMARK(BM_BwdOverlap<Which::Compressed>)->Name("BM_CompressedBwdOverlap")->Apply(SizesOverlap);
-BENCHMARK(BM_LayerBwdOverlap)->Name("BM_LayerFwdBwdOverlap")->Apply(SizesOverlap);
+BENCHMARK(BM_LayerOverlap<false>)->Name("BM_LayerFwdOverlap")->Apply(SizesLayerOverlap);
+BENCHMARK(BM_LayerOverlap<true>)->Name("BM_LayerFwdBwdOverlap")->Apply(SizesLayerOverlap);
 BENCHMARK(BM_BwdDq<Which::Window>)->Name("BM_WindowBwdDq")->Apply(SizesBackwardDq<2>);
 BENCHMARK(BM_BwdDq<Which::Compressed>)->Name("BM_CompressedBwdDq")->Apply(SizesBackwardDq<2>);
 BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackwardDq<3>);
