@@ -606,12 +606,13 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   });
 }
 
-// The same for the layer's forward + backward.
-void layer_fwd_bwd_row(benchmark::State& state) {
+// The layer's forward (BWD: + backward) as a row, against SDPA's same.
+template <bool BWD>
+void layer_row(benchmark::State& state) {
   const Problem p = make_problem(state);
   double flops;
-  const double ms = time_layer(state, p, true, &flops);
-  report(state, ms, flops, dense_ms(p, false) + dense_ms(p, true));
+  const double ms = time_layer(state, p, BWD, &flops);
+  report(state, ms, flops, dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0));
 }
 
 template <bool BWD>
@@ -655,7 +656,7 @@ void BM_BwdDq(benchmark::State& state) {
 void BM_LayerFwdBwdDq(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq(state.range(2)));
-  layer_fwd_bwd_row(state);
+  layer_row<true>(state);
 }
 // The m7c rows (M7cChoices), then paper_kernel at 8k and 64k.
 template <int kChoices>
@@ -707,7 +708,7 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
   const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Selected)], BackwardDq::atomic);
   const ScopedChoice<SelectedMma> mma(selected_dkdv_mma(), set_selected_dkdv_mma, SelectedMma(state.range(2)));
-  layer_fwd_bwd_row(state);
+  layer_row<true>(state);
   report_selected_mma(state);
 }
 // The selected backward of BM_SelectedBwdMma with a forced number of row
@@ -759,7 +760,7 @@ void BM_LayerFwdBwdChoices(benchmark::State& state) {
   const ScopedChoice<CudnnBackward> win(g_window_backward, window);
   const ScopedChoice<BackwardDq> sel(g_backward_dq[int(Which::Selected)], dq);
   state.counters["selected_dq"] = int(dq);
-  layer_fwd_bwd_row(state);
+  layer_row<true>(state);
 }
 void SizesLayerChoices(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
@@ -952,7 +953,7 @@ void SizesKoChunk(benchmark::internal::Benchmark* b) {
 void BM_LayerCtaOrder(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<CtaOrder> order(cta_order(), set_cta_order, CtaOrder(state.range(2)));
-  layer_fwd_bwd_row(state);
+  layer_row<true>(state);
 }
 void SizesCtaOrder(benchmark::internal::Benchmark* b) {
   SizesTimesChoices(b, {{3, 2048}, {2, 2048}, {1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}}, {0, 1}, "order");
@@ -974,10 +975,7 @@ template <bool BWD>
 void BM_LayerOverlap(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<bool> overlap(stream_overlap(), set_stream_overlap, state.range(2) != 0);
-  const Problem p = make_problem(state);
-  double flops;
-  const double ms = time_layer(state, p, BWD, &flops);
-  report(state, ms, flops, dense_ms(p, false) + (BWD ? dense_ms(p, true) : 0.0));
+  layer_row<BWD>(state);
 }
 void SizesOverlap(benchmark::internal::Benchmark* b) { M7cChoices(b, "overlap", 2); }
 void SizesLayerOverlap(benchmark::internal::Benchmark* b) {
