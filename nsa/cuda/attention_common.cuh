@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>   // TORCH_CHECK
 
 #include "nsa/cuda/attention_ranges.h"
+#include "nsa/cuda/fast_div.h"
 
 namespace nsa::cuda {
 
@@ -48,6 +49,7 @@ struct AttnParams {
   float scale = 0.f;
   // Branch hyper-parameters.
   int window = 0, cmp_block = 0, cmp_stride = 0, sel_block = 0, n_sel = 0, n_blocks = 0;
+  FastDiv by_sel_block;  // sel_block as a divisor (fast_div.h), for the tile loops
   // Tiling, filled by the launchers.
   int q_tile = 1;      // query-centric: consecutive queries per CTA
   int head_chunk = 1;  // query-centric: heads of the group per CTA

@@ -90,6 +90,7 @@ AttnParams make_params(const at::Tensor& q, const at::Tensor& k, const at::Tenso
       TORCH_CHECK(bi.size(0) == B && bi.size(1) == S && bi.size(2) == G, fn, ": block_idx ", bi.sizes(),
                   " does not match [B,S,G]=[", B, ",", S, ",", G, "]");
       p.sel_block = int(spec.sel_block);
+      p.by_sel_block = FastDiv(p.sel_block);
       p.n_sel = int(bi.size(3));
       p.n_blocks = int((Sk + spec.sel_block - 1) / spec.sel_block);
       p.block_idx = bi.data_ptr<int>();

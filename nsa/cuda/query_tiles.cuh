@@ -369,23 +369,48 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
 // [c0, ..) concatenated) into stage i & 1: each tile row's key and chooser mask
 // (u.tile_key / tile_mask; INT_MAX and 0 past the n_keys keys), then its K and
 // V rows by cp.async (zeros past the end), committed as one group.
-template <typename T, int DK, int DV, typename Layout, typename Union>
+// ONE_BLOCK: the caller's sel_block is a multiple of the tile (QueryColumns'
+// precondition), so a tile lies in one block and its keys are consecutive: the
+// copy takes them from the tile's first key, where it asked each piece's key
+// from tile_key (ncu, QueryColumns forward at m7c 8k: the copy was 37 % of the
+// kernel's instructions, and its key reads the commonest stall: a cp.async is
+// a memory clobber, so every piece of K and again of V read its row's key
+// anew), and the block comes from the host-built divisor, where a run-time
+// division by sel_block was another 5.6 %. The row-tiled kernels keep the
+// per-row keys (there a tile may span blocks; taking the same path as
+// ONE_BLOCK where it applies cost them registers: ptxas, up to 48 more bytes
+// of spill).
+template <typename T, int DK, int DV, typename Layout, bool ONE_BLOCK = false, typename Union>
 __device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcThread& cta, Union& u, T* Ks, T* Vs,
                                                  int c0, int n_keys, int i) {
   const int r = cta.tid / 2, pos = i * kTcKeys + r;
   const bool valid = pos < n_keys;
-  const int j = valid ? u.block[pos / p.sel_block] : 0;
-  const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
-  if ((cta.tid & 1) == 0) {
-    u.tile_key[i & 1][r] = valid ? key : INT_MAX;
-    u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
+  if constexpr (ONE_BLOCK) {
+    const int pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;  // pos0 < n_keys: tile i exists
+    const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
+    if ((cta.tid & 1) == 0) {
+      u.tile_key[i & 1][r] = valid ? key0 + r : INT_MAX;
+      u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
+    }
+    issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
+      const bool ok = pos0 + rr < n_keys;
+      *kr = ok ? key0 + rr : 0;
+      return ok;
+    });
+  } else {
+    const int j = valid ? u.block[pos / p.sel_block] : 0;
+    const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
+    if ((cta.tid & 1) == 0) {
+      u.tile_key[i & 1][r] = valid ? key : INT_MAX;
+      u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
+    }
+    __syncwarp();  // the warp copies the rows its lanes just keyed (rows 16 warp ..)
+    issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
+      const int kk = u.tile_key[i & 1][rr];
+      *kr = kk == INT_MAX ? 0 : kk;
+      return kk != INT_MAX;
+    });
   }
-  __syncwarp();  // the warp copies the rows its lanes just keyed (rows 16 warp ..)
-  issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
-    const int kk = u.tile_key[i & 1][rr];
-    *kr = kk == INT_MAX ? 0 : kk;
-    return kk != INT_MAX;
-  });
 }
 
 // Selected: the walk over the CTA's union of chosen blocks, concatenated into

@@ -172,7 +172,7 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
-    const auto issue = [&](int i) { tc::issue_union_tile<T, DK, DV, L>(p, cta, u, Ks, Vs, c0, n_keys, i); };
+    const auto issue = [&](int i) { tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i); };
     const auto compute = [&](int i) {
       // The tile lies in one block (sel_block % 64 == 0): its first key and
       // the block's choosers stand for every row.
@@ -411,6 +411,9 @@ bool selected_query_columns_tiles(int dk, int dv) { return tiles(dk, dv); }
 template <typename T, int DK, int DV>
 void launch_selected_columns(AttnParams& p, bool dq) {
   if constexpr (tiles(DK, DV)) {
+    // walk_columns copies each tile as one block's consecutive keys (issue_union_tile's ONE_BLOCK).
+    TORCH_CHECK(p.sel_block % kTcKeys == 0, "the QueryColumns kernels need sel_block a multiple of ", kTcKeys,
+                "; got ", p.sel_block);
     if (dq)
       launch_kernel(nsa_selected_bwd_dq_qc_kernel<T, DK, DV>, columns_grid<DK, DV, true>(p), kTcThreads,
                     ColumnsShape<DK, DV, true>::kBytes, p);
