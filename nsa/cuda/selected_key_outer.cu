@@ -92,7 +92,7 @@ constexpr int64_t kChunkBytes = 1 << 30;  // the partials of one chunk of querie
 constexpr int kMergeWarps = 8;
 // Resident merge CTAs an SM asked of the compiler (64 registers a thread): with
 // no minimum ptxas kept the forward merge at dv 192 at 32 registers and spilled.
-constexpr int kMergeCtas = 3;
+constexpr int kMergeCtas = 4;
 
 std::atomic<int64_t> g_chunk_queries{0};
 std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
@@ -506,96 +506,42 @@ __device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const Merg
   return valid && __ffs(same) - 1 == lane;
 }
 
-// A row's slots are summed in batches of kSlotBatch: every load of a batch is
-// issued before the first of its sums, so a warp waits for memory once a batch
-// (a row of n <= 16 slots: once) where a loop that summed each slot as it came
-// kept a few loads in flight. The merges move the partials and little else
-// (paper_kernel 8k: 1 GB a forward, ~1.45 TB/s when each slot's load followed
-// the row's block_idx and then its lse load, three round trips a row).
-constexpr int kSlotBatch = 16;
-
-// Lane `lane`'s 4 columns (col = c0 + 4 lane) of slots s0 .. s0 + kSlotBatch - 1
-// (zeros for a slot past n_sel, absent from `slots`, or a column past D).
-// Streaming loads: each partial is read once.
-template <typename T, int D>
-struct SlotBatch {
-  Pack<T, 4> v[kSlotBatch];
-  __device__ __forceinline__ void load(const T* part, int64_t slot_stride, int n_sel, unsigned slots, int s0,
-                                       int col) {
-#pragma unroll
-    for (int k = 0; k < kSlotBatch; ++k) {
-      const int s = s0 + k;
-      uint2 raw = make_uint2(0u, 0u);
-      if (col < D && s < n_sel && ((slots >> s) & 1u))
-        raw = __ldcs(reinterpret_cast<const uint2*>(part + s * slot_stride + col));
-      v[k] = *reinterpret_cast<const Pack<T, 4>*>(&raw);
-    }
-  }
-  // a += w_s v[s] over the batch's slots in `slots`, ascending (w_s: lane s's w).
-  __device__ __forceinline__ void add(float (&a)[4], int n_sel, unsigned slots, float w, int s0) const {
-#pragma unroll
-    for (int k = 0; k < kSlotBatch; ++k) {
-      const int s = s0 + k;
-      const float ws = __shfl_sync(0xffffffffu, w, s % 32);
-      if (s < n_sel && ((slots >> s) & 1u)) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) a[e] = fmaf(ws, to_f(v[k].v[e]), a[e]);
-      }
-    }
-  }
-};
-
-// out[col .. col + 4) = f a, rounded once (col < D).
-template <typename T, int D>
-__device__ __forceinline__ void store_cols(T* out, int col, const float (&a)[4], float f) {
-  if (col >= D) return;
-  uint2 packed;
-  packed.x = tc::pack2<T>(a[0] * f, a[1] * f), packed.y = tc::pack2<T>(a[2] * f, a[3] * f);
-  *reinterpret_cast<uint2*>(out + col) = packed;
-}
-
-// a += the batches of slots from s_begin on (the columns col .. col + 3).
-template <typename T, int D>
-__device__ __forceinline__ void add_slots(float (&a)[4], const T* part, int64_t slot_stride, int n_sel, unsigned slots,
-                                          float w, int s_begin, int col) {
-  for (int s0 = s_begin; s0 < n_sel; s0 += kSlotBatch) {
-    SlotBatch<T, D> b;
-    b.load(part, slot_stride, n_sel, slots, s0, col);
-    b.add(a, n_sel, slots, w, s0);
-  }
-}
-
 // out[0 .. D) = f * sum over the slots in `slots`, ascending, of w_s part[s]
-// (w_s: lane s's `w`), in fp32, rounded once. 4 columns a lane: D = 64 and
-// 192 leave half the lanes idle in one pass (the shuffles need all). Passes
-// from column c_begin on.
+// (w_s: lane s's `w`), in fp32, rounded once. 4 columns a lane: one 8-byte
+// load per slot, several slots' loads in flight.
 template <typename T, int D>
 __device__ __forceinline__ void sum_slots(const T* part, int64_t slot_stride, int n_sel, unsigned slots, float w,
-                                          float f, T* out, int lane, int c_begin = 0) {
-#pragma unroll
-  for (int c0 = c_begin; c0 < D; c0 += 128) {
+                                          float f, T* out, int lane) {
+  for (int c0 = 0; c0 < D; c0 += 128) {
+    const int col = c0 + 4 * lane;
+    const bool mine = col < D;  // D = 64 and 192: half the lanes idle in one pass (the shuffles need all)
     float a[4] = {0.f, 0.f, 0.f, 0.f};
-    add_slots<T, D>(a, part, slot_stride, n_sel, slots, w, 0, c0 + 4 * lane);
-    store_cols<T, D>(out, c0 + 4 * lane, a, f);
+#pragma unroll 8
+    for (int s = 0; s < n_sel; ++s) {
+      const float ws = __shfl_sync(0xffffffffu, w, s);
+      if (mine && ((slots >> s) & 1u)) {
+        const auto v = *reinterpret_cast<const Pack<T, 4>*>(part + s * slot_stride + col);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[e] = fmaf(ws, to_f(v.v[e]), a[e]);
+      }
+    }
+    if (mine) {
+      uint2 packed;
+      packed.x = tc::pack2<T>(a[0] * f, a[1] * f), packed.y = tc::pack2<T>(a[2] * f, a[3] * f);
+      *reinterpret_cast<uint2*>(out + col) = packed;
+    }
   }
 }
 
 // Forward: the slots' partials weighted by 2^(lse2 - max), o and the
-// natural-log lse; a row with no slot: o = 0, lse = +inf. The slots' lse and
-// the first batch of partials are loaded together, one round trip after
-// block_idx's.
+// natural-log lse; a row with no slot: o = 0, lse = +inf.
 template <typename T, int DV>
 __global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
   const int lane = threadIdx.x % 32;
   const MergeRow r = MergeRow::of(p, c);
   if (!r.in_chunk) return;
   const bool valid = slot_has_partial(p, r, lane);
-  const unsigned slots = __ballot_sync(0xffffffffu, valid);
   const float lse2 = valid ? c.part_lse[part_row(p, c, r.b, r.t, r.g, lane, r.hh)] : -INFINITY;
-  const T* part = static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DV;
-  const int64_t slot_stride = int64_t(p.h) * DV;
-  SlotBatch<T, DV> first;  // columns 4 lane .. of slots 0 .. kSlotBatch - 1
-  first.load(part, slot_stride, p.n_sel, slots, 0, 4 * lane);
   float mx = lse2;
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -603,13 +549,10 @@ __global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_fwd
   float wsum = w;
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
+  const unsigned slots = __ballot_sync(0xffffffffu, valid);
   const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
-  T* out = static_cast<T*>(p.o) + row_offset(r.b, r.t, r.hq, p.S, p.H, DV);
-  float a[4] = {0.f, 0.f, 0.f, 0.f};
-  first.add(a, p.n_sel, slots, w, 0);
-  add_slots<T, DV>(a, part, slot_stride, p.n_sel, slots, w, kSlotBatch, 4 * lane);
-  store_cols<T, DV>(out, 4 * lane, a, inv);
-  sum_slots<T, DV>(part, slot_stride, p.n_sel, slots, w, inv, out, lane, 128);  // dv 192: its last 64 columns
+  sum_slots<T, DV>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DV, int64_t(p.h) * DV,
+                   p.n_sel, slots, w, inv, static_cast<T*>(p.o) + row_offset(r.b, r.t, r.hq, p.S, p.H, DV), lane);
   if (lane == 0)
     p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + r.hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
 }
