@@ -94,32 +94,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// mbarrier (sm_80+): a 64-bit shared-memory barrier whose phase completes after
-// `count` arrivals, then starts over (phases alternate parity 0, 1, 0, ...).
-// cp_async_mbarrier_arrive makes this thread's cp.async copies issued so far
-// arrive once they have landed (.noinc: that arrival is one of `count`), so a
-// waiter sees the copied data. Initialised by one thread before a barrier
-// (__syncthreads) that every user passes first.
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void cp_async_mbarrier_arrive(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-// Spin until the phase of parity `parity` has completed (acquire: the
-// arrivals' copies are visible after it).
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

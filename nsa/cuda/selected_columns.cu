@@ -89,19 +89,9 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  static constexpr size_t kSyncOffset = kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0);  // ColumnsSync
-  static constexpr size_t kBytes = kSyncOffset + 32;
+  static constexpr size_t kBytes = kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0);
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
 };
-
-// The K/V stages' hand-off (walk_columns): full[s] completes when the warp
-// that copied a tile into stage s has it landed; done[s] counts the warps
-// through the tile in stage s.
-struct ColumnsSync {
-  uint64_t full[2];
-  int done[2];
-};
-static_assert(sizeof(ColumnsSync) <= 32, "ColumnsShape keeps 32 bytes for it");
 
 // Rows [queries][8][D] of src (Q or dO of the CTA's queries, head gid of
 // group g) into dst by cp.async, uncommitted: the caller's group.
@@ -168,110 +158,34 @@ __device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)
 // last visible row of the tile is `last`?
 __device__ __forceinline__ bool past(int mt, int e, int gid, int last) { return mt * 16 + gid + 8 * (e / 2) > last; }
 
-// A K or V tile's 64 rows (row r at src0 + r stride; zeros from row `rows` on)
-// into a stage by one warp: lane l copies piece l % P of rows l / P, + 32 / P,
-// ... (P pieces of 16 bytes a row), one pointer a lane stepped by a constant,
-// a few rows at a time: the warp copies while its queries' state is live, and
-// an unrolled copy (a 64-bit address a piece) spilled it.
-template <int D, typename T, typename Piece>
-__device__ __forceinline__ void copy_tile_rows(T* stage, Piece&& piece, const T* src0, int64_t stride, int rows,
-                                               int lane) {
-  constexpr int P = D / 8, kStep = 32 / P;
-  const int c = lane % P;
-  const T* src = src0 + (lane / P) * stride + c * 8;
-#pragma unroll 4
-  for (int r = lane / P; r < kTcKeys; r += kStep, src += kStep * stride)
-    tc::cp_async_16(stage + piece(r, c), r < rows ? src : src0, r < rows);
-}
-
 // The union walk both kernels share: for each 64-key tile of the CTA's union
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
-//
-// The warps do not wait for one another between tiles. A tile's work is its
-// choosers' query bodies, and which warp holds them is chance (a query's
-// state lives in its warp's registers): at m7c 8k a tile has ~4.2 bodies
-// over 4 warps, and the barrier after each tile, where the warps waited for
-// the one with the most, was 25 % of the kernel's stall samples (ncu,
-// docs/performance.md). Here tile i + 2 goes into the stage tile i used as
-// soon as the last warp is through tile i, and it is that warp which copies
-// it (every copy a warp's: 64 rows of K and V, 16-byte pieces by cp.async),
-// so no warp ever waits for a stage to empty: a warp waits only for the tile
-// it computes next to land (its stage's mbarrier), and may run a tile ahead
-// of the slowest. The same keys in the same order as before: results are
-// bitwise those of the barrier walk.
 template <typename T, int DK, int DV, int QW, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                             ColumnsSync& sync, Query&& query) {
+                                             Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using Union = typename L::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
   T* Vs = Ks + 2 * L::kKStage;
   Union& u = *reinterpret_cast<Union*>(smem + L::kKvBytes);
-  if (cta.tid == 0) {
-    tc::mbarrier_init(&sync.full[0], 32);
-    tc::mbarrier_init(&sync.full[1], 32);
-    sync.done[0] = sync.done[1] = 0;
-  }
-  tc::cp_async_wait<0>();  // the caller's Q (dO) rows: visible after the union's first barrier
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
-  const int64_t key_stride = int64_t(p.G) * DK, val_stride = int64_t(p.G) * DV;  // one key row to the next
-  int it = 0;  // tiles walked in earlier passes: tile i of this pass is the walk's tile it + i
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
-    const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));  // ends on a barrier
-    const int n_tiles = ceil_div(n_keys, kTcKeys);
-    // Tile i lies in one block (sel_block % 64 == 0): its first key, and the
-    // block's choosers, which stand for every row.
-    const auto tile_key0 = [&](int i, unsigned long long* choosers) {
-      const int pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;
-      const int j = u.block[nb0];
-      *choosers = u.chooser[j - c0];
-      return j * p.sel_block + (pos0 - nb0 * p.sel_block);
-    };
-    // This warp copies tile i (rows past n_keys zero-filled) into its stage;
-    // its lanes arrive on the stage's barrier as their pieces land.
-    const auto issue = [&](int i) {
-      const int st = (it + i) & 1, rows = n_keys - i * kTcKeys;
-      unsigned long long unused;
-      const int key0 = tile_key0(i, &unused);
-      const T* k0 = static_cast<const T*>(p.k) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DK);
-      const T* v0 = static_cast<const T*>(p.v) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DV);
-      copy_tile_rows<DK>(Ks + st * L::kKStage, [](int r, int c) { return L::k_piece(r, c); }, k0, key_stride, rows,
-                         cta.lane);
-      copy_tile_rows<DV>(Vs + st * L::kVStage, [](int r, int c) { return L::v_piece(r, c); }, v0, val_stride, rows,
-                         cta.lane);
-      tc::cp_async_mbarrier_arrive(&sync.full[st]);
-    };
-    if (cta.warp < imin(2, n_tiles)) issue(cta.warp);  // the first two tiles, one warp each
-    for (int i = 0; i < n_tiles; ++i) {
-      const int st = (it + i) & 1;
-      tc::mbarrier_wait(&sync.full[st], ((it + i) >> 1) & 1);
-      unsigned long long choosers;
-      const int key0 = tile_key0(i, &choosers);
+    const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
+    const auto issue = [&](int i) { tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i); };
+    const auto compute = [&](int i) {
+      // The tile lies in one block (sel_block % 64 == 0): its first key and
+      // the block's choosers stand for every row.
+      const int key0 = u.tile_key[i & 1][0];
+      const unsigned long long choosers = u.tile_mask[i & 1][0];
 #pragma unroll
       for (int j = 0; j < QW; ++j) {
         const int qi = cta.warp + kTcWarps * j, t = cta.t0 + qi;
         if (t > cta.t_last || !((choosers >> qi) & 1ull) || key0 > t) continue;
-        query(j, t, key0, Ks + st * L::kKStage, Vs + st * L::kVStage);
+        query(j, t, key0, Ks + (i & 1) * L::kKStage, Vs + (i & 1) * L::kVStage);
       }
-      // Through tile i: the last warp out refills its stage with tile i + 2.
-      // (Its lanes' reads of the stage are ordered before the count by the
-      // warp barrier and the fence; the copier's after it by the same.)
-      __syncwarp();
-      int last = 0;
-      if (cta.lane == 0) {
-        __threadfence_block();
-        last = atomicAdd(&sync.done[st], 1) == kTcWarps - 1;
-        if (last) {
-          sync.done[st] = 0;
-          __threadfence_block();
-        }
-      }
-      last = __shfl_sync(0xffffffffu, last, 0);
-      if (last && i + 2 < n_tiles) issue(i + 2);
-    }
-    it += n_tiles;
-    __syncthreads();  // every warp through the pass before the next one rewrites the union
+    };
+    tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
   }
 }
 
@@ -370,7 +284,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   const tc::TcThread cta(p);
   const int lane = cta.lane, gid = cta.gid, tig = cta.tig;
   T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
-  // Waited for at the start of the walk (walk_columns).
+  // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
   QueryColumn<DV> col[QW];
@@ -382,8 +296,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
     col[j].l[0] = col[j].l[1] = 0.f;
   }
   const float scale_log2 = p.scale * kLog2e;
-  ColumnsSync& sync = *reinterpret_cast<ColumnsSync*>(smem_raw + C::kSyncOffset);
-  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, sync, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
     const int qi = t - cta.t0;
     float s[4][4];
     tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
@@ -452,8 +365,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_bwd_dq_qc_kernel(c
     }
   }
   const float scale_log2 = p.scale * kLog2e;
-  ColumnsSync& sync = *reinterpret_cast<ColumnsSync*>(smem_raw + C::kSyncOffset);
-  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, sync, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
     const int qi = t - cta.t0, last = t - key0;
     float s[4][4], dp[4][4];
     tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
