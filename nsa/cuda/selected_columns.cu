@@ -172,7 +172,9 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
-    const auto issue = [&](int i) { tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i); };
+    const auto issue = [&](int i) {
+      tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
+    };
     const auto compute = [&](int i) {
       // The tile lies in one block (sel_block % 64 == 0): its first key and
       // the block's choosers stand for every row.
