@@ -177,6 +177,39 @@ __device__ __forceinline__ void issue_kv_rows(T* Ks, T* Vs, const AttnParams& p,
 }
 static_assert(kTcKeys == 16 * kTcWarps, "each warp copies 16 rows of a stage");
 
+// copy_warp_rows for rows that are consecutive keys (issue_union_tile's
+// ONE_BLOCK): row r at src0 + r stride, zeros from row `rows` on. The same
+// pieces on the same lanes, but one pointer a lane stepped by a constant,
+// where copy_warp_rows forms each piece's 64-bit offset from its key (ncu,
+// QueryColumns forward at m7c 8k: the copy 31.8 % of the instructions, 147 a
+// warp a tile, 57 of them IMAD).
+template <int D, typename T, typename Piece>
+__device__ __forceinline__ void copy_warp_rows_from(T* stage, Piece&& piece, const T* src0, int64_t stride,
+                                                    int rows, const TcThread& cta) {
+  constexpr int P = D / 8, kStep = 32 / P;  // rows one warp instruction copies
+  static_assert(32 % P == 0, "a lane keeps its piece of every row it copies");
+  const int c = cta.lane % P, r0 = 16 * cta.warp + cta.lane / P;
+  const T* src = src0 + r0 * stride + c * 8;
+#pragma unroll
+  for (int k = 0; k < 16 / kStep; ++k) {
+    const int r = r0 + k * kStep;
+    cp_async_16(stage + piece(r, c), r < rows ? src + k * kStep * stride : src0, r < rows);
+  }
+}
+// issue_kv_rows for a stage of consecutive keys key0 .. key0 + rows - 1
+// (zeros past them), through copy_warp_rows_from.
+template <typename T, int DK, int DV, typename Layout>
+__device__ __forceinline__ void issue_kv_rows_from(T* Ks, T* Vs, const AttnParams& p, int stage, const TcThread& cta,
+                                                   int key0, int rows) {
+  copy_warp_rows_from<DK>(Ks + stage * Layout::kKStage, [](int r, int c) { return Layout::k_piece(r, c); },
+                          static_cast<const T*>(p.k) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DK),
+                          int64_t(p.G) * DK, rows, cta);
+  copy_warp_rows_from<DV>(Vs + stage * Layout::kVStage, [](int r, int c) { return Layout::v_piece(r, c); },
+                          static_cast<const T*>(p.v) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DV),
+                          int64_t(p.G) * DV, rows, cta);
+  cp_async_commit();
+}
+
 // The double-buffered walk over n_tiles K/V tiles: tile i + 1 loads (cp.async)
 // while tile i computes. `issue(i)` starts tile i's copies into stage i & 1;
 // `compute(i)` runs with tile i in shared memory for every warp. The barrier
@@ -379,25 +412,23 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
 // division by sel_block was another 5.6 %. The row-tiled kernels keep the
 // per-row keys (there a tile may span blocks; taking the same path as
 // ONE_BLOCK where it applies cost them registers: ptxas, up to 48 more bytes
-// of spill).
+// of spill). ONE_BLOCK keys only row 0 of tile_key / tile_mask (the tile's
+// first key, its block's choosers: they stand for every row) and copies
+// through issue_kv_rows_from.
 template <typename T, int DK, int DV, typename Layout, bool ONE_BLOCK = false, typename Union>
 __device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcThread& cta, Union& u, T* Ks, T* Vs,
                                                  int c0, int n_keys, int i) {
-  const int r = cta.tid / 2, pos = i * kTcKeys + r;
-  const bool valid = pos < n_keys;
   if constexpr (ONE_BLOCK) {
     const int pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;  // pos0 < n_keys: tile i exists
     const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
-    if ((cta.tid & 1) == 0) {
-      u.tile_key[i & 1][r] = valid ? key0 + r : INT_MAX;
-      u.tile_mask[i & 1][r] = valid ? u.chooser[j - c0] : 0ull;
+    if (cta.tid == 0) {  // the caller reads row 0 only: one key and one chooser mask stand for the tile
+      u.tile_key[i & 1][0] = key0;
+      u.tile_mask[i & 1][0] = u.chooser[j - c0];
     }
-    issue_kv_rows<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, [&](int rr, int* kr) {
-      const bool ok = pos0 + rr < n_keys;
-      *kr = ok ? key0 + rr : 0;
-      return ok;
-    });
+    issue_kv_rows_from<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, key0, n_keys - pos0);
   } else {
+    const int r = cta.tid / 2, pos = i * kTcKeys + r;
+    const bool valid = pos < n_keys;
     const int j = valid ? u.block[pos / p.sel_block] : 0;
     const int key = valid ? j * p.sel_block + pos % p.sel_block : 0;
     if ((cta.tid & 1) == 0) {
