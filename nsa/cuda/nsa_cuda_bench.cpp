@@ -860,7 +860,7 @@ void BM_DkdvSplits(benchmark::State& state) {
   branch_row<W, true>(state);
 }
 void SizesSplits(benchmark::internal::Benchmark* b) {
-  SizesTimesChoices(b, {{0, 8192}, {0, 65536}, {1, 2048}, {1, 65536}, {2, 2048}, {2, 8192}, {3, 2048}},
+  SizesTimesChoices(b, {{0, 8192}, {0, 65536}, {1, 2048}, {1, 8192}, {1, 65536}, {2, 2048}, {2, 8192}, {3, 2048}},
                     {0, 1, 2, 4, 8, 16, 32, 64}, "splits");
 }
 
