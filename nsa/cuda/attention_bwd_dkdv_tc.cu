@@ -642,9 +642,7 @@ int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_t
   // The longest key tile's rows: window w + 64 queries, otherwise (nearly) all S.
   const int64_t rows = int64_t(br == Branch::Window ? imin(p.S, p.window + kKeys) : p.S) * p.h;
   const int64_t split_bytes = int64_t(p.B) * p.Sk * p.G * (p.dk + p.dv) * int64_t(sizeof(float));
-  // Few compressed key CTAs with long tiles (m7c 8k: 8 of them, 1,536 row tiles): 32 splits.
-  const int64_t cap = br == Branch::Compressed && key_ctas <= 16 && rows / rows_per_tile >= 512 ? 32 : 16;
-  s = std::min<int64_t>({s, cap, rows / rows_per_tile / 4, kPartialsBudget / std::max<int64_t>(1, split_bytes)});
+  s = std::min<int64_t>({s, 16, rows / rows_per_tile / 4, kPartialsBudget / std::max<int64_t>(1, split_bytes)});
   return int(std::max<int64_t>(s, 1));
 }
 
