@@ -630,7 +630,15 @@ std::atomic<int> g_last_selected_splits{0};               // last_selected_dkdv_
 // splits gained no more at 2048 and lost for selected.) 2 GiB rather than 1:
 // the selected branch at paper_kernel 64k needs 335 MB a split, and the cap
 // held it to 3 (H200, BM_SelectedBwdMmaSplits, the kernel with dq: 61.5 ms at
-// 3 splits, 52.0 at 4, 51.5 at 8, 52.8 at 16).
+// 3 splits, 52.0 at 4, 51.5 at 8, 52.8 at 16). The compressed branch's own
+// cap stays 16 although its partial is small ([B, S_cmp, G, dk + dv], ~0.5 MB
+// a split at m7c 8k): up to 64 (H200, BM_CompressedBwdSplits) took its
+// backward at m7c 8k from 0.182 ms to 0.155 at 32 splits and 0.174 at 64, but
+// the layer's forward + backward there +1.4 % at 64 (that backward runs beside
+// the selected one; not measured further) and the training shape's compressed
+// backward +18 % (batch 8: 8 splits best, 0.132 ms against 0.140 at 16); 32
+// only there (<= 16 key CTAs, >= 512 row tiles) took the branch -14.9 % and
+// the layer -0.2 % (within noise).
 constexpr int64_t kPartialsBudget = int64_t(2) << 30;
 int dkdv_row_splits(Branch br, const AttnParams& p, int key_ctas, int rows_per_tile) {
   if (const int forced = g_forced_row_splits.load(); forced > 0) return forced;
