@@ -47,7 +47,18 @@ if(NSA_TORCH)
   if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
     set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
   endif()
+  # Our CUDA architectures: Hopper first, and sm_80 must keep building (DESIGN §5 of the
+  # kernels issue); 90 builds as sm_90a (nsa/cuda). Set before the glue enables CUDA,
+  # which would fill in nvcc's default (75). The glue then sets CMAKE_CUDA_ARCHITECTURES
+  # to OFF ("pytorch ... will ignore its value"), a normal variable that hides the cache
+  # entry: left there, a user's -DCMAKE_CUDA_ARCHITECTURES=90 was replaced by 80;90, and
+  # the folders that read the variable (harness/probes, harness/trace) built for nvcc's
+  # default. Dropped, the cache entry counts again.
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (90 builds as sm_90a)")
+  endif()
   find_package(Torch REQUIRED)
+  unset(CMAKE_CUDA_ARCHITECTURES)
 endif()
 
 # --- the small libraries ----------------------------------------------------
@@ -92,10 +103,6 @@ endif()
 if(NSA_HAVE_CUDA)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
-  if(NOT CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-    # Hopper first; sm_80 must keep building (DESIGN §5 of the kernels issue).
-    set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "" FORCE)
-  endif()
   find_library(NSA_CUPTI_LIBRARY cupti
     HINTS ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/lib64 ${CUDAToolkit_LIBRARY_DIR})
   find_path(NSA_CUPTI_INCLUDE cupti.h
