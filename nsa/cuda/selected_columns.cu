@@ -208,17 +208,21 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
 // `query(qi, key0, ks, vs)` (warp-uniform) for query t0 + qi. The slowest warp
 // then carries ceil(takers / NW) bodies a tile, where owned queries leave it
 // the most takers among its own (forward, below).
-template <typename T, int DK, int DV, int NW, typename Query>
+template <typename T, int DK, int DV, int NW, int QUERIES, typename Query>
 __device__ __forceinline__ void walk_columns_dealt(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
                                                    Query&& query) {
+  static_assert(QUERIES <= 32, "a lane per query");
   walk_union_tiles<T, DK, DV, NW>(
       p, cta, smem, [&](int i, int key0, unsigned long long choosers, const T* ks, const T* vs) {
-        // Queries t0 + qi with key0 <= t0 + qi <= t_last (hi < 64: the CTA's queries fit one mask).
+        // Queries t0 + qi with key0 <= t0 + qi <= t_last (the CTA's <= 32 queries fit one word).
         const int lo = imax(key0 - cta.t0, 0), hi = cta.t_last - cta.t0;
         if (lo > hi) return;
-        unsigned long long takers = choosers & (~0ull << lo) & (hi == 63 ? ~0ull : (1ull << (hi + 1)) - 1ull);
-        for (int k = i; takers != 0ull; takers &= takers - 1ull, ++k)
-          if (k % NW == cta.warp) query(__ffsll(static_cast<long long>(takers)) - 1, key0, ks, vs);
+        const unsigned takers = unsigned(choosers) & (~0u << lo) & (hi == 31 ? ~0u : (1u << (hi + 1)) - 1u);
+        // Lane qi holds taker qi's rank among the takers; this warp's are the
+        // ranks r with (i + r) % NW == warp, gathered by one ballot.
+        const unsigned below = takers & ((1u << cta.lane) - 1u);
+        const bool mine = ((takers >> cta.lane) & 1u) && (i + __popc(below)) % NW == cta.warp;
+        for (unsigned m = __ballot_sync(0xffffffffu, mine); m != 0u; m &= m - 1u) query(__ffs(m) - 1, key0, ks, vs);
       });
 }
 
@@ -449,7 +453,7 @@ __global__ void __launch_bounds__(DealtShape<DK, DV>::kThreads, 2) nsa_selected_
     for (int qi = cta.warp; qi < C::kQueries; qi += C::kWarps) store_state(c, Os, Ms, qi, cta.lane);
   }  // published by the union's first barrier
   const float scale_log2 = p.scale * kLog2e;
-  walk_columns_dealt<T, DK, DV, C::kWarps>(p, cta, smem_raw, [&](int qi, int key0, const T* ks, const T* vs) {
+  walk_columns_dealt<T, DK, DV, C::kWarps, C::kQueries>(p, cta, smem_raw, [&](int qi, int key0, const T* ks, const T* vs) {
     QueryColumn<DV> c;
     load_state(c, Os, Ms, qi, cta.lane);
     forward_body<T, DK, DV, C::kLdQ>(c, Qs + qi * 8 * C::kLdQ, ks, vs, cta.t0 + qi, key0, scale_log2, cta);
