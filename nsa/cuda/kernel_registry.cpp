@@ -23,7 +23,6 @@ const std::vector<KernelInfo>& kernel_infos() {
       {"nsa_selected_fwd_kernel", "selected-block attention forward, group-centric", "slc"},
       {"nsa_selected_fwd_tc_kernel", "selected-block attention forward v2: tensor cores, fp16/bf16", "slc"},
       {"nsa_selected_fwd_qc_kernel", "selected-block attention forward v2, QueryColumns: each query's heads as the MMA columns, tensor cores (fp16/bf16)", "slc"},
-      {"nsa_selected_fwd_qc8_kernel", "selected-block attention forward v2, QueryColumns in 8 warps: each tile's query bodies dealt over the warps, tensor cores (fp16/bf16)", "slc"},
       {"nsa_selected_fwd_wg_kernel", "selected-block attention forward v3: Hopper warpgroup MMAs (wgmma), dk = dv = 64", "slc"},
       {"nsa_selected_ko_units_kernel", "selected-block attention forward v2, KeyOuter: each block's queries in this chunk, cut into CTA units", "slc"},
       {"nsa_selected_fwd_ko_kernel", "selected-block attention forward v2, KeyOuter: one block's K/V for the queries that chose it, a partial per (query, block), tensor cores (fp16/bf16)", "slc"},

@@ -197,16 +197,6 @@ SelectedMma selected_dkdv_mma();
 bool selected_dkdv_wgmma_by_default(int dk, int dv);
 // Testing hook: the last selected dk/dv kernel launched ran on wgmma.
 bool last_selected_dkdv_wgmma();
-// The QueryColumns forward's CTA: 0 = its rule; 4 = each warp owns 4 queries
-// (state in registers); 8 = a tile's query bodies dealt over 8 warps, the
-// queries' state in shared memory (dk = dv = 64 only; elsewhere 4 runs). The
-// result is the same function, bit for bit (a query's bodies run the same
-// arithmetic in the same key order wherever they run). For tests and
-// benchmarks; next launch on.
-void set_selected_columns_warps(int warps);
-int selected_columns_warps();
-// Testing hook: the warps per CTA of the last QueryColumns forward launched.
-int last_selected_columns_warps();
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

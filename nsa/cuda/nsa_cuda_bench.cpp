@@ -910,17 +910,6 @@ void BM_SelectedKoWarps(benchmark::State& state) {
   state.counters["warps"] = last_selected_key_outer_warps();
 }
 void SizesKoWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{0, 8192}, {0, 32768}, {0, 65536}, {1, 65536}}); }
-// The QueryColumns forward in CTAs of 4 or 8 warps (nsa_cuda.h,
-// set_selected_columns_warps; counter warps: what ran), QueryColumns forced,
-// same inputs, same run: the m7c training shape, m7c at 8k, 16k and 64k.
-void BM_SelectedQcWarps(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::QueryColumns);
-  const ScopedChoice<int> warps(selected_columns_warps(), set_selected_columns_warps, int(state.range(2)));
-  branch_row<Which::Selected, false>(state);
-  check_ran(state, "warps", int(state.range(2)), last_selected_columns_warps());
-}
-void SizesQcWarps(benchmark::internal::Benchmark* b) { SizesWarps(b, {{2, 2048}, {1, 8192}, {1, 16384}, {1, 65536}}); }
 // KeyOuter's forward products on mma.sync (mma 1) or Hopper's warpgroup MMAs
 // (mma 2; nsa_cuda.h, set_selected_key_outer_mma; counter wgmma: what ran), in
 // CTAs of 4 or 8 warps (counter warps), the selected forward with KeyOuter
@@ -1033,7 +1022,6 @@ BENCHMARK(BM_LayerCtaOrder)->Name("BM_LayerFwdBwdOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksCtaOrder)->Name("BM_SelectBlocksFromLseOrder")->Apply(SizesCtaOrder);
 BENCHMARK(BM_SelectBlocksWarps)->Apply(SizesSelectWarps);
 BENCHMARK(BM_SelectedKoWarps)->Apply(SizesKoWarps);
-BENCHMARK(BM_SelectedQcWarps)->Apply(SizesQcWarps);
 BENCHMARK(BM_SelectedKoMma)->Apply(SizesKoMma);
 BENCHMARK(BM_SelectedKoChunk)->Apply(SizesKoChunk);
 BENCHMARK(BM_BwdOverlap<Which::Selected>)->Name("BM_SelectedBwdOverlap")->Apply(SizesOverlap);

@@ -182,32 +182,29 @@ static_assert(kTcKeys == 16 * kTcWarps, "each warp copies 16 rows of a stage");
 // pieces on the same lanes, but one pointer a lane stepped by a constant,
 // where copy_warp_rows forms each piece's 64-bit offset from its key (ncu,
 // QueryColumns forward at m7c 8k: the copy 31.8 % of the instructions, 147 a
-// warp a tile, 57 of them IMAD). NW warps share the tile: warp w copies rows
-// kTcKeys / NW w .. (16 a warp in the 4-warp CTAs, 8 in QueryColumns' 8).
-template <int D, int NW = kTcWarps, typename T, typename Piece>
+// warp a tile, 57 of them IMAD).
+template <int D, typename T, typename Piece>
 __device__ __forceinline__ void copy_warp_rows_from(T* stage, Piece&& piece, const T* src0, int64_t stride,
                                                     int rows, const TcThread& cta) {
   constexpr int P = D / 8, kStep = 32 / P;  // rows one warp instruction copies
-  constexpr int kRows = kTcKeys / NW;       // rows a warp copies
   static_assert(32 % P == 0, "a lane keeps its piece of every row it copies");
-  static_assert(kRows % kStep == 0, "a warp's rows are whole instructions");
-  const int c = cta.lane % P, r0 = kRows * cta.warp + cta.lane / P;
+  const int c = cta.lane % P, r0 = 16 * cta.warp + cta.lane / P;
   const T* src = src0 + r0 * stride + c * 8;
 #pragma unroll
-  for (int k = 0; k < kRows / kStep; ++k) {
+  for (int k = 0; k < 16 / kStep; ++k) {
     const int r = r0 + k * kStep;
     cp_async_16(stage + piece(r, c), r < rows ? src + k * kStep * stride : src0, r < rows);
   }
 }
 // issue_kv_rows for a stage of consecutive keys key0 .. key0 + rows - 1
-// (zeros past them), through copy_warp_rows_from by NW warps.
-template <typename T, int DK, int DV, typename Layout, int NW = kTcWarps>
+// (zeros past them), through copy_warp_rows_from.
+template <typename T, int DK, int DV, typename Layout>
 __device__ __forceinline__ void issue_kv_rows_from(T* Ks, T* Vs, const AttnParams& p, int stage, const TcThread& cta,
                                                    int key0, int rows) {
-  copy_warp_rows_from<DK, NW>(Ks + stage * Layout::kKStage, [](int r, int c) { return Layout::k_piece(r, c); },
+  copy_warp_rows_from<DK>(Ks + stage * Layout::kKStage, [](int r, int c) { return Layout::k_piece(r, c); },
                           static_cast<const T*>(p.k) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DK),
                           int64_t(p.G) * DK, rows, cta);
-  copy_warp_rows_from<DV, NW>(Vs + stage * Layout::kVStage, [](int r, int c) { return Layout::v_piece(r, c); },
+  copy_warp_rows_from<DV>(Vs + stage * Layout::kVStage, [](int r, int c) { return Layout::v_piece(r, c); },
                           static_cast<const T*>(p.v) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DV),
                           int64_t(p.G) * DV, rows, cta);
   cp_async_commit();
@@ -351,21 +348,21 @@ __device__ __forceinline__ void walk_contiguous_keys(const AttnParams& p, unsign
 // Selected, one pass over the selection blocks [c0, c0 + n): which of the CTA's
 // queries chose each (bit qi for query t0 + qi; q_tile <= 64, one bit each), then
 // the chosen blocks listed in ascending order. Returns the pass's key count.
-// Every thread of the CTA's NT calls it; it ends on a barrier. The listing costs one warp scan
+// Every thread calls it; it ends on a barrier. The listing costs one warp scan
 // over the words of `present`, not a walk over every block, so a CTA of one
 // query whose 16 blocks spread over 1024 pays little. A block is listed once
 // however many queries chose it: that is the point (its K/V tile is loaded once
 // for all of them), and why block_idx rows must hold no duplicates (nsa_cuda.h).
-template <typename Union, int NT = kTcThreads>
+template <typename Union>
 __device__ __forceinline__ int build_selected_union(const AttnParams& p, const TcThread& cta, Union& u, int c0,
                                                     int n) {
-  for (int i = cta.tid; i < n; i += NT) u.chooser[i] = 0ull;
-  for (int i = cta.tid; i < Union::kChunk / 32; i += NT) u.present[i] = 0u;
+  for (int i = cta.tid; i < n; i += kTcThreads) u.chooser[i] = 0ull;
+  for (int i = cta.tid; i < Union::kChunk / 32; i += kTcThreads) u.present[i] = 0u;
   __syncthreads();
   const int n_q = cta.t_last - cta.t0 + 1;
   const int64_t row_stride = int64_t(p.G) * p.n_sel;  // one query to the next
   const int* idx = p.block_idx + (int64_t(cta.b) * p.S + cta.t0) * row_stride + int64_t(cta.g) * p.n_sel;
-  for (int e = cta.tid; e < n_q * p.n_sel; e += NT) {
+  for (int e = cta.tid; e < n_q * p.n_sel; e += kTcThreads) {
     const int qi = e / p.n_sel, j = idx[qi * row_stride + e % p.n_sel];
     int lo, hi;
     selected_key_range(j, cta.t0 + qi, p.Sk, p.sel_block, &lo, &hi);
@@ -417,12 +414,10 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
 // ONE_BLOCK where it applies cost them registers: ptxas, up to 48 more bytes
 // of spill). ONE_BLOCK keys only row 0 of tile_key / tile_mask (the tile's
 // first key, its block's choosers: they stand for every row) and copies
-// through issue_kv_rows_from, shared by the CTA's NW warps (the per-row path
-// needs the 4-warp CTA).
-template <typename T, int DK, int DV, typename Layout, bool ONE_BLOCK = false, int NW = kTcWarps, typename Union>
+// through issue_kv_rows_from.
+template <typename T, int DK, int DV, typename Layout, bool ONE_BLOCK = false, typename Union>
 __device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcThread& cta, Union& u, T* Ks, T* Vs,
                                                  int c0, int n_keys, int i) {
-  static_assert(ONE_BLOCK || NW == kTcWarps, "the per-row keying copies 16 rows a warp");
   if constexpr (ONE_BLOCK) {
     const int pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;  // pos0 < n_keys: tile i exists
     const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
@@ -430,7 +425,7 @@ __device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcTh
       u.tile_key[i & 1][0] = key0;
       u.tile_mask[i & 1][0] = u.chooser[j - c0];
     }
-    issue_kv_rows_from<T, DK, DV, Layout, NW>(Ks, Vs, p, i & 1, cta, key0, n_keys - pos0);
+    issue_kv_rows_from<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, key0, n_keys - pos0);
   } else {
     const int r = cta.tid / 2, pos = i * kTcKeys + r;
     const bool valid = pos < n_keys;

@@ -289,67 +289,6 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"fp16_S200_h1_d192_dv192_l64_n3", 1, 200, 2, 2, 192, 192, 64, 3, at::kHalf, 0}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
 
-// The QueryColumns forward in CTAs of 4 warps (each owns its queries) and of 8
-// (a tile's bodies dealt over the warps, the state in shared memory;
-// set_selected_columns_warps), QueryColumns forced.
-class SelectedColumnsWarps : public SelectedProblem<SelectedCase> {
- protected:
-  void SetUp() override {
-    NSA_REQUIRE_CUDA();
-    make(3100, 93, 8, 4);
-    set_selected_tiling(SelectedTiling::QueryColumns);
-  }
-  void TearDown() override {
-    set_selected_columns_warps(prev_warps_);
-    set_selected_tiling(prev_tiling_);
-  }
-
-  const SelectedTiling prev_tiling_ = selected_tiling();
-  const int prev_warps_ = selected_columns_warps();
-};
-
-// Each size matches the float64 reference (output and gradients), and the two
-// give the same bits: a query's bodies run the same arithmetic over the same
-// tiles in the same order on whichever warp they land. 8 runs at dk = dv = 64
-// only (4 elsewhere, which the hook tells); the rule takes one of the two.
-TEST_P(SelectedColumnsWarps, FourAndEightMatchReferenceAndAgreeBitwise) {
-  const SelectedCase& c = GetParam();
-  const bool dealt = c.dk == 64 && c.dv == 64;
-  const int asked[3] = {4, 8, 0};
-  ForwardResult f[3];
-  int ran[3];
-  for (int i = 0; i < 3; ++i) {
-    set_selected_columns_warps(asked[i]);
-    f[i] = attention_forward(in_.q, in_.k, in_.v, spec_);
-    ASSERT_TRUE(last_forward_used_query_columns()) << c.name;
-    ran[i] = last_selected_columns_warps();
-    if (i < 2)
-      testing::check_branch(std::string(c.name) + "/warps_" + std::to_string(asked[i]), in_,
-                            kernel(block_idx_, c.sel_block, scale_), reference(block_idx_, c.sel_block, scale_));
-  }
-  EXPECT_EQ(ran[0], 4);
-  EXPECT_EQ(ran[1], dealt ? 8 : 4);
-  EXPECT_TRUE(ran[2] == 4 || ran[2] == 8) << ran[2];
-  EXPECT_TRUE(at::equal(f[0].o, f[1].o)) << c.name << ": o differs between 4 and 8 warps";
-  EXPECT_TRUE(at::equal(f[0].lse, f[1].lse)) << c.name << ": lse differs between 4 and 8 warps";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Cases, SelectedColumnsWarps,
-    ::testing::Values(
-        // m7c's heads; 6 blocks for 4 choices: most tiles have more than 8
-        // takers, so warps take 2 bodies; the last CTA holds 13 queries.
-        SelectedCase{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0},
-        // Every column; blocks chosen by select_blocks.
-        SelectedCase{"fp16_S700_h8_d64_l64_n5_selected", 1, 700, 16, 2, 64, 64, 64, 5, at::kHalf, 1},
-        // Many blocks, few takers a tile; one query past the end in the last CTA.
-        SelectedCase{"bf16_S2047_h6_d64_l64_n16", 1, 2047, 12, 2, 64, 64, 64, 16, at::kBFloat16, 0},
-        // One head (padding columns 1..7), two tiles a block, two batches.
-        SelectedCase{"fp16_B2_S255_h1_d64_l128_n3", 2, 255, 2, 2, 64, 64, 128, 3, at::kHalf, 0},
-        // dv 128: 8 warps do not tile it, 4 run.
-        SelectedCase{"bf16_S700_h8_d64_dv128_l64_n5", 1, 700, 16, 2, 64, 128, 64, 5, at::kBFloat16, 0}),
-    [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
-
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {
   NSA_REQUIRE_CUDA();
   const auto in = testing::make_inputs(1, 17, 17, 4, 2, 16, 16, at::kBFloat16, 9);

@@ -59,7 +59,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 
-#include <atomic>
 #include <climits>
 
 #include "nsa/cuda/attention_common.cuh"
@@ -96,10 +95,10 @@ struct ColumnsShape {
 
 // Rows [queries][8][D] of src (Q or dO of the CTA's queries, head gid of
 // group g) into dst by cp.async, uncommitted: the caller's group.
-template <typename T, int D, int LD, int NT = kTcThreads>
+template <typename T, int D, int LD>
 __device__ __forceinline__ void copy_column_rows(T* dst, const T* src, const AttnParams& p, const tc::TcThread& cta,
                                                  int n_queries) {
-  for (int e = cta.tid; e < n_queries * 8 * (D / 8); e += NT) {
+  for (int e = cta.tid; e < n_queries * 8 * (D / 8); e += kTcThreads) {
     const int row = e / (D / 8), piece = e % (D / 8), qi = row / 8, head = row % 8, t = cta.t0 + qi;
     const bool valid = t <= cta.t_last && head < p.h;
     tc::cp_async_16(dst + row * LD + piece * 8,
@@ -159,15 +158,12 @@ __device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)
 // last visible row of the tile is `last`?
 __device__ __forceinline__ bool past(int mt, int e, int gid, int last) { return mt * 16 + gid + 8 * (e / 2) > last; }
 
-// The union walk every QueryColumns kernel shares: for each 64-key tile of the
-// CTA's union, `tile(i, key0, choosers, ks, vs)` (i: the tile's place in its
-// pass; key0: its first key; choosers: the block's chooser mask; ks, vs: its K
-// and V stages). The tile lies in one block (sel_block % 64 == 0), so its first
-// key and the block's choosers stand for every row. NW warps build the union
-// and copy the tiles.
-template <typename T, int DK, int DV, int NW, typename Tile>
-__device__ __forceinline__ void walk_union_tiles(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                                 Tile&& tile) {
+// The union walk both kernels share: for each 64-key tile of the CTA's union
+// and each of the warp's QW queries that chose its block and reaches it,
+// `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
+template <typename T, int DK, int DV, int QW, typename Query>
+__device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
+                                             Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using Union = typename L::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
@@ -175,55 +171,24 @@ __device__ __forceinline__ void walk_union_tiles(const AttnParams& p, const tc::
   Union& u = *reinterpret_cast<Union*>(smem + L::kKvBytes);
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
-    const int n_keys = tc::build_selected_union<Union, 32 * NW>(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
+    const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
     const auto issue = [&](int i) {
-      tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true, NW>(p, cta, u, Ks, Vs, c0, n_keys, i);
+      tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
     };
     const auto compute = [&](int i) {
-      tile(i, u.tile_key[i & 1][0], u.tile_mask[i & 1][0], Ks + (i & 1) * L::kKStage, Vs + (i & 1) * L::kVStage);
+      // The tile lies in one block (sel_block % 64 == 0): its first key and
+      // the block's choosers stand for every row.
+      const int key0 = u.tile_key[i & 1][0];
+      const unsigned long long choosers = u.tile_mask[i & 1][0];
+#pragma unroll
+      for (int j = 0; j < QW; ++j) {
+        const int qi = cta.warp + kTcWarps * j, t = cta.t0 + qi;
+        if (t > cta.t_last || !((choosers >> qi) & 1ull) || key0 > t) continue;
+        query(j, t, key0, Ks + (i & 1) * L::kKStage, Vs + (i & 1) * L::kVStage);
+      }
     };
     tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
   }
-}
-
-// The 4-warp walk: warp w owns queries t0 + w + 4 j (j < QW) and runs
-// `query(j, t, key0, ks, vs)` (warp-uniform) for each of them that chose the
-// tile's block and reaches it.
-template <typename T, int DK, int DV, int QW, typename Query>
-__device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                             Query&& query) {
-  walk_union_tiles<T, DK, DV, kTcWarps>(
-      p, cta, smem, [&](int, int key0, unsigned long long choosers, const T* ks, const T* vs) {
-#pragma unroll
-        for (int j = 0; j < QW; ++j) {
-          const int qi = cta.warp + kTcWarps * j, t = cta.t0 + qi;
-          if (t > cta.t_last || !((choosers >> qi) & 1ull) || key0 > t) continue;
-          query(j, t, key0, ks, vs);
-        }
-      });
-}
-
-// The dealt walk: a tile's takers (the queries that chose its block and reach
-// it) go to the NW warps in turn, the turn starting at warp i % NW on tile i;
-// `query(qi, key0, ks, vs)` (warp-uniform) for query t0 + qi. The slowest warp
-// then carries ceil(takers / NW) bodies a tile, where owned queries leave it
-// the most takers among its own (forward, below).
-template <typename T, int DK, int DV, int NW, int QUERIES, typename Query>
-__device__ __forceinline__ void walk_columns_dealt(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                                   Query&& query) {
-  static_assert(QUERIES <= 32, "a lane per query");
-  walk_union_tiles<T, DK, DV, NW>(
-      p, cta, smem, [&](int i, int key0, unsigned long long choosers, const T* ks, const T* vs) {
-        // Queries t0 + qi with key0 <= t0 + qi <= t_last (the CTA's <= 32 queries fit one word).
-        const int lo = imax(key0 - cta.t0, 0), hi = cta.t_last - cta.t0;
-        if (lo > hi) return;
-        const unsigned takers = unsigned(choosers) & (~0u << lo) & (hi == 31 ? ~0u : (1u << (hi + 1)) - 1u);
-        // Lane qi holds taker qi's rank among the takers; this warp's are the
-        // ranks r with (i + r) % NW == warp, gathered by one ballot.
-        const unsigned below = takers & ((1u << cta.lane) - 1u);
-        const bool mine = ((takers >> cta.lane) & 1u) && (i + __popc(below)) % NW == cta.warp;
-        for (unsigned m = __ballot_sync(0xffffffffu, mine); m != 0u; m &= m - 1u) query(__ffs(m) - 1, key0, ks, vs);
-      });
 }
 
 // A query's dim x heads accumulator (acc^T, C layout: rows = dims 16 md + gid,
@@ -318,154 +283,60 @@ __device__ __forceinline__ float column_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 16);
 }
 
-// One forward body: query t's columns (its 8 Q rows in shared memory, `q`)
-// against one 64-key tile starting at key0, into its state c.
-template <typename T, int DK, int DV, int LDQ>
-__device__ __forceinline__ void forward_body(QueryColumn<DV>& c, const T* q, const T* ks, const T* vs, int t, int key0,
-                                             float scale_log2, const tc::TcThread& cta) {
-  using L = tc::QueryTiledLayout<DK, DV>;
-  float s[4][4];
-  tile_t<T, DK, L::kLdK, LDQ>(s, q, ks, cta.lane);
-  if (const int last = t - key0; last < kTcKeys - 1) {  // the query's own block: keys past t
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        if (past(mt, e, cta.gid, last)) s[mt][e] = -INFINITY;
-  }
-  column_softmax_update<DV>(s, scale_log2, c);
-  add_t<T, DV, L::kLdV>(c.o, s, vs, cta.lane);
-}
-
-// Query t's result from its finished state: o normalised and written, lse by
-// the lanes of gid 0 (a query that saw no key: o = 0, lse = +inf).
-template <typename T, int DV>
-__device__ __forceinline__ void write_forward(const AttnParams& p, const tc::TcThread& cta, const QueryColumn<DV>& c,
-                                              int t) {
-  const float l[2] = {column_sum(c.l[0]), column_sum(c.l[1])};
-  const bool write = t <= cta.t_last && cta.gid < p.h;
-  write_columns<T, DV>(
-      static_cast<T*>(p.o) + row_offset(cta.b, write ? t : 0, cta.g * p.h + (write ? cta.gid : 0), p.S, p.H, DV),
-      c.o, l[0] > 0.f ? 1.f / l[0] : 0.f, l[1] > 0.f ? 1.f / l[1] : 0.f, write, cta.tig);
-  if (cta.gid == 0 && t <= cta.t_last) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int head = 2 * cta.tig + i;
-      if (head < p.h)
-        p.lse_out[(int64_t(cta.b) * p.S + t) * p.H + cta.g * p.h + head] =
-            l[i] > 0.f ? (c.m[i] + log2f(l[i])) * kLn2 : INFINITY;
-    }
-  }
-}
-
-template <int DV>
-__device__ __forceinline__ void clear_state(QueryColumn<DV>& c) {
-#pragma unroll
-  for (int md = 0; md < DV / 16; ++md) c.o[md][0] = c.o[md][1] = c.o[md][2] = c.o[md][3] = 0.f;
-  c.m[0] = c.m[1] = -INFINITY;
-  c.l[0] = c.l[1] = 0.f;
-}
-
-// 4 warps, each with its QW queries' state in registers.
 template <typename T, int DK, int DV>
 __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(const AttnParams p) {
+  using L = tc::QueryTiledLayout<DK, DV>;
   using C = ColumnsShape<DK, DV, false>;
   constexpr int QW = C::kQw;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const tc::TcThread cta(p);
+  const int lane = cta.lane, gid = cta.gid, tig = cta.tig;
   T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
   // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
   QueryColumn<DV> col[QW];
 #pragma unroll
-  for (int j = 0; j < QW; ++j) clear_state(col[j]);
+  for (int j = 0; j < QW; ++j) {
+#pragma unroll
+    for (int md = 0; md < DV / 16; ++md) col[j].o[md][0] = col[j].o[md][1] = col[j].o[md][2] = col[j].o[md][3] = 0.f;
+    col[j].m[0] = col[j].m[1] = -INFINITY;
+    col[j].l[0] = col[j].l[1] = 0.f;
+  }
   const float scale_log2 = p.scale * kLog2e;
   walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
-    forward_body<T, DK, DV, C::kLdQ>(col[j], Qs + (t - cta.t0) * 8 * C::kLdQ, ks, vs, t, key0, scale_log2, cta);
+    const int qi = t - cta.t0;
+    float s[4][4];
+    tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
+    if (const int last = t - key0; last < kTcKeys - 1) {  // the query's own block: keys past t
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (past(mt, e, gid, last)) s[mt][e] = -INFINITY;
+    }
+    column_softmax_update<DV>(s, scale_log2, col[j]);
+    add_t<T, DV, L::kLdV>(col[j].o, s, vs, lane);
   });
-#pragma unroll
-  for (int j = 0; j < QW; ++j) write_forward<T, DV>(p, cta, col[j], cta.t0 + cta.warp + kTcWarps * j);
-}
 
-// ---- forward, a tile's bodies dealt over 8 warps ----------------------------------
-//
-// Why (docs/performance.md, "What holds the QueryColumns forward"): with
-// owned queries a tile's bodies fall where its takers happen to be. At m7c 8k
-// a query takes a tile with probability ~0.26, so each of the 4 warps gets
-// Binomial(4, 0.26) bodies: 1.05 on average, but the slowest, which the tile's
-// barrier waits for, ~1.95. Here a tile's takers are dealt over 8 warps in
-// turn (walk_columns_dealt), so the slowest carries ceil(takers / 8): one
-// body up to 8 takers. A body may then run on any warp, so a query's state
-// lives in shared memory between its bodies, fp32: O^T as [query][dv / 16][lane]
-// float4 (one 16-byte access a lane a 16-dim m-tile: 4 wavefronts a warp, no
-// conflict), the running max and sums as [query][lane] {m0, m1, l0, l1}; a
-// body loads them, runs as above and stores them back. The tile's barrier
-// (kv_pipeline) orders one body's store before the next tile's load by
-// another warp. 16 queries, 64/64 only: 107.6 KB of shared memory (2 CTAs an
-// SM, 16 warps, where the 4-warp kernel fits 3 of 67.6 KB, 12 warps).
-template <int DK, int DV>
-struct DealtShape {
-  static constexpr int kWarps = 8, kThreads = 32 * kWarps, kQueries = 16;
-  static_assert(kQueries % kWarps == 0, "the write takes kQueries / kWarps queries a warp");
-  static constexpr int kLdQ = DK + tc::kSmemPad;
-  static constexpr size_t kQOffset = ColumnsShape<DK, DV, false>::kQOffset;
-  static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;
-  static constexpr size_t kMlOffset = kOOffset + size_t(kQueries) * (DV / 16) * 32 * sizeof(float4);
-  static constexpr size_t kBytes = kMlOffset + size_t(kQueries) * 32 * sizeof(float4);
-  static_assert(kOOffset % 16 == 0, "float4 state");
-  static_assert(kBytes <= kSmemBudget, "the dealt QueryColumns tiles exceed the shared-memory budget");
-};
-constexpr bool dealt_tiles(int dk, int dv) { return dk == 64 && dv == 64; }
-
-// A query's state to / from shared memory (DealtShape's layout).
-template <int DV>
-__device__ __forceinline__ void load_state(QueryColumn<DV>& c, const float4* os, const float4* ms, int qi, int lane) {
+  // Normalise and write; lse by the lanes of gid 0.
 #pragma unroll
-  for (int md = 0; md < DV / 16; ++md) {
-    const float4 v = os[(qi * (DV / 16) + md) * 32 + lane];
-    c.o[md][0] = v.x, c.o[md][1] = v.y, c.o[md][2] = v.z, c.o[md][3] = v.w;
-  }
-  const float4 ml = ms[qi * 32 + lane];
-  c.m[0] = ml.x, c.m[1] = ml.y, c.l[0] = ml.z, c.l[1] = ml.w;
-}
-template <int DV>
-__device__ __forceinline__ void store_state(const QueryColumn<DV>& c, float4* os, float4* ms, int qi, int lane) {
+  for (int j = 0; j < QW; ++j) {
+    const int t = cta.t0 + cta.warp + kTcWarps * j;
+    const float l[2] = {column_sum(col[j].l[0]), column_sum(col[j].l[1])};
+    const bool write = t <= cta.t_last && gid < p.h;
+    write_columns<T, DV>(
+        static_cast<T*>(p.o) + row_offset(cta.b, write ? t : 0, cta.g * p.h + (write ? gid : 0), p.S, p.H, DV),
+        col[j].o, l[0] > 0.f ? 1.f / l[0] : 0.f, l[1] > 0.f ? 1.f / l[1] : 0.f, write, tig);  // no key: o = 0
+    if (gid == 0 && t <= cta.t_last) {
 #pragma unroll
-  for (int md = 0; md < DV / 16; ++md)
-    os[(qi * (DV / 16) + md) * 32 + lane] = make_float4(c.o[md][0], c.o[md][1], c.o[md][2], c.o[md][3]);
-  ms[qi * 32 + lane] = make_float4(c.m[0], c.m[1], c.l[0], c.l[1]);
-}
-
-template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(DealtShape<DK, DV>::kThreads, 2) nsa_selected_fwd_qc8_kernel(const AttnParams p) {
-  using C = DealtShape<DK, DV>;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const tc::TcThread cta(p);
-  T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
-  float4* Os = reinterpret_cast<float4*>(smem_raw + C::kOOffset);
-  float4* Ms = reinterpret_cast<float4*>(smem_raw + C::kMlOffset);
-  copy_column_rows<T, DK, C::kLdQ, C::kThreads>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
-  tc::cp_async_commit();
-  {
-    QueryColumn<DV> c;
-    clear_state(c);
-    for (int qi = cta.warp; qi < C::kQueries; qi += C::kWarps) store_state(c, Os, Ms, qi, cta.lane);
-  }  // published by the union's first barrier
-  const float scale_log2 = p.scale * kLog2e;
-  walk_columns_dealt<T, DK, DV, C::kWarps, C::kQueries>(p, cta, smem_raw, [&](int qi, int key0, const T* ks, const T* vs) {
-    QueryColumn<DV> c;
-    load_state(c, Os, Ms, qi, cta.lane);
-    forward_body<T, DK, DV, C::kLdQ>(c, Qs + qi * 8 * C::kLdQ, ks, vs, cta.t0 + qi, key0, scale_log2, cta);
-    store_state(c, Os, Ms, qi, cta.lane);
-  });
-  __syncthreads();  // (kv_pipeline ends on one; this keeps the write right without it)
-#pragma unroll
-  for (int j = 0; j < C::kQueries / C::kWarps; ++j) {
-    const int qi = cta.warp + C::kWarps * j;
-    QueryColumn<DV> c;
-    load_state(c, Os, Ms, qi, cta.lane);
-    write_forward<T, DV>(p, cta, c, cta.t0 + qi);
+      for (int i = 0; i < 2; ++i) {
+        const int head = 2 * tig + i;
+        if (head < p.h)
+          p.lse_out[(int64_t(cta.b) * p.S + t) * p.H + cta.g * p.h + head] =
+              l[i] > 0.f ? (col[j].m[i] + log2f(l[i])) * kLn2 : INFINITY;
+      }
+    }
   }
 }
 
@@ -541,27 +412,9 @@ dim3 columns_grid(AttnParams& p) {
 
 constexpr bool tiles(int dk, int dv) { return (dk == 64 || dk == 128) && (dv == 64 || dv == 128); }
 
-std::atomic<int> g_columns_warps{0};       // set_selected_columns_warps: 0 = the rule
-std::atomic<int> g_last_columns_warps{0};  // last_selected_columns_warps
-
-// The forward's CTA: 8 warps (bodies dealt) where they tile and asked for or
-// the rule takes them, else 4 (owned queries).
-constexpr int kDealtByDefault = 4;
-int forward_columns_warps(int dk, int dv) {
-  const int asked = g_columns_warps.load();
-  return dealt_tiles(dk, dv) && (asked == 0 ? kDealtByDefault : asked) == 8 ? 8 : 4;
-}
-
 }  // namespace
 
 bool selected_query_columns_tiles(int dk, int dv) { return tiles(dk, dv); }
-
-void set_selected_columns_warps(int warps) {
-  TORCH_CHECK(warps == 0 || warps == 4 || warps == 8, "set_selected_columns_warps: 0, 4 or 8, got ", warps);
-  g_columns_warps.store(warps);
-}
-int selected_columns_warps() { return g_columns_warps.load(); }
-int last_selected_columns_warps() { return g_last_columns_warps.load(); }
 
 template <typename T, int DK, int DV>
 void launch_selected_columns(AttnParams& p, bool dq) {
@@ -569,24 +422,12 @@ void launch_selected_columns(AttnParams& p, bool dq) {
     // walk_columns copies each tile as one block's consecutive keys (issue_union_tile's ONE_BLOCK).
     TORCH_CHECK(p.sel_block % kTcKeys == 0, "the QueryColumns kernels need sel_block a multiple of ", kTcKeys,
                 "; got ", p.sel_block);
-    if (dq) {
+    if (dq)
       launch_kernel(nsa_selected_bwd_dq_qc_kernel<T, DK, DV>, columns_grid<DK, DV, true>(p), kTcThreads,
                     ColumnsShape<DK, DV, true>::kBytes, p);
-      return;
-    }
-    const int warps = forward_columns_warps(DK, DV);
-    g_last_columns_warps.store(warps);
-    if constexpr (dealt_tiles(DK, DV)) {
-      if (warps == 8) {
-        using C = DealtShape<DK, DV>;
-        static_assert(C::kQueries == ColumnsShape<DK, DV, false>::kQueries, "the two forwards share the grid");
-        launch_kernel(nsa_selected_fwd_qc8_kernel<T, DK, DV>, columns_grid<DK, DV, false>(p), C::kThreads, C::kBytes,
-                      p);
-        return;
-      }
-    }
-    launch_kernel(nsa_selected_fwd_qc_kernel<T, DK, DV>, columns_grid<DK, DV, false>(p), kTcThreads,
-                  ColumnsShape<DK, DV, false>::kBytes, p);
+    else
+      launch_kernel(nsa_selected_fwd_qc_kernel<T, DK, DV>, columns_grid<DK, DV, false>(p), kTcThreads,
+                    ColumnsShape<DK, DV, false>::kBytes, p);
   } else {
     TORCH_CHECK(false, "the QueryColumns kernels tile dk, dv in {64, 128}; asked for ", DK, "/", DV);
   }
