@@ -59,6 +59,12 @@ if(NSA_TORCH)
   endif()
   find_package(Torch REQUIRED)
   unset(CMAKE_CUDA_ARCHITECTURES)
+  # The glue also appends its -gencode flags to CMAKE_CUDA_FLAGS; every .cu of ours
+  # (nsa/cuda, harness/probes, harness/trace) builds for CMAKE_CUDA_ARCHITECTURES
+  # instead, so they go here, once, before any folder reads the variable.
+  if(CMAKE_CUDA_FLAGS MATCHES "-gencode")
+    string(REGEX REPLACE "-gencode[= ]arch=[^ ]+" "" CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
+  endif()
 endif()
 
 # --- the small libraries ----------------------------------------------------
