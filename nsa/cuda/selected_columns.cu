@@ -63,7 +63,6 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
-#include "nsa/cuda/bulk_copy.cuh"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/query_tiles.cuh"
@@ -90,9 +89,7 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  // The two K/V stages' barriers (bulk copies, the forward on sm_90: walk_columns).
-  static constexpr size_t kBarOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
-  static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t);
+  static constexpr size_t kBytes = kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0);
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
 };
 
@@ -161,54 +158,23 @@ __device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)
 // last visible row of the tile is `last`?
 __device__ __forceinline__ bool past(int mt, int e, int gid, int last) { return mt * 16 + gid + 8 * (e / 2) > last; }
 
-// BULK (the forward where bulk copies exist, sm_90): tile i's K and V rows by
-// the copy engine, one lane a row (bulk_copy.cuh), counted on the stage's
-// barrier (bars[i & 1]), where cp.async makes every thread of the CTA form the
-// addresses of its 16-byte pieces (ncu at m7c 8k: that issue was ~30 % of the
-// instructions in the 8-warp variant, docs/performance.md). Rows past the
-// pass's keys (the last block cut at t_last) repeat the tile's first row
-// instead of zeros: they lie past every query of the CTA, so `past` masks
-// them, and the first row is one the taking query attends anyway.
-template <typename T, int DK, int DV, typename Layout, typename Union>
-__device__ __forceinline__ void issue_union_tile_bulk(const AttnParams& p, const tc::TcThread& cta, Union& u, T* Ks,
-                                                      T* Vs, uint64_t* bars, int c0, int n_keys, int i) {
-  const int s = i & 1, pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;
-  const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
-  if (cta.tid == 0) {  // as issue_union_tile's ONE_BLOCK: row 0 stands for the tile
-    u.tile_key[s][0] = key0;
-    u.tile_mask[s][0] = u.chooser[j - c0];
-  }
-  if (cta.warp != (i & (kTcWarps - 1))) return;  // the tiles' copies taken in turn
-  if (cta.lane == 0) bulk::arrive_expect_tx(&bars[s], kTcKeys * (DK + DV) * sizeof(T));
-  __syncwarp();
-  const int rows = n_keys - pos0;
-  const T* k0 = static_cast<const T*>(p.k) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DK);
-  const T* v0 = static_cast<const T*>(p.v) + row_offset(cta.b, key0, cta.g, p.Sk, p.G, DV);
-#pragma unroll
-  for (int r = cta.lane; r < kTcKeys; r += 32) {
-    const int64_t key = r < rows ? r : 0;
-    bulk::copy_g2s(Ks + s * Layout::kKStage + r * Layout::kLdK, k0 + key * p.G * DK, DK * sizeof(T), &bars[s]);
-    bulk::copy_g2s(Vs + s * Layout::kVStage + r * Layout::kLdV, v0 + key * p.G * DV, DV * sizeof(T), &bars[s]);
-  }
-}
-
 // The union walk both kernels share: for each 64-key tile of the CTA's union
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
-// BULK: the tiles come by bulk copies (issue_union_tile_bulk; `bars`: the two
-// stages' barriers, initialised to one arrival each), else by cp.async.
-template <typename T, int DK, int DV, int QW, bool BULK, typename Query>
+template <typename T, int DK, int DV, int QW, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                             uint64_t* bars, Query&& query) {
+                                             Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using Union = typename L::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
   T* Vs = Ks + 2 * L::kKStage;
   Union& u = *reinterpret_cast<Union*>(smem + L::kKvBytes);
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
-  unsigned phases = 0;  // BULK: bit s = the parity of stage s's next phase
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
+    const auto issue = [&](int i) {
+      tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
+    };
     const auto compute = [&](int i) {
       // The tile lies in one block (sel_block % 64 == 0): its first key and
       // the block's choosers stand for every row.
@@ -221,29 +187,7 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
         query(j, t, key0, Ks + (i & 1) * L::kKStage, Vs + (i & 1) * L::kVStage);
       }
     };
-    const int n_tiles = ceil_div(n_keys, kTcKeys);
-    if constexpr (BULK) {
-      // kv_pipeline's order, each tile's wait on its stage's barrier (and the
-      // first on Q's cp.async group too).
-      const auto issue = [&](int i) {
-        issue_union_tile_bulk<T, DK, DV, L>(p, cta, u, Ks, Vs, bars, c0, n_keys, i);
-      };
-      if (n_tiles > 0) issue(0);
-      for (int i = 0; i < n_tiles; ++i) {
-        if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
-        tc::cp_async_wait<0>();
-        bulk::wait(&bars[i & 1], (phases >> (i & 1)) & 1u);
-        phases ^= 1u << (i & 1);
-        __syncthreads();
-        compute(i);
-        __syncthreads();
-      }
-    } else {
-      const auto issue = [&](int i) {
-        tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
-      };
-      tc::kv_pipeline(n_tiles, issue, compute);
-    }
+    tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
   }
 }
 
@@ -348,16 +292,9 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   const tc::TcThread cta(p);
   const int lane = cta.lane, gid = cta.gid, tig = cta.tig;
   T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + C::kBarOffset);
   // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
-  constexpr bool kBulk = NSA_BULK_DEVICE;
-  if (kBulk && cta.tid == 0) {  // published by the union's first barrier, before any copy
-    bulk::init(&bars[0], 1);
-    bulk::init(&bars[1], 1);
-    bulk::fence_init();
-  }
   QueryColumn<DV> col[QW];
 #pragma unroll
   for (int j = 0; j < QW; ++j) {
@@ -367,7 +304,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
     col[j].l[0] = col[j].l[1] = 0.f;
   }
   const float scale_log2 = p.scale * kLog2e;
-  walk_columns<T, DK, DV, QW, kBulk>(p, cta, smem_raw, bars, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
     const int qi = t - cta.t0;
     float s[4][4];
     tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
@@ -436,7 +373,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_bwd_dq_qc_kernel(c
     }
   }
   const float scale_log2 = p.scale * kLog2e;
-  walk_columns<T, DK, DV, QW, false>(p, cta, smem_raw, nullptr, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
     const int qi = t - cta.t0, last = t - key0;
     float s[4][4], dp[4][4];
     tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
