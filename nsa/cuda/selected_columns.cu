@@ -58,11 +58,16 @@
 // for 3 CTAs per SM at 64/64), 1 at 128/128.
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <climits>
+#include <type_traits>
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/bulk_copy.cuh"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/query_tiles.cuh"
@@ -89,7 +94,9 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  static constexpr size_t kBytes = kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0);
+  // The two K/V stages' barriers (bulk copies, the forward on sm_90: walk_columns).
+  static constexpr size_t kBarOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
+  static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t);
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
 };
 
@@ -112,11 +119,15 @@ __device__ __forceinline__ void copy_column_rows(T* dst, const T* src, const Att
 // D: S^T = K Q^T, dP^T = V dO^T. The B fragments come from the query's 8
 // shared rows `cols` (stride LDC; one ldmatrix x4 per 32 dims: lanes 0-7 dims
 // +0..7, 8-15 +8..15, 16-23 +16..23, 24-31 +24..31 of rows lane % 8).
-template <typename T, int D, int LDR, int LDC>
-__device__ __forceinline__ void tile_t(float (&acc)[4][4], const T* cols, const T* rows, int lane) {
+// SW: `rows` is a 128-byte-swizzled tensor-copy box (dense rows of 64
+// elements; the 16-byte chunk c of row r at chunk c ^ (r % 8), counted from a
+// 1024-byte boundary): `sw` = this lane's XOR, the row % 8 of the rows its
+// ldmatrix addresses name (lane % 8 here, and in add_t).
+template <typename T, int D, int LDR, int LDC, bool SW = false>
+__device__ __forceinline__ void tile_t(float (&acc)[4][4], const T* cols, const T* rows, int lane, int sw = 0) {
 #pragma unroll
   for (int mt = 0; mt < 4; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
-  const T* base = rows + (lane % 8 + ((lane / 8) % 2) * 8) * LDR + (lane / 16) * 8;
+  const T* base = rows + (lane % 8 + ((lane / 8) % 2) * 8) * LDR;
   const T* cbase = cols + (lane % 8) * LDC + (lane / 8) * 8;
 #pragma unroll
   for (int k2 = 0; k2 < D / 32; ++k2) {
@@ -124,10 +135,12 @@ __device__ __forceinline__ void tile_t(float (&acc)[4][4], const T* cols, const 
     tc::ldmatrix_x4(b, cbase + k2 * 32);
 #pragma unroll
     for (int h2 = 0; h2 < 2; ++h2) {
+      const int chunk = (2 * k2 + h2) * 2 + lane / 16;
+      const T* a_row = base + (SW ? chunk ^ sw : chunk) * 8;
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt) {
         uint32_t a[4];
-        tc::ldmatrix_x4(a, base + mt * 16 * LDR + (2 * k2 + h2) * 16);
+        tc::ldmatrix_x4(a, a_row + mt * 16 * LDR);
         tc::mma_16816<T>(acc[mt], a, b[2 * h2], b[2 * h2 + 1]);
       }
     }
@@ -137,8 +150,9 @@ __device__ __forceinline__ void tile_t(float (&acc)[4][4], const T* cols, const 
 // out^T += M^T X^T over the tile's 64 keys (4 k-steps of 16): M = `rows` (64
 // keys x DM, stride LDM; A = M^T by ldmatrix.trans), X^T = x (keys x heads, C
 // layout of tile_t): O^T += V^T P^T, dQ^T += K^T dS^T.
-template <typename T, int DM, int LDM>
-__device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)[4][4], const T* rows, int lane) {
+template <typename T, int DM, int LDM, bool SW = false>
+__device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)[4][4], const T* rows, int lane,
+                                      int sw = 0) {
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     // X^T's k-step ks as a B fragment (keys 2 tig..+1, + 8, of head gid): the
@@ -148,7 +162,12 @@ __device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)
 #pragma unroll
     for (int md = 0; md < DM / 16; ++md) {
       uint32_t a[4];
-      tc::ldmatrix_a_frag_trans<T, LDM>(a, rows, ks * 16, md * 16, lane);
+      if constexpr (SW) {  // ldmatrix_a_frag_trans's rows and columns, the chunk swizzled (tile_t)
+        const int chunk = md * 2 + (lane / 8) % 2;
+        tc::ldmatrix_x4_trans(a, rows + (ks * 16 + lane % 8 + (lane / 16) * 8) * LDM + (chunk ^ sw) * 8);
+      } else {
+        tc::ldmatrix_a_frag_trans<T, LDM>(a, rows, ks * 16, md * 16, lane);
+      }
       tc::mma_16816<T>(out[md], a, b0, b1);
     }
   }
@@ -158,23 +177,53 @@ __device__ __forceinline__ void add_t(float (&out)[DM / 16][4], const float (&x)
 // last visible row of the tile is `last`?
 __device__ __forceinline__ bool past(int mt, int e, int gid, int last) { return mt * 16 + gid + 8 * (e / 2) > last; }
 
+// The K and V tensor maps of the forward's tensor copies (sm_90, dk = dv =
+// 64): K, V as [B Sk][G][64], a box = 64 rows of one group, 128-byte swizzled.
+struct KvMaps {
+  CUtensorMap k, v;
+};
+
+// BULK (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
+// V as two tensor-copy boxes (bulk_copy.cuh) issued by one thread and counted
+// on the stage's barrier (bars[i & 1]), where cp.async makes every thread of
+// the CTA form the addresses of its 16-byte pieces (ncu at m7c 8k: that issue
+// was ~30 % of the instructions in the 8-warp variant, docs/performance.md).
+// A box holds 64 consecutive rows from the tile's first key: rows past the
+// pass's keys (the last block cut at t_last) are later keys or the next
+// batch's, past every query of the CTA, so `past` masks them (zeros past the
+// tensor's end).
+template <typename T, int DK, int DV, typename Layout, typename Union>
+__device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const tc::TcThread& cta, Union& u, T* Ks,
+                                                     T* Vs, uint64_t* bars, const KvMaps& maps, int c0, int i) {
+  if (cta.tid != 0) return;
+  const int s = i & 1, pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;
+  const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
+  u.tile_key[s][0] = key0;  // as issue_union_tile's ONE_BLOCK: row 0 stands for the tile
+  u.tile_mask[s][0] = u.chooser[j - c0];
+  bulk::arrive_expect_tx(&bars[s], kTcKeys * (DK + DV) * sizeof(T));
+  const int row = cta.b * p.Sk + key0;
+  bulk::copy_tensor_3d(Ks + s * Layout::kKStage, &maps.k, 0, cta.g, row, &bars[s]);
+  bulk::copy_tensor_3d(Vs + s * Layout::kVStage, &maps.v, 0, cta.g, row, &bars[s]);
+}
+
 // The union walk both kernels share: for each 64-key tile of the CTA's union
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
-template <typename T, int DK, int DV, int QW, typename Query>
+// BULK: the tiles come by tensor copies (issue_union_tile_tma; `bars`: the
+// two stages' barriers, initialised to one arrival each; `maps`: K's and V's
+// tensor maps), else by cp.async.
+template <typename T, int DK, int DV, int QW, bool BULK, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                             Query&& query) {
+                                             uint64_t* bars, const KvMaps* maps, Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using Union = typename L::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
   T* Vs = Ks + 2 * L::kKStage;
   Union& u = *reinterpret_cast<Union*>(smem + L::kKvBytes);
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
+  unsigned phases = 0;  // BULK: bit s = the parity of stage s's next phase
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
-    const auto issue = [&](int i) {
-      tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
-    };
     const auto compute = [&](int i) {
       // The tile lies in one block (sel_block % 64 == 0): its first key and
       // the block's choosers stand for every row.
@@ -187,7 +236,29 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
         query(j, t, key0, Ks + (i & 1) * L::kKStage, Vs + (i & 1) * L::kVStage);
       }
     };
-    tc::kv_pipeline(ceil_div(n_keys, kTcKeys), issue, compute);
+    const int n_tiles = ceil_div(n_keys, kTcKeys);
+    if constexpr (BULK) {
+      // kv_pipeline's order, each tile's wait on its stage's barrier (and the
+      // first on Q's cp.async group too).
+      const auto issue = [&](int i) {
+        issue_union_tile_tma<T, DK, DV, L>(p, cta, u, Ks, Vs, bars, *maps, c0, i);
+      };
+      if (n_tiles > 0) issue(0);
+      for (int i = 0; i < n_tiles; ++i) {
+        if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
+        tc::cp_async_wait<0>();
+        bulk::wait(&bars[i & 1], (phases >> (i & 1)) & 1u);
+        phases ^= 1u << (i & 1);
+        __syncthreads();
+        compute(i);
+        __syncthreads();
+      }
+    } else {
+      const auto issue = [&](int i) {
+        tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
+      };
+      tc::kv_pipeline(n_tiles, issue, compute);
+    }
   }
 }
 
@@ -284,7 +355,8 @@ __device__ __forceinline__ float column_sum(float x) {
 }
 
 template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(const AttnParams p,
+                                                                              const __grid_constant__ KvMaps maps) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using C = ColumnsShape<DK, DV, false>;
   constexpr int QW = C::kQw;
@@ -292,9 +364,18 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   const tc::TcThread cta(p);
   const int lane = cta.lane, gid = cta.gid, tig = cta.tig;
   T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + C::kBarOffset);
   // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
+  constexpr bool kBulk = NSA_BULK_DEVICE && DK == 64 && DV == 64;  // one 128-byte box row a key
+  static_assert(!kBulk || (L::kKStage * sizeof(T) % 1024 == 0 && L::kVStage * sizeof(T) % 1024 == 0),
+                "each tensor-copy box starts a 1024-byte swizzle period");
+  if (kBulk && cta.tid == 0) {  // published by the union's first barrier, before any copy
+    bulk::init(&bars[0], 1);
+    bulk::init(&bars[1], 1);
+    bulk::fence_init();
+  }
   QueryColumn<DV> col[QW];
 #pragma unroll
   for (int j = 0; j < QW; ++j) {
@@ -304,10 +385,15 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
     col[j].l[0] = col[j].l[1] = 0.f;
   }
   const float scale_log2 = p.scale * kLog2e;
-  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  // The tensor copies' swizzle XOR of this lane's ldmatrix rows (tile_t): the
+  // stages start at multiples of 1024 bytes from smem_raw.
+  const int sw = int((tc::smem_u32(smem_raw) >> 7) + lane) & 7;
+  constexpr int kLdK = kBulk ? DK : L::kLdK, kLdV = kBulk ? DV : L::kLdV;
+  walk_columns<T, DK, DV, QW, kBulk>(p, cta, smem_raw, bars, &maps, [&](int j, int t, int key0, const T* ks,
+                                                                          const T* vs) {
     const int qi = t - cta.t0;
     float s[4][4];
-    tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
+    tile_t<T, DK, kLdK, C::kLdQ, kBulk>(s, Qs + qi * 8 * C::kLdQ, ks, lane, sw);
     if (const int last = t - key0; last < kTcKeys - 1) {  // the query's own block: keys past t
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
@@ -316,7 +402,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
           if (past(mt, e, gid, last)) s[mt][e] = -INFINITY;
     }
     column_softmax_update<DV>(s, scale_log2, col[j]);
-    add_t<T, DV, L::kLdV>(col[j].o, s, vs, lane);
+    add_t<T, DV, kLdV, kBulk>(col[j].o, s, vs, lane, sw);
   });
 
   // Normalise and write; lse by the lanes of gid 0.
@@ -373,7 +459,8 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_bwd_dq_qc_kernel(c
     }
   }
   const float scale_log2 = p.scale * kLog2e;
-  walk_columns<T, DK, DV, QW>(p, cta, smem_raw, [&](int j, int t, int key0, const T* ks, const T* vs) {
+  walk_columns<T, DK, DV, QW, false>(p, cta, smem_raw, nullptr, nullptr, [&](int j, int t, int key0, const T* ks,
+                                                                               const T* vs) {
     const int qi = t - cta.t0, last = t - key0;
     float s[4][4], dp[4][4];
     tile_t<T, DK, L::kLdK, C::kLdQ>(s, Qs + qi * 8 * C::kLdQ, ks, lane);
@@ -412,6 +499,40 @@ dim3 columns_grid(AttnParams& p) {
 
 constexpr bool tiles(int dk, int dv) { return (dk == 64 || dk == 128) && (dv == 64 || dv == 128); }
 
+// The forward's tensor maps (KvMaps), where its code copies by tensor: dk = dv
+// = 64 on a device of compute capability 9.0 or more (its sm_90a code); zeros
+// elsewhere, which the cp.async code never reads. The encoder comes from the
+// driver (no link against libcuda); a map is 128 bytes of host work a launch.
+template <typename T, int DK, int DV>
+KvMaps forward_kv_maps(const AttnParams& p) {
+  KvMaps maps{};
+  if (!(DK == 64 && DV == 64) || at::cuda::getCurrentDeviceProperties()->major < 9) return maps;
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    NSA_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    TORCH_CHECK(found == cudaDriverEntryPointSuccess && fn != nullptr,
+                "the selected forward's tensor copies: cuTensorMapEncodeTiled is not in this driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const auto encode_one = [&](CUtensorMap* map, const void* base, int d, const char* name) {
+    // [B Sk][G][d], innermost first; a box = d elements x 1 group x 64 rows.
+    const cuuint64_t dims[3] = {cuuint64_t(d), cuuint64_t(p.G), cuuint64_t(p.B) * cuuint64_t(p.Sk)};
+    const cuuint64_t strides[2] = {cuuint64_t(d) * sizeof(T), cuuint64_t(p.G) * d * sizeof(T)};
+    const cuuint32_t box[3] = {cuuint32_t(d), 1, cuuint32_t(kTcKeys)};
+    const cuuint32_t step[3] = {1, 1, 1};
+    const CUresult r =
+        encode(map, std::is_same_v<T, c10::BFloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+               3, const_cast<void*>(base), dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    TORCH_CHECK(r == CUDA_SUCCESS, "the selected forward's tensor map of ", name, ": cuTensorMapEncodeTiled returned ",
+                int(r), " (", name, " must be 16-byte aligned)");
+  };
+  encode_one(&maps.k, p.k, DK, "K");
+  encode_one(&maps.v, p.v, DV, "V");
+  return maps;
+}
+
 }  // namespace
 
 bool selected_query_columns_tiles(int dk, int dv) { return tiles(dk, dv); }
@@ -427,7 +548,7 @@ void launch_selected_columns(AttnParams& p, bool dq) {
                     ColumnsShape<DK, DV, true>::kBytes, p);
     else
       launch_kernel(nsa_selected_fwd_qc_kernel<T, DK, DV>, columns_grid<DK, DV, false>(p), kTcThreads,
-                    ColumnsShape<DK, DV, false>::kBytes, p);
+                    ColumnsShape<DK, DV, false>::kBytes, p, forward_kv_maps<T, DK, DV>(p));
   } else {
     TORCH_CHECK(false, "the QueryColumns kernels tile dk, dv in {64, 128}; asked for ", DK, "/", DV);
   }
