@@ -94,7 +94,7 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  // The two K/V stages' barriers (bulk copies, the forward on sm_90: walk_columns).
+  // The two K/V stages' barriers (the forward's tensor copies on sm_90: walk_columns).
   static constexpr size_t kBarOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
   static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t);
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
@@ -183,7 +183,7 @@ struct KvMaps {
   CUtensorMap k, v;
 };
 
-// BULK (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
+// TMA (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
 // V as two tensor-copy boxes (bulk_copy.cuh) issued by one thread and counted
 // on the stage's barrier (bars[i & 1]), where cp.async makes every thread of
 // the CTA form the addresses of its 16-byte pieces (ncu at m7c 8k: that issue
@@ -212,10 +212,10 @@ __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const 
 // The union walk both kernels share: for each 64-key tile of the CTA's union
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
-// BULK: the tiles come by tensor copies (issue_union_tile_tma; `bars`: the
+// TMA: the tiles come by tensor copies (issue_union_tile_tma; `bars`: the
 // two stages' barriers, initialised to one arrival each; `maps`: K's and V's
 // tensor maps), else by cp.async.
-template <typename T, int DK, int DV, int QW, bool BULK, typename Query>
+template <typename T, int DK, int DV, int QW, bool TMA, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
                                              uint64_t* bars, const KvMaps* maps, Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
@@ -224,7 +224,7 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
   T* Vs = Ks + 2 * L::kKStage;
   Union& u = *reinterpret_cast<Union*>(smem + L::kKvBytes);
   const int n_blocks = imin(ceil_div(cta.t_last + 1, p.sel_block), ceil_div(p.Sk, p.sel_block));
-  unsigned phases = 0;  // BULK: bit s = the parity of stage s's next phase
+  unsigned phases = 0;  // TMA: bit s = the parity of stage s's next phase
   for (int c0 = 0; c0 < n_blocks; c0 += Union::kChunk) {
     const int n_keys = tc::build_selected_union(p, cta, u, c0, imin(Union::kChunk, n_blocks - c0));
     const auto compute = [&](int i) {
@@ -240,7 +240,7 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
       }
     };
     const int n_tiles = ceil_div(n_keys, kTcKeys);
-    if constexpr (BULK) {
+    if constexpr (TMA) {
       // kv_pipeline's order, each tile's wait on its stage's barrier (and the
       // first on Q's cp.async group too).
       const auto issue = [&](int i) {
@@ -371,10 +371,10 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
-  constexpr bool kBulk = NSA_BULK_DEVICE && DK == 64 && DV == 64;  // one 128-byte box row a key
-  static_assert(!kBulk || (L::kKStage * sizeof(T) % 1024 == 0 && L::kVStage * sizeof(T) % 1024 == 0),
+  constexpr bool kTma = NSA_BULK_DEVICE && DK == 64 && DV == 64;  // one 128-byte box row a key
+  static_assert(!kTma || (L::kKStage * sizeof(T) % 1024 == 0 && L::kVStage * sizeof(T) % 1024 == 0),
                 "each tensor-copy box starts a 1024-byte swizzle period");
-  if (kBulk && cta.tid == 0) {  // published by the union's first barrier, before any copy
+  if (kTma && cta.tid == 0) {  // published by the union's first barrier, before any copy
     bulk::init(&bars[0], 1);
     bulk::init(&bars[1], 1);
     bulk::fence_init();
@@ -391,12 +391,12 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   // The tensor copies' swizzle XOR of this lane's ldmatrix rows (tile_t): the
   // stages start at multiples of 1024 bytes from smem_raw.
   const int sw = int((tc::smem_u32(smem_raw) >> 7) + lane) & 7;
-  constexpr int kLdK = kBulk ? DK : L::kLdK, kLdV = kBulk ? DV : L::kLdV;
-  walk_columns<T, DK, DV, QW, kBulk>(p, cta, smem_raw, bars, &maps, [&](int j, int t, int key0, const T* ks,
+  constexpr int kLdK = kTma ? DK : L::kLdK, kLdV = kTma ? DV : L::kLdV;
+  walk_columns<T, DK, DV, QW, kTma>(p, cta, smem_raw, bars, &maps, [&](int j, int t, int key0, const T* ks,
                                                                           const T* vs) {
     const int qi = t - cta.t0;
     float s[4][4];
-    tile_t<T, DK, kLdK, C::kLdQ, kBulk>(s, Qs + qi * 8 * C::kLdQ, ks, lane, sw);
+    tile_t<T, DK, kLdK, C::kLdQ, kTma>(s, Qs + qi * 8 * C::kLdQ, ks, lane, sw);
     if (const int last = t - key0; last < kTcKeys - 1) {  // the query's own block: keys past t
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
           if (past(mt, e, gid, last)) s[mt][e] = -INFINITY;
     }
     column_softmax_update<DV>(s, scale_log2, col[j]);
-    add_t<T, DV, kLdV, kBulk>(col[j].o, s, vs, lane, sw);
+    add_t<T, DV, kLdV, kTma>(col[j].o, s, vs, lane, sw);
   });
 
   // Normalise and write; lse by the lanes of gid 0.
