@@ -199,10 +199,7 @@ template <typename T, int DK, int DV, typename Layout, typename Union>
 __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const tc::TcThread& cta, Union& u, T* Ks,
                                                      T* Vs, uint64_t* bars, const KvMaps& maps, int c0, int i) {
   if (cta.tid != 0) return;
-  const int s = i & 1, pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;
-  const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
-  u.tile_key[s][0] = key0;  // as issue_union_tile's ONE_BLOCK: row 0 stands for the tile
-  u.tile_mask[s][0] = u.chooser[j - c0];
+  const int s = i & 1, key0 = tc::key_one_block_tile(p, cta, u, c0, i);
   bulk::arrive_expect_tx(&bars[s], kTcKeys * (DK + DV) * sizeof(T));
   const int row = cta.b * p.Sk + key0;
   bulk::copy_tensor_3d(Ks + s * Layout::kKStage, &maps.k, 0, cta.g, row, &bars[s]);
@@ -241,21 +238,15 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
     };
     const int n_tiles = ceil_div(n_keys, kTcKeys);
     if constexpr (TMA) {
-      // kv_pipeline's order, each tile's wait on its stage's barrier (and the
-      // first on Q's cp.async group too).
       const auto issue = [&](int i) {
         issue_union_tile_tma<T, DK, DV, L>(p, cta, u, Ks, Vs, bars, *maps, c0, i);
       };
-      if (n_tiles > 0) issue(0);
-      for (int i = 0; i < n_tiles; ++i) {
-        if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
+      const auto wait = [&](int i) {  // the stage's barrier (and the first tile's on Q's cp.async group too)
         tc::cp_async_wait<0>();
         bulk::wait(&bars[i & 1], (phases >> (i & 1)) & 1u);
         phases ^= 1u << (i & 1);
-        __syncthreads();
-        compute(i);
-        __syncthreads();
-      }
+      };
+      tc::kv_pipeline_waiting(n_tiles, issue, wait, compute);
     } else {
       const auto issue = [&](int i) {
         tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
