@@ -30,7 +30,7 @@
 // 3 CTAs per SM at 64/64) the kernel also makes dq, sparing the dq kernel's
 // second computation of S and dP: after each row tile the warps' dS^T (rounded
 // as dK's operand) sits in shared memory, each warp multiplies 16 of its rows
-// by the key tile (dQ += dS K) and adds them to an fp32 accumulator in 8-byte
+// by the key tile (dQ += dS K) and adds them to an fp32 accumulator in 16-byte
 // atomics (add_tile_dq); one kernel then writes dq = scale * accumulator in the
 // input dtype. The additions' order varies from run to run: dq is not
 // reproducible bit for bit. The layer asks it of the selected branch only
@@ -138,12 +138,9 @@ struct DkdvLayout {
   static constexpr int kLdS = kRows + tc::kSmemPad;
   static constexpr size_t kDqRowsBytes = 2 * size_t(kRows) * sizeof(int64_t);
   static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
-  // Selected with dq: each thread's query and slot of its row, four tiles'
-  // worth ([4][2][threads] int, tc_dkdv_body's `ring`).
-  static constexpr size_t kRingBytes = 4 * 2 * size_t(tc::kTcThreads) * sizeof(int);
   // No reduction area: the kernels with dq have one row group and write dk, dv
   // from the accumulators.
-  static constexpr size_t kBytesDq = kLoopBytes + kDqRowsBytes + kDsBytes + kRingBytes;
+  static constexpr size_t kBytesDq = kLoopBytes + kDqRowsBytes + kDsBytes;
   static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
@@ -151,12 +148,10 @@ struct DkdvLayout {
 // dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
 // (64 keys x RT rows, `ds`) is complete; the warps take units of 16 rows x
 // kCols columns of dq in turn, each reading dS as A fragments (transposed from
-// ds) and K from the key tile, and add them to the fp32 accumulator in 8-byte
-// atomics, each lane its two columns of rows gid and gid + 8 as the MMA left
-// them. (16-byte atomics, the 4 lanes of a row pair exchanging halves by shfl,
-// put the lanes' waits for the exchange at 14 % of the warpgroup kernel's
-// stall samples at m7c 8k, ncu; 8-byte ones touch the same sectors.) Padding
-// rows (dq row -1) add nothing. With `slots` (BackwardDq::slots) the same
+// ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
+// atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
+// add four columns of row gid and odd lanes four of row gid + 8. Padding rows
+// (dq row -1) add nothing. With `slots` (BackwardDq::slots) the same four
 // columns, times scale and rounded to T, are stored to the row's partial row
 // instead (its (query, slot, head) row of p.dq_part), no atomics. The rows'
 // dq rows come from shared memory, written with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
@@ -187,26 +182,29 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
       else
         tc::warp_a_b_step<T, kCols, LDK>(acc, a, Ks, kk * 16, c0, lane);
     }
-    // The tile's RT rows are all written (padding rows -1).
-    const int64_t rows[2] = {rows_dq[r0 + gid], rows_dq[r0 + gid + 8]};
+    const bool odd = tig & 1;
+    const int64_t mine = rows_dq[r0 + gid + (odd ? 8 : 0)];  // the tile's RT rows are all written
 #pragma unroll
     for (int n = 0; n < kCols / 8; ++n) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {  // the lane's two columns of row gid (i = 0) and gid + 8 (i = 1)
-        if (rows[i] < 0) continue;
-        const float x = acc[n][2 * i], y = acc[n][2 * i + 1];
-        const int64_t at = rows[i] * DK + c0 + 8 * n + 2 * tig;
-        if (slots) {  // the pair's own row: scale dS K, rounded once, written once
-          *reinterpret_cast<uint32_t*>(static_cast<T*>(p.dq_part) + at) = tc::pack2<T>(x * p.scale, y * p.scale);
-          continue;
-        }
-        float* dst = p.dq_accum + at;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
-#else
-        atomicAdd(dst, x), atomicAdd(dst + 1, y);
-#endif
+      // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
+      const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
+      const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
+      if (mine < 0) continue;
+      const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
+      const int64_t at = mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+      if (slots) {  // the pair's own row: scale dS K, rounded once, written once
+        uint2 packed;
+        packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale);
+        packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
+        *reinterpret_cast<uint2*>(static_cast<T*>(p.dq_part) + at) = packed;
+        continue;
       }
+      float* dst = p.dq_accum + at;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      atomicAdd(reinterpret_cast<float4*>(dst), v4);
+#else
+      atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
+#endif
     }
   }
 }
@@ -230,7 +228,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   float* row_delta = row_lse + 2 * RT;                          // [2][RT]
   int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], dq (or partial) row, -1: padding
   T* ds = reinterpret_cast<T*>(row_dq + 2 * RT);                      // kDq: [64 keys][kLdS], dS^T of the row tile
-  int* ring = reinterpret_cast<int*>(ds + kKeys * L::kLdS);           // kRing: [4][2][threads] query, slot
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -267,13 +264,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   // made one tile before the copies that need it (next_t).
   // With BackwardDq::slots also the entry's slot in the query's block_idx row
   // (the reverse index's, loaded beside the query).
-  // kRing (Selected with dq): tile i's query and slot come by cp.async into
-  // ring[i & 3], two tiles ahead, in the group of tile i - 2's rows (complete
-  // before tile i's rows are issued), read back by the thread that copied
-  // them. ncu (H200, m7c 8k): the register path's load, made one tile ahead,
-  // was waited for at once (the compiler copied it into the loop's register
-  // right after the load), 8 % of the warpgroup kernel's stall samples.
-  constexpr bool kRing = kDq && BR == Branch::Selected;
   const bool slots = kDq && p.dq_part != nullptr;
   const auto query_of = [&](int i) {
     const int ri = i * RT + tid / kTpr;
@@ -283,29 +273,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const int ri = i * RT + tid / kTpr;
     return slots && ri < n_rows ? cta.slot_list[ri / p.h] : 0;
   };
-  const auto fetch_ids = [&](int i) {  // kRing: tile i's query and slot into ring[i & 3], the caller's group
-    const int ri = i * RT + tid / kTpr, e = ri < n_rows ? ri / p.h : 0;
-    int* at = ring + (i & 3) * 2 * kTcThreads + tid;
-    tc::cp_async_4(at, cta.q_list + e, ri < n_rows);
-    if (slots) tc::cp_async_4(at + kTcThreads, cta.slot_list + e, ri < n_rows);
-  };
   int next_t = tile0 < tile1 ? query_of(tile0) : -1;
   int next_slot = tile0 < tile1 ? slot_of(tile0) : 0;
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
     const bool valid = ri < n_rows;
-    int t = next_t, slot = next_slot;
-    if constexpr (kRing) {
-      if (i > tile0) {  // tile0's came by load (next_t, next_slot)
-        const int* at = ring + (i & 3) * 2 * kTcThreads + tid;
-        t = valid ? at[0] : -1;
-        slot = slots && valid ? at[kTcThreads] : 0;
-      }
-      if (i + 2 < tile1) fetch_ids(i + 2);
-    } else {
-      next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
-      next_slot = i + 1 < tile1 ? slot_of(i + 1) : 0;
-    }
+    const int t = next_t, slot = next_slot;
+    next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
+    next_slot = i + 1 < tile1 ? slot_of(i + 1) : 0;
     const int hq = g * p.h + (valid ? ri % p.h : 0), ts = valid ? t : 0;
     const T* qsrc = q + row_offset(b, ts, hq, p.S, p.H, DK);
     const T* osrc = dout + row_offset(b, ts, hq, p.S, p.H, DV);
@@ -337,10 +312,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 #pragma unroll
   for (int n = 0; n < DV / 8; ++n) dv_acc[n][0] = dv_acc[n][1] = dv_acc[n][2] = dv_acc[n][3] = 0.f;
 
-  if (kRing && tile0 + 1 < tile1) {  // tile0 + 1's query and slot, in a group of their own (waited for below)
-    fetch_ids(tile0 + 1);
-    tc::cp_async_commit();
-  }
   if (tile0 < tile1) {  // the key tile (2 threads per key row) joins the first row tile's group
     const int r = tid / 2, key = k0 + r;
     const bool valid = key < k1;
@@ -366,7 +337,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
   for (int i = tile0; i < tile1; ++i) {
     if (i + 1 < tile1) {
-      if (kRing && i == tile0) tc::cp_async_wait<1>();  // tile0 + 1's ids (all but tile0's group)
       issue_rows(i + 1);
       tc::cp_async_wait<1>();
     } else {
