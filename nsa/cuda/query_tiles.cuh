@@ -210,21 +210,6 @@ __device__ __forceinline__ void issue_kv_rows_from(T* Ks, T* Vs, const AttnParam
   cp_async_commit();
 }
 
-// kv_pipeline's order (below) with the wait for tile i's copies as `wait(i)`
-// (tile i + 1 already issued when there is one): the copy engine's tensor
-// copies wait on a barrier where cp.async waits on its groups.
-template <typename Issue, typename Wait, typename Compute>
-__device__ __forceinline__ void kv_pipeline_waiting(int n_tiles, Issue&& issue, Wait&& wait, Compute&& compute) {
-  if (n_tiles > 0) issue(0);
-  for (int i = 0; i < n_tiles; ++i) {
-    if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
-    wait(i);
-    __syncthreads();
-    compute(i);
-    __syncthreads();
-  }
-}
-
 // The double-buffered walk over n_tiles K/V tiles: tile i + 1 loads (cp.async)
 // while tile i computes. `issue(i)` starts tile i's copies into stage i & 1;
 // `compute(i)` runs with tile i in shared memory for every warp. The barrier
@@ -248,14 +233,18 @@ __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&
       __syncthreads();
     }
   } else {
-    const auto wait = [&](int i) {  // tile i's group done: all but tile i + 1's, when it was issued
+    if (n_tiles > 0) issue(0);
+    for (int i = 0; i < n_tiles; ++i) {
       if (i + 1 < n_tiles) {
+        issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
         cp_async_wait<1>();
       } else {
         cp_async_wait<0>();
       }
-    };
-    kv_pipeline_waiting(n_tiles, issue, wait, compute);
+      __syncthreads();
+      compute(i);
+      __syncthreads();
+    }
   }
 }
 
@@ -428,28 +417,31 @@ __device__ __forceinline__ int build_selected_union(const AttnParams& p, const T
 // division by sel_block was another 5.6 %. The row-tiled kernels keep the
 // per-row keys (there a tile may span blocks; taking the same path as
 // ONE_BLOCK where it applies cost them registers: ptxas, up to 48 more bytes
-// of spill). ONE_BLOCK keys only row 0 of tile_key / tile_mask (the tile's
-// first key, its block's choosers: they stand for every row) and copies
-// through issue_kv_rows_from.
-// ONE_BLOCK's keying of tile i (pos0 = 64 i < n_keys: the tile exists): its
-// first key, returned, and thread 0 records it and its block's chooser mask as
-// row 0 of u.tile_key / tile_mask (the caller reads row 0 only: one key and one
-// mask stand for the tile). Also the tensor-copy walk's (selected_columns.cu).
+// of spill). ONE_BLOCK keeps no tile_key / tile_mask: the tile's first key
+// and its block's choosers stand for every row, and whoever needs them
+// computes them from the union (one_block_tile); it copies through
+// issue_kv_rows_from.
+// ONE_BLOCK's tile i of the pass from c0 (pos0 = 64 i < n_keys: the tile
+// exists): its first key and its block's chooser mask, from the union, which
+// stays as it is through the pass. Every thread computes them, so no thread
+// waits for another to record them, and a stage's tile key is never rewritten
+// while a warp may read it (the tensor-copy walk of selected_columns.cu has
+// no barrier between tiles).
+struct OneBlockTile {
+  int key0;
+  unsigned long long choosers;
+};
 template <typename Union>
-__device__ __forceinline__ int key_one_block_tile(const AttnParams& p, const TcThread& cta, Union& u, int c0, int i) {
+__device__ __forceinline__ OneBlockTile one_block_tile(const AttnParams& p, const Union& u, int c0, int i) {
   const int pos0 = i * kTcKeys, nb0 = pos0 / p.by_sel_block;
-  const int j = u.block[nb0], key0 = j * p.sel_block + (pos0 - nb0 * p.sel_block);
-  if (cta.tid == 0) {
-    u.tile_key[i & 1][0] = key0;
-    u.tile_mask[i & 1][0] = u.chooser[j - c0];
-  }
-  return key0;
+  const int j = u.block[nb0];
+  return {j * p.sel_block + (pos0 - nb0 * p.sel_block), u.chooser[j - c0]};
 }
 template <typename T, int DK, int DV, typename Layout, bool ONE_BLOCK = false, typename Union>
 __device__ __forceinline__ void issue_union_tile(const AttnParams& p, const TcThread& cta, Union& u, T* Ks, T* Vs,
                                                  int c0, int n_keys, int i) {
   if constexpr (ONE_BLOCK) {
-    const int key0 = key_one_block_tile(p, cta, u, c0, i);
+    const int key0 = one_block_tile(p, u, c0, i).key0;
     issue_kv_rows_from<T, DK, DV, Layout>(Ks, Vs, p, i & 1, cta, key0, n_keys - i * kTcKeys);
   } else {
     const int r = cta.tid / 2, pos = i * kTcKeys + r;

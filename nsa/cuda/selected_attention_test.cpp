@@ -1,7 +1,9 @@
 // selected_attention vs ref_selected_attention (float64): output and every
 // gradient, for block choices from select_blocks and from random draws.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <ATen/cuda/CUDAContext.h>
 
@@ -288,6 +290,52 @@ INSTANTIATE_TEST_SUITE_P(
         SelectedCase{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0},
         SelectedCase{"fp16_S200_h1_d192_dv192_l64_n3", 1, 200, 2, 2, 192, 192, 64, 3, at::kHalf, 0}),
     [](const ::testing::TestParamInfo<SelectedCase>& info) { return std::string(info.param.name); });
+
+// QueryColumns over more than 1024 blocks of 64 keys (S > 65,536): a CTA
+// near the end walks its queries' union in two passes (query_tiles.cuh), and
+// on sm_90 its tensor-copy walk has no barrier between tiles, only between
+// passes (selected_columns.cu). The last 48 queries (three CTAs of 16 at h =
+// 6) each choose blocks 0 and 1, three of the first pass near its end
+// (1021-1023: five tiles, three of them issued by the last warp through an
+// earlier one) and their own block 1024 of the second; their output against a
+// float64 brute force over exactly those keys (the dense reference's [S, S]
+// mask does not fit at this length). Every other query keeps a random draw.
+TEST(SelectedAttention, ColumnsTwoUnionPassesMatchBruteForce) {
+  NSA_REQUIRE_CUDA();
+  const int64_t B = 1, S = 65536 + 48, H = 6, G = 1, d = 64, sel = 64, n = 6, last = 48;
+  const auto in = testing::make_inputs(B, S, S, H, G, d, d, at::kBFloat16, 8100);
+  const double scale = 1.0 / std::sqrt(double(d));
+  at::Tensor block_idx = testing::random_block_idx(B, S, G, n, sel, 8101).cpu();
+  const int64_t chosen[n] = {0, 1, 1021, 1022, 1023, 1024};
+  for (int64_t t = S - last; t < S; ++t)
+    for (int64_t j = 0; j < n; ++j) block_idx[0][t][0][j] = int(chosen[j]);
+  block_idx = block_idx.to(in.q.device());
+  const SelectedTiling prev = selected_tiling();
+  set_selected_tiling(SelectedTiling::QueryColumns);
+  BranchSpec spec;
+  spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel, spec.scale = scale;
+  const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
+  const bool columns = last_forward_used_query_columns();
+  set_selected_tiling(prev);
+  ASSERT_TRUE(columns) << "QueryColumns did not run";
+  // Keys of the chosen blocks up to each query (t >= 65,536: block 1024 is its own).
+  const at::Tensor q = in.q.cpu().to(at::kDouble).narrow(1, S - last, last)[0];  // [last, H, d]
+  const at::Tensor k = in.k.cpu().to(at::kDouble)[0], v = in.v.cpu().to(at::kDouble)[0];  // [S, G, d]
+  at::Tensor ref = at::empty({last, H, d}, q.options());
+  for (int64_t r = 0; r < last; ++r) {
+    const int64_t t = S - last + r;
+    std::vector<at::Tensor> ks, vs;
+    for (const int64_t j : chosen) {
+      const int64_t lo = j * sel, hi = std::min(t + 1, (j + 1) * sel);
+      ks.push_back(k.narrow(0, lo, hi - lo).select(1, 0)), vs.push_back(v.narrow(0, lo, hi - lo).select(1, 0));
+    }
+    const at::Tensor kk = at::cat(ks), vv = at::cat(vs);              // [keys, d]
+    const at::Tensor p = at::softmax(at::matmul(q[r], kk.t()) * scale, -1);  // [H, keys]
+    ref[r] = at::matmul(p, vv);
+  }
+  testing::expect_close("two union passes, the last 48 queries",
+                        f.o.narrow(1, S - last, last)[0], ref, testing::tolerance_for(at::kBFloat16));
+}
 
 TEST(SelectedAttention, AllSlotsUnusedGivesZeros) {
   NSA_REQUIRE_CUDA();

@@ -94,9 +94,10 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  // The two K/V stages' barriers (the forward's tensor copies on sm_90: walk_columns).
+  // The two K/V stages' barriers, then their counts of warps through the
+  // stage's tile (the forward's tensor copies on sm_90: walk_columns).
   static constexpr size_t kBarOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
-  static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t);
+  static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t) + 2 * sizeof(int);
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
 };
 
@@ -184,8 +185,8 @@ struct KvMaps {
 };
 
 // TMA (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
-// V as two tensor-copy boxes (bulk_copy.cuh) issued by one thread and counted
-// on the stage's barrier (bars[i & 1]), where cp.async makes every thread of
+// V as two tensor-copy boxes (bulk_copy.cuh) issued by the calling thread (one
+// of the CTA) and counted on the stage's barrier (bars[i & 1]), where cp.async makes every thread of
 // the CTA form the addresses of its 16-byte pieces (ncu at m7c 8k: that issue
 // was ~30 % of the instructions in the 8-warp variant, docs/performance.md).
 // A box holds 64 consecutive rows from the tile's first key: rows past the
@@ -198,8 +199,7 @@ struct KvMaps {
 template <typename T, int DK, int DV, typename Layout, typename Union>
 __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const tc::TcThread& cta, Union& u, T* Ks,
                                                      T* Vs, uint64_t* bars, const KvMaps& maps, int c0, int i) {
-  if (cta.tid != 0) return;
-  const int s = i & 1, key0 = tc::key_one_block_tile(p, cta, u, c0, i);
+  const int s = i & 1, key0 = tc::one_block_tile(p, u, c0, i).key0;
   bulk::arrive_expect_tx(&bars[s], kTcKeys * (DK + DV) * sizeof(T));
   const int row = cta.b * p.Sk + key0;
   bulk::copy_tensor_3d(Ks + s * Layout::kKStage, &maps.k, 0, cta.g, row, &bars[s]);
@@ -210,8 +210,19 @@ __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const 
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
 // TMA: the tiles come by tensor copies (issue_union_tile_tma; `bars`: the
-// two stages' barriers, initialised to one arrival each; `maps`: K's and V's
-// tensor maps), else by cp.async.
+// two stages' barriers, initialised to one arrival each, then the stages'
+// counts of warps, zero; `maps`: K's and V's tensor maps), else by cp.async.
+// There is no barrier between tiles then: a warp waits only for the tile it
+// computes next to land, and the last warp through tile i (the stage's count)
+// issues tile i + 2 into its stage (the count a stage's tiles add to, one a
+// warp: the last warp sees 3 mod 4), so a warp whose queries took few of a
+// tile's bodies runs on into the next tile while the others finish. The same
+// walk on cp.async had lost (the last warp copied the whole tile, on the
+// slowest warp's path: docs/performance.md); a tensor copy is two
+// instructions of one thread. The CTA waits for all its warps only before the
+// first tile (Q's rows, every thread's cp.async) and between passes (the next
+// pass rebuilds the union, which the tiles' keys come from, and refills both
+// stages).
 template <typename T, int DK, int DV, int QW, bool TMA, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
                                              uint64_t* bars, const KvMaps* maps, Query&& query) {
@@ -227,8 +238,9 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
     const auto compute = [&](int i) {
       // The tile lies in one block (sel_block % 64 == 0): its first key and
       // the block's choosers stand for every row.
-      const int key0 = u.tile_key[i & 1][0];
-      const unsigned long long choosers = u.tile_mask[i & 1][0];
+      const tc::OneBlockTile tile = tc::one_block_tile(p, u, c0, i);
+      const int key0 = tile.key0;
+      const unsigned long long choosers = tile.choosers;
 #pragma unroll
       for (int j = 0; j < QW; ++j) {
         const int qi = cta.warp + kTcWarps * j, t = cta.t0 + qi;
@@ -238,15 +250,34 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
     };
     const int n_tiles = ceil_div(n_keys, kTcKeys);
     if constexpr (TMA) {
+      int* through = reinterpret_cast<int*>(bars + 2);  // [2]: warps done with the stage's tile
       const auto issue = [&](int i) {
         issue_union_tile_tma<T, DK, DV, L>(p, cta, u, Ks, Vs, bars, *maps, c0, i);
       };
-      const auto wait = [&](int i) {  // the stage's barrier (and the first tile's on Q's cp.async group too)
+      if (cta.tid == 0) {
+        if (n_tiles > 0) issue(0);
+        if (n_tiles > 1) issue(1);
+      }
+      if (c0 == 0) {  // the CTA's Q rows (every thread's cp.async) before any warp reads them
         tc::cp_async_wait<0>();
+        __syncthreads();
+      }
+      for (int i = 0; i < n_tiles; ++i) {
         bulk::wait(&bars[i & 1], (phases >> (i & 1)) & 1u);
         phases ^= 1u << (i & 1);
-      };
-      tc::kv_pipeline_waiting(n_tiles, issue, wait, compute);
+        compute(i);
+        if (i + 2 < n_tiles) {  // the stage's next tile, by the last warp through this one
+          __syncwarp();         // the warp's reads of the stage are done
+          if (cta.lane == 0) {  // the count only grows: every counted tile adds one a warp
+            __threadfence_block();
+            if (atomicAdd(&through[i & 1], 1) % kTcWarps == kTcWarps - 1) {
+              __threadfence_block();
+              issue(i + 2);
+            }
+          }
+        }
+      }
+      if (c0 + Union::kChunk < n_blocks) __syncthreads();  // every warp is through the pass
     } else {
       const auto issue = [&](int i) {
         tc::issue_union_tile<T, DK, DV, L, /*ONE_BLOCK=*/true>(p, cta, u, Ks, Vs, c0, n_keys, i);
@@ -369,6 +400,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
     bulk::init(&bars[0], 1);
     bulk::init(&bars[1], 1);
     bulk::fence_init();
+    reinterpret_cast<int*>(bars + 2)[0] = reinterpret_cast<int*>(bars + 2)[1] = 0;  // walk_columns' counts
   }
   QueryColumn<DV> col[QW];
 #pragma unroll
