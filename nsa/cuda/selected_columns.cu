@@ -186,9 +186,10 @@ struct KvMaps {
 
 // TMA (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
 // V as two tensor-copy boxes (bulk_copy.cuh) issued by the calling thread (one
-// of the CTA) and counted on the stage's barrier (bars[i & 1]), where cp.async makes every thread of
-// the CTA form the addresses of its 16-byte pieces (ncu at m7c 8k: that issue
-// was ~30 % of the instructions in the 8-warp variant, docs/performance.md).
+// of the CTA) and counted on the stage's barrier (bars[i & 1]), where cp.async
+// makes every thread of the CTA form the addresses of its 16-byte pieces (ncu
+// at m7c 8k: that issue was ~30 % of the instructions in the 8-warp variant,
+// docs/performance.md).
 // A box holds 64 consecutive rows from the tile's first key: rows past the
 // pass's keys (the last block cut at t_last) are later keys or the next
 // batch's, past every query of the CTA, so `past` masks them (zeros past the
