@@ -397,17 +397,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       // WG: the step's rows in the core-matrix tiles (row0 a multiple of 8).
       const T* q_rows = qs + wg::core_offset<DK>(row0, 0);
       const T* o_rows = os + wg::core_offset<DV>(row0, 0);
-      if constexpr (WG) {
-        // S^T and dP^T for the 64 keys, in two groups: the first wait
-        // completes S^T (and the last step's dV, dK), so P^T's exponentials
-        // run while the tensor cores still make dP^T, waited for before dS^T.
+      if constexpr (WG) {  // S^T and dP^T for the 64 keys; the wait completes the last step's dV, dK too
         wg::fence();
         wg::warpgroup_ss_bt_issue<T, DK, NR>(sp, Ks, q_rows);
-        wg::commit();
         wg::warpgroup_ss_bt_issue<T, DV, NR>(dp, Vs, o_rows);
         wg::commit();
-        wg::wait<1>();
+        wg::wait<0>();
         wg::fence_operands(sp);
+        wg::fence_operands(dp);
         wg::fence_operands(dv_acc);
         wg::fence_operands(dk_acc);
       } else if constexpr (kHoldKv) {
@@ -447,10 +444,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
           tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
         else
           tc::warp_smem_a_bt<T, DV, NR, L::kLdV, L::kLdV>(dp, Vs, kr0, os, row0, lane);
-      }
-      if constexpr (WG) {  // dP^T
-        wg::wait<0>();
-        wg::fence_operands(dp);
       }
 #pragma unroll
       for (int n = 0; n < NR / 8; ++n) {
