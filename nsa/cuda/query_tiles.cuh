@@ -222,19 +222,14 @@ __device__ __forceinline__ void issue_kv_rows_from(T* Ks, T* Vs, const AttnParam
 // the fence was the selected forward's costliest stall).
 template <bool ASYNC_PROXY = false, typename Issue, typename Compute>
 __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&& compute) {
-  if constexpr (ASYNC_PROXY) {
-    if (n_tiles > 0) issue(0);
-    for (int i = 0; i < n_tiles; ++i) {
+  if (n_tiles > 0) issue(0);
+  for (int i = 0; i < n_tiles; ++i) {
+    if constexpr (ASYNC_PROXY) {
       cp_async_wait<0>();
       wg::fence_proxy_async();
       __syncthreads();
       if (i + 1 < n_tiles) issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
-      compute(i);
-      __syncthreads();
-    }
-  } else {
-    if (n_tiles > 0) issue(0);
-    for (int i = 0; i < n_tiles; ++i) {
+    } else {
       if (i + 1 < n_tiles) {
         issue(i + 1);  // its stage was last read in iteration i - 1, before the barrier
         cp_async_wait<1>();
@@ -242,9 +237,9 @@ __device__ __forceinline__ void kv_pipeline(int n_tiles, Issue&& issue, Compute&
         cp_async_wait<0>();
       }
       __syncthreads();
-      compute(i);
-      __syncthreads();
     }
+    compute(i);
+    __syncthreads();
   }
 }
 
