@@ -118,7 +118,7 @@ constexpr int kKeys = 64;  // keys per CTA (4 warps x 16)
 // matrices, unpadded (wgmma.cuh); else rows padded for ldmatrix.
 template <int DK, int DV, bool CORE = false>
 struct DkdvLayout {
-  static constexpr int kRows = DK + DV > 256 || (CORE && DK + DV <= 128) ? 32 : 64;   // rows per stage (RT)
+  static constexpr int kRows = DK + DV > 256 ? 32 : 64;   // rows per stage (RT)
   // Rows per warp step (NR): 16 where S^T and dP^T (NR / 2 registers each) do
   // not fit beside dK and dV; the warpgroup kernel's registers (no K / V
   // fragments) take 32 up to dk + dv = 320 (no spill at 192/128).
@@ -581,7 +581,7 @@ NSA_TC_BRANCH_KERNELS_AS(bwd_dkdvdq, tc, tc_dkdvdq_body, TcFamily::DkdvDq)
 template <int DK, int DV>
 constexpr bool kWgDkdvDq = DkdvLayout<DK, DV>::kDqFits && DkdvLayout<DK, DV, true>::kDqFits;
 template <typename T, int DK, int DV>
-__global__ void __launch_bounds__(kTcThreads, (DK + DV <= 128 ? 4 : min_ctas_per_sm<TcFamily::DkdvDq, Branch::Selected, DK, DV>()))
+__global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq, Branch::Selected, DK, DV>()))
     nsa_selected_bwd_dkdvdq_wg_kernel(AttnParams p) {
 #if NSA_WGMMA_DEVICE
   if constexpr (kWgDkdvDq<DK, DV>) tc_dkdv_body<T, DK, DV, Branch::Selected, true, true>(p);
