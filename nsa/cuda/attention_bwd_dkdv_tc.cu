@@ -333,11 +333,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   // where every row step re-read them by ldmatrix (8 of its 40 shared loads).
   constexpr bool kHoldKv = !WG && DK + DV <= 128 && min_ctas_per_sm<TcFamily::Dkdv, BR, DK, DV>() <= 3;
   uint32_t kf[kHoldKv ? DK / 16 : 1][4], vf[kHoldKv ? DV / 16 : 1][4];
-  // WG: the tiles' descriptors, built once; a step moves Q's and dO's to its
-  // rows (wg::desc_plus).
-  const uint64_t k_desc = wg::kmajor_desc<DK>(Ks), v_desc = wg::kmajor_desc<DV>(Vs);
-  const uint64_t q_kdesc = wg::kmajor_desc<DK>(Qs), o_kdesc = wg::kmajor_desc<DV>(dOs);
-  const uint64_t q_mndesc = wg::mnmajor_desc<DK>(Qs), o_mndesc = wg::mnmajor_desc<DV>(dOs);
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
   for (int i = tile0; i < tile1; ++i) {
@@ -363,9 +358,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     const float* delta = row_delta + stage * RT;
     // WG: the warpgroup's MMAs need all 4 warps at every step, so no warp
     // leaves the loop alone (a slice without keys is masked to zeros instead).
-    // WG: one row group (4 slices, the kernel with dq), said so that the step
-    // index, and with it the descriptors, stay in uniform registers.
-    for (int s = WG ? 0 : row_group; (WG || slice_active) && s < RT / NR; s += WG ? 1 : n_groups) {
+    for (int s = row_group; (WG || slice_active) && s < RT / NR; s += n_groups) {
       const int row0 = s * NR;
       if (row0 >= n_here) break;
       const int tf = ts[row0], tl = ts[imin(row0 + NR, n_here) - 1];  // rows ascend in t
@@ -401,13 +394,13 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         all = all && kw1 - 1 <= tf;  // the reverse index lists only queries that chose the block
 
       float sp[NR / 8][4], dp[NR / 8][4];  // S^T -> P^T; dP^T -> dS^T (16 keys x NR rows)
-      // WG: the step's rows in the core-matrix tiles (row0 a multiple of 8), in bytes from the tiles' starts.
-      const uint32_t q_at = (stage * RT * DK + wg::core_offset<DK>(row0, 0)) * sizeof(T);
-      const uint32_t o_at = (stage * RT * DV + wg::core_offset<DV>(row0, 0)) * sizeof(T);
+      // WG: the step's rows in the core-matrix tiles (row0 a multiple of 8).
+      const T* q_rows = qs + wg::core_offset<DK>(row0, 0);
+      const T* o_rows = os + wg::core_offset<DV>(row0, 0);
       if constexpr (WG) {  // S^T and dP^T for the 64 keys; the wait completes the last step's dV, dK too
         wg::fence();
-        wg::warpgroup_ss_bt_issue<T, DK, NR>(sp, k_desc, wg::desc_plus(q_kdesc, q_at));
-        wg::warpgroup_ss_bt_issue<T, DV, NR>(dp, v_desc, wg::desc_plus(o_kdesc, o_at));
+        wg::warpgroup_ss_bt_issue<T, DK, NR>(sp, Ks, q_rows);
+        wg::warpgroup_ss_bt_issue<T, DV, NR>(dp, Vs, o_rows);
         wg::commit();
         wg::wait<0>();
         wg::fence_operands(sp);
@@ -461,8 +454,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
         wg::fence();
         wg::fence_operands(dv_acc);
         wg::fence_operands(dk_acc);
-        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, wg::desc_plus(o_mndesc, o_at));
-        wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, wg::desc_plus(q_mndesc, q_at));
+        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
+        wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, q_rows);
         wg::commit();
       } else {
         tc::warp_c_b<T, DK, NR, L::kLdK>(dk_acc, dp, qs, row0, lane);

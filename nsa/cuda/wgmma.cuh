@@ -70,28 +70,6 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p, uint32_t lbo_bytes,
          (uint64_t((sbo_bytes >> 4) & 0x3FFFu) << 32);
 }
 
-// The descriptors of a [R][C] core-matrix tile starting at p: read K-major
-// (C = the reduction dimension) or MN-major (C = N), as the layout notes say.
-template <int C>
-__device__ __forceinline__ uint64_t kmajor_desc(const void* p) {
-  return smem_desc(p, 128, (C / 8) * 128);
-}
-template <int C>
-__device__ __forceinline__ uint64_t mnmajor_desc(const void* p) {
-  return smem_desc(p, (C / 8) * 128, 128);
-}
-
-// Descriptor d moved `bytes` (a multiple of 16) further into shared memory:
-// the start address is the low word's low 14 bits in 16-byte units, and an
-// address below 256 KB never carries out of them, so one 32-bit add of the
-// low word does it. A kernel builds a tile's descriptor once and moves it per
-// MMA: ncu had the selected dk/dv + dq kernel rebuild every one from its
-// address at every row step (24 of the step's 245 instructions only moved
-// the results to uniform registers).
-__device__ __forceinline__ uint64_t desc_plus(uint64_t d, uint32_t bytes) {
-  return (d & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(d) + (bytes >> 4));
-}
-
 __device__ __forceinline__ void fence() {
 #if NSA_WGMMA_DEVICE
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -220,42 +198,40 @@ NSA_WG_SS_ALL(c10::Half, "f16")
 // B = 64 rows x KD columns of a core-matrix tile (K): S = Q K^T.
 template <typename T, int KD>
 __device__ __forceinline__ void warpgroup_a_bt(float (&acc)[8][4], const uint32_t (&a)[KD / 16][4], const T* tile) {
-  const uint64_t desc = kmajor_desc<KD>(tile);
   fence();
   fence_operands(acc);
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk)  // columns 16 kk .. : chunks 2 kk, 2 kk + 1, 256 bytes a k-step
-    mma_m64n64k16<T, 0>(acc, a[kk], desc_plus(desc, kk * 256), kk > 0);
+  for (int kk = 0; kk < KD / 16; ++kk)  // columns 16 kk .. : chunks 2 kk, 2 kk + 1
+    mma_m64n64k16<T, 0>(acc, a[kk], smem_desc(tile + kk * 2 * 64, 128, (KD / 8) * 128), kk > 0);
   commit();
   wait<0>();
   fence_operands(acc);
 }
 
 // acc[64 x N] = A[64 x KD] B^T, both from core-matrix tiles in shared memory:
-// A = 64 rows x KD columns, B = N rows x KD columns starting at a row of a
-// [R][KD] tile that is a multiple of 8, both given by their K-major
-// descriptors (kmajor_desc<KD>). Issued only: the caller fences before,
-// commits, waits and fences the accumulators after, so that several products
-// share one wait (the dk/dv kernel's S^T and dP^T).
+// A = 64 rows x KD columns (`a_tile`), B = N rows x KD columns starting at
+// `b_rows` (a row of a [R][KD] tile that is a multiple of 8). Issued only: the
+// caller fences before, commits, waits and fences the accumulators after, so
+// that several products share one wait (the dk/dv kernel's S^T and dP^T).
 template <typename T, int KD, int N>
-__device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], uint64_t a_desc, uint64_t b_desc) {
+__device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], const T* a_tile, const T* b_rows) {
 #pragma unroll
-  for (int kk = 0; kk < KD / 16; ++kk)  // columns 16 kk .. : chunks 2 kk, 2 kk + 1, 256 bytes a k-step
-    mma_m64k16_ss<T, N>(acc, desc_plus(a_desc, kk * 256), desc_plus(b_desc, kk * 256), kk > 0);
+  for (int kk = 0; kk < KD / 16; ++kk)  // columns 16 kk .. : chunks 2 kk, 2 kk + 1
+    mma_m64k16_ss<T, N>(acc, smem_desc(a_tile + kk * 2 * 64, 128, (KD / 8) * 128),
+                        smem_desc(b_rows + kk * 2 * 64, 128, (KD / 8) * 128), kk > 0);
 }
 
 // acc[64 x C] += P[64 x NK] B, P = fp32 accumulators of an earlier product
 // rounded to T (C layout of n-tiles 2 kk, 2 kk + 1 = A layout of k-step kk),
-// B = NK rows x C columns of a core-matrix tile from a row that is a multiple
-// of 8, given by its MN-major descriptor (mnmajor_desc<C>), C a multiple of 64
-// taken 64 columns an MMA (acc[8 h ..] holds columns 64 h ..): O += P V; the
-// dk/dv kernel's dV += P^T dO and dK += dS^T Q. Issued only (as
-// warpgroup_ss_bt_issue). The MMAs read the rounded P from registers until
+// B = NK rows x C columns of a core-matrix tile from `rows` (a multiple of 8),
+// C a multiple of 64 taken 64 columns an MMA (acc[8 h ..] holds columns 64 h
+// ..): O += P V; the dk/dv kernel's dV += P^T dO and dK += dS^T Q. Issued only
+// (as warpgroup_ss_bt_issue). The MMAs read the rounded P from registers until
 // the caller's wait; PTX forbids writing them before it, and ptxas, which
 // allocates the registers, keeps them (the tests would see a clobbered P).
 template <typename T, int NK, int C = 64>
 __device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], const float (&c)[NK / 8][4],
-                                                    uint64_t b_desc) {
+                                                    const T* rows) {
   static_assert(C % 64 == 0, "the tile's columns go 64 an MMA");
   uint32_t a[NK / 16][4];
 #pragma unroll
@@ -268,9 +244,9 @@ __device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], cons
 #pragma unroll
   for (int kk = 0; kk < NK / 16; ++kk) {  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
 #pragma unroll
-    for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7, 128 bytes a core matrix
+    for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7
       mma_m64n64k16<T, 1>(*reinterpret_cast<float(*)[8][4]>(acc[8 * h]), a[kk],
-                          desc_plus(b_desc, (kk * 2 * (C / 8) + 8 * h) * 128), true);
+                          smem_desc(rows + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
   }
 }
 
@@ -279,7 +255,7 @@ template <typename T, int NK, int C = 64>
 __device__ __forceinline__ void warpgroup_c_b(float (&acc)[C / 8][4], const float (&c)[NK / 8][4], const T* tile) {
   fence();
   fence_operands(acc);
-  warpgroup_c_b_issue<T, NK, C>(acc, c, mnmajor_desc<C>(tile));
+  warpgroup_c_b_issue<T, NK, C>(acc, c, tile);
   commit();
   wait<0>();
   fence_operands(acc);
