@@ -86,6 +86,14 @@ using tc::kTcWarps;
 // elements (padding heads and queries past the end zero-filled), read as B
 // fragments by ldmatrix. In registers Q^T cost 32 more per thread at 64/64,
 // which spilled.
+// The tensor-copy walk's shared state (walk_columns, the forward on sm_90):
+// the two K/V stages' barriers, then per stage the count of warps through its
+// tile.
+struct StageSync {
+  uint64_t bars[2];
+  int through[2];
+};
+
 template <int DK, int DV, bool DQ>
 struct ColumnsShape {
   static constexpr int kQw = DQ ? (DK + DV <= 192 ? 2 : 1) : (DK + DV <= 128 ? 4 : 2);  // queries per warp
@@ -94,10 +102,9 @@ struct ColumnsShape {
   static constexpr int kLdQ = DK + tc::kSmemPad, kLdO = DV + tc::kSmemPad;
   static constexpr size_t kQOffset = (tc::QueryTiledLayout<DK, DV>::kSelectedBytes + 15) / 16 * 16;
   static constexpr size_t kOOffset = kQOffset + size_t(kQueries) * 8 * kLdQ * 2;  // dO (dq only)
-  // The two K/V stages' barriers, then their counts of warps through the
-  // stage's tile (the forward's tensor copies on sm_90: walk_columns).
-  static constexpr size_t kBarOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
-  static constexpr size_t kBytes = kBarOffset + 2 * sizeof(uint64_t) + 2 * sizeof(int);
+  // The forward's StageSync (dq walks by cp.async: none).
+  static constexpr size_t kSyncOffset = (kOOffset + (DQ ? size_t(kQueries) * 8 * kLdO * 2 : 0) + 7) / 8 * 8;
+  static constexpr size_t kBytes = kSyncOffset + (DQ ? 0 : sizeof(StageSync));
   static_assert(kBytes <= kSmemBudget, "the QueryColumns tiles exceed the shared-memory budget");
 };
 
@@ -186,7 +193,7 @@ struct KvMaps {
 
 // TMA (the forward at 64/64 where tensor copies exist, sm_90): tile i's K and
 // V as two tensor-copy boxes (bulk_copy.cuh) issued by the calling thread (one
-// of the CTA) and counted on the stage's barrier (bars[i & 1]), where cp.async
+// of the CTA) and counted on the stage's barrier (sync.bars[i & 1]), where cp.async
 // makes every thread of the CTA form the addresses of its 16-byte pieces (ncu
 // at m7c 8k: that issue was ~30 % of the instructions in the 8-warp variant,
 // docs/performance.md).
@@ -199,20 +206,21 @@ struct KvMaps {
 // slower than cp.async, bound by their requests.
 template <typename T, int DK, int DV, typename Layout, typename Union>
 __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const tc::TcThread& cta, Union& u, T* Ks,
-                                                     T* Vs, uint64_t* bars, const KvMaps& maps, int c0, int i) {
+                                                     T* Vs, StageSync& sync, const KvMaps& maps, int c0, int i) {
   const int s = i & 1, key0 = tc::one_block_tile(p, u, c0, i).key0;
-  bulk::arrive_expect_tx(&bars[s], kTcKeys * (DK + DV) * sizeof(T));
+  uint64_t* bar = &sync.bars[s];
+  bulk::arrive_expect_tx(bar, kTcKeys * (DK + DV) * sizeof(T));
   const int row = cta.b * p.Sk + key0;
-  bulk::copy_tensor_3d(Ks + s * Layout::kKStage, &maps.k, 0, cta.g, row, &bars[s]);
-  bulk::copy_tensor_3d(Vs + s * Layout::kVStage, &maps.v, 0, cta.g, row, &bars[s]);
+  bulk::copy_tensor_3d(Ks + s * Layout::kKStage, &maps.k, 0, cta.g, row, bar);
+  bulk::copy_tensor_3d(Vs + s * Layout::kVStage, &maps.v, 0, cta.g, row, bar);
 }
 
 // The union walk both kernels share: for each 64-key tile of the CTA's union
 // and each of the warp's QW queries that chose its block and reaches it,
 // `query(j, t, key0, ks, vs)` (warp-uniform; key0 the tile's first key).
-// TMA: the tiles come by tensor copies (issue_union_tile_tma; `bars`: the
-// two stages' barriers, initialised to one arrival each, then the stages'
-// counts of warps, zero; `maps`: K's and V's tensor maps), else by cp.async.
+// TMA: the tiles come by tensor copies (issue_union_tile_tma; `sync`: the
+// two stages' barriers, initialised to one arrival each, and counts of warps,
+// zero; `maps`: K's and V's tensor maps), else by cp.async.
 // There is no barrier between tiles then: a warp waits only for the tile it
 // computes next to land, and the last warp through tile i (the stage's count)
 // issues tile i + 2 into its stage (the count a stage's tiles add to, one a
@@ -226,7 +234,7 @@ __device__ __forceinline__ void issue_union_tile_tma(const AttnParams& p, const 
 // stages).
 template <typename T, int DK, int DV, int QW, bool TMA, typename Query>
 __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcThread& cta, unsigned char* smem,
-                                             uint64_t* bars, const KvMaps* maps, Query&& query) {
+                                             StageSync* sync, const KvMaps* maps, Query&& query) {
   using L = tc::QueryTiledLayout<DK, DV>;
   using Union = typename L::SelectedUnion;
   T* Ks = reinterpret_cast<T*>(smem);
@@ -251,9 +259,8 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
     };
     const int n_tiles = ceil_div(n_keys, kTcKeys);
     if constexpr (TMA) {
-      int* through = reinterpret_cast<int*>(bars + 2);  // [2]: warps done with the stage's tile
       const auto issue = [&](int i) {
-        issue_union_tile_tma<T, DK, DV, L>(p, cta, u, Ks, Vs, bars, *maps, c0, i);
+        issue_union_tile_tma<T, DK, DV, L>(p, cta, u, Ks, Vs, *sync, *maps, c0, i);
       };
       if (cta.tid == 0) {
         if (n_tiles > 0) issue(0);
@@ -264,14 +271,14 @@ __device__ __forceinline__ void walk_columns(const AttnParams& p, const tc::TcTh
         __syncthreads();
       }
       for (int i = 0; i < n_tiles; ++i) {
-        bulk::wait(&bars[i & 1], (phases >> (i & 1)) & 1u);
+        bulk::wait(&sync->bars[i & 1], (phases >> (i & 1)) & 1u);
         phases ^= 1u << (i & 1);
         compute(i);
         if (i + 2 < n_tiles) {  // the stage's next tile, by the last warp through this one
           __syncwarp();         // the warp's reads of the stage are done
           if (cta.lane == 0) {  // the count only grows: every counted tile adds one a warp
             __threadfence_block();
-            if (atomicAdd(&through[i & 1], 1) % kTcWarps == kTcWarps - 1) {
+            if (atomicAdd(&sync->through[i & 1], 1) % kTcWarps == kTcWarps - 1) {
               __threadfence_block();
               issue(i + 2);
             }
@@ -390,7 +397,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   const tc::TcThread cta(p);
   const int lane = cta.lane, gid = cta.gid, tig = cta.tig;
   T* Qs = reinterpret_cast<T*>(smem_raw + C::kQOffset);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem_raw + C::kBarOffset);
+  StageSync* sync = reinterpret_cast<StageSync*>(smem_raw + C::kSyncOffset);
   // One cp.async group the first tile's wait also waits for.
   copy_column_rows<T, DK, C::kLdQ>(Qs, static_cast<const T*>(p.q), p, cta, C::kQueries);
   tc::cp_async_commit();
@@ -398,10 +405,10 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   static_assert(!kTma || (L::kKStage * sizeof(T) % 1024 == 0 && L::kVStage * sizeof(T) % 1024 == 0),
                 "each tensor-copy box starts a 1024-byte swizzle period");
   if (kTma && cta.tid == 0) {  // published by the union's first barrier, before any copy
-    bulk::init(&bars[0], 1);
-    bulk::init(&bars[1], 1);
+    bulk::init(&sync->bars[0], 1);
+    bulk::init(&sync->bars[1], 1);
     bulk::fence_init();
-    reinterpret_cast<int*>(bars + 2)[0] = reinterpret_cast<int*>(bars + 2)[1] = 0;  // walk_columns' counts
+    sync->through[0] = sync->through[1] = 0;
   }
   QueryColumn<DV> col[QW];
 #pragma unroll
@@ -416,7 +423,7 @@ __global__ void __launch_bounds__(kTcThreads, 3) nsa_selected_fwd_qc_kernel(cons
   // stages start at multiples of 1024 bytes from smem_raw.
   const int sw = int((tc::smem_u32(smem_raw) >> 7) + lane) & 7;
   constexpr int kLdK = kTma ? DK : L::kLdK, kLdV = kTma ? DV : L::kLdV;
-  walk_columns<T, DK, DV, QW, kTma>(p, cta, smem_raw, bars, &maps, [&](int j, int t, int key0, const T* ks,
+  walk_columns<T, DK, DV, QW, kTma>(p, cta, smem_raw, sync, &maps, [&](int j, int t, int key0, const T* ks,
                                                                           const T* vs) {
     const int qi = t - cta.t0;
     float s[4][4];
