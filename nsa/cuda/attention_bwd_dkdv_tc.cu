@@ -138,12 +138,9 @@ struct DkdvLayout {
   static constexpr int kLdS = kRows + tc::kSmemPad;
   static constexpr size_t kDqRowsBytes = 2 * size_t(kRows) * sizeof(int64_t);
   static constexpr size_t kDsBytes = size_t(kKeys) * kLdS * 2;
-  // CORE: each stage row's (b, t, head) row index, [2][RT] int64, -1:
-  // padding, which the whole CTA's copies read (tc_dkdv_body).
-  static constexpr size_t kSrcBytes = CORE ? 2 * size_t(kRows) * sizeof(int64_t) : 0;
   // No reduction area: the kernels with dq have one row group and write dk, dv
   // from the accumulators.
-  static constexpr size_t kBytesDq = kLoopBytes + kDqRowsBytes + kDsBytes + kSrcBytes;
+  static constexpr size_t kBytesDq = kLoopBytes + kDqRowsBytes + kDsBytes;
   static constexpr bool kDqFits = kBytesDq <= kSmemBudget;
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
@@ -231,7 +228,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   float* row_delta = row_lse + 2 * RT;                          // [2][RT]
   int64_t* row_dq = reinterpret_cast<int64_t*>(row_delta + 2 * RT);  // kDq: [2][RT], dq (or partial) row, -1: padding
   T* ds = reinterpret_cast<T*>(row_dq + 2 * RT);                      // kDq: [64 keys][kLdS], dS^T of the row tile
-  int64_t* row_src = reinterpret_cast<int64_t*>(ds + kKeys * L::kLdS);  // WG: [2][RT], the row's index, -1: padding
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -279,54 +275,6 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   };
   int next_t = tile0 < tile1 ? query_of(tile0) : -1;
   int next_slot = tile0 < tile1 ? slot_of(tile0) : 0;
-  // WG: tile i's rows in two halves around a barrier. First the rows' owners
-  // (kTpr threads a row, as above) write each row's t, dq row and (b, t,
-  // head) index to shared memory (meta_rows, which returns the owner's index,
-  // -1 for padding); after the barrier every thread copies Q's and dO's rows
-  // 8 lanes a row, 128 contiguous bytes an instruction (copy_rows), and the
-  // owners their rows' lse and delta. With 2 lanes a row (issue_rows), ncu
-  // counted twice the ideal L2 sectors for these copies at m7c 8k (891 of the
-  // kernel's 1,436 MB), where 8 lanes a row elsewhere counted 1.5 times.
-  const auto meta_rows = [&](int i) -> int64_t {
-    const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
-    const bool valid = ri < n_rows;
-    const int t = next_t, slot = next_slot;
-    next_t = i + 1 < tile1 ? query_of(i + 1) : -1;
-    next_slot = i + 1 < tile1 ? slot_of(i + 1) : 0;
-    const int head = valid ? ri % p.h : 0, ts = valid ? t : 0;
-    const int64_t li = (int64_t(b) * p.S + ts) * p.H + g * p.h + head;
-    if (part == 0) {
-      row_t[stage * RT + r] = t;
-      row_src[stage * RT + r] = valid ? li : -1;
-      // The row's dq row, or with slots its partial row (b, t, g, slot, head).
-      const int64_t pr = (((int64_t(b) * p.S + ts) * p.G + g) * p.n_sel + slot) * p.h + head;
-      row_dq[stage * RT + r] = !valid ? -1 : slots ? pr : li;
-    }
-    return valid ? li : -1;
-  };
-  const auto copy_rows = [&](int i, int64_t own) {
-    const int stage = i & 1, piece = tid % 8;
-#pragma unroll
-    for (int k = 0; k < RT / (kTcThreads / 8); ++k) {
-      const int r = tid / 8 + k * (kTcThreads / 8);
-      const int64_t li = row_src[stage * RT + r];
-      const bool valid = li >= 0;
-      const T* qsrc = q + (valid ? li : 0) * DK;
-      const T* osrc = dout + (valid ? li : 0) * DV;
-#pragma unroll
-      for (int m = 0; m < DK / 64; ++m)  // pieces piece + 8 m (64 columns an instruction)
-        tc::cp_async_16(Qs + stage * RT * DK + wg::core_offset<DK>(r, piece + 8 * m), qsrc + 8 * (piece + 8 * m), valid);
-#pragma unroll
-      for (int m = 0; m < DV / 64; ++m)
-        tc::cp_async_16(dOs + stage * RT * DV + wg::core_offset<DV>(r, piece + 8 * m), osrc + 8 * (piece + 8 * m), valid);
-    }
-    if (tid % kTpr == 0) {  // a padding row's lse and delta arrive as zeros
-      const int r = tid / kTpr;
-      tc::cp_async_4(row_lse + stage * RT + r, p.lse + (own >= 0 ? own : 0), own >= 0);
-      tc::cp_async_4(row_delta + stage * RT + r, p.delta + (own >= 0 ? own : 0), own >= 0);
-    }
-    tc::cp_async_commit();
-  };
   const auto issue_rows = [&](int i) {
     const int stage = i & 1, r = tid / kTpr, part = tid % kTpr, ri = i * RT + r;
     const bool valid = ri < n_rows;
@@ -373,14 +321,11 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     if constexpr (WG) {
       wg::copy_row_core_async<DK, 2>(Ks, r, ksrc, valid, tid & 1);
       wg::copy_row_core_async<DV, 2>(Vs, r, vsrc, valid, tid & 1);
-      const int64_t own = meta_rows(tile0);
-      __syncthreads();  // the rows' indices
-      copy_rows(tile0, own);
     } else {
       tc::copy_row_async<DK>(Ks + r * L::kLdK, ksrc, valid, tid & 1);
       tc::copy_row_async<DV>(Vs + r * L::kLdV, vsrc, valid, tid & 1);
-      issue_rows(tile0);
     }
+    issue_rows(tile0);
   }
   const float scale_log2 = p.scale * kLog2e;
   // With room for them (3 CTAs per SM at 64/64, launch.cuh), the warp's 16 keys
@@ -391,21 +336,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int kr0 = slice * 16;                          // the warp's key rows in Ks / Vs
   const int kw0 = k0 + kr0, kw1 = imin(kw0 + 16, k1);  // its keys [kw0, kw1)
   for (int i = tile0; i < tile1; ++i) {
-    if constexpr (WG) {  // tile i + 1's row indices, then its copies once the barrier published them
-      const int64_t own = i + 1 < tile1 ? meta_rows(i + 1) : -1;
-      tc::cp_async_wait<0>();
-      wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
-      __syncthreads();
-      if (i + 1 < tile1) copy_rows(i + 1, own);
+    if (i + 1 < tile1) {
+      issue_rows(i + 1);
+      tc::cp_async_wait<1>();
     } else {
-      if (i + 1 < tile1) {
-        issue_rows(i + 1);
-        tc::cp_async_wait<1>();
-      } else {
-        tc::cp_async_wait<0>();
-      }
-      __syncthreads();
+      tc::cp_async_wait<0>();
     }
+    if constexpr (WG) wg::fence_proxy_async();  // the copies, seen by the MMAs' reads
+    __syncthreads();
     if constexpr (kHoldKv) {
       if (i == tile0 && slice_active) {  // the key tile arrived with the first row tile
         tc::ldmatrix_a_frags<T, DK, L::kLdK>(kf, Ks, kr0, lane);
