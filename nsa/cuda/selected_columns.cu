@@ -81,11 +81,6 @@ using tc::kTcKeys;
 using tc::kTcThreads;
 using tc::kTcWarps;
 
-// The CTA's queries, and where their rows sit: after the K/V stages and the
-// block union, Q (and for dq, dO) as [queries][8 heads][dim + 8] 16-bit
-// elements (padding heads and queries past the end zero-filled), read as B
-// fragments by ldmatrix. In registers Q^T cost 32 more per thread at 64/64,
-// which spilled.
 // The tensor-copy walk's shared state (walk_columns, the forward on sm_90):
 // the two K/V stages' barriers, then per stage the count of warps through its
 // tile.
@@ -94,6 +89,11 @@ struct StageSync {
   int through[2];
 };
 
+// The CTA's queries, and where their rows sit: after the K/V stages and the
+// block union, Q (and for dq, dO) as [queries][8 heads][dim + 8] 16-bit
+// elements (padding heads and queries past the end zero-filled), read as B
+// fragments by ldmatrix. In registers Q^T cost 32 more per thread at 64/64,
+// which spilled.
 template <int DK, int DV, bool DQ>
 struct ColumnsShape {
   static constexpr int kQw = DQ ? (DK + DV <= 192 ? 2 : 1) : (DK + DV <= 128 ? 4 : 2);  // queries per warp
