@@ -310,14 +310,12 @@ TEST(SelectedAttention, ColumnsTwoUnionPassesMatchBruteForce) {
   for (int64_t t = S - last; t < S; ++t)
     for (int64_t j = 0; j < n; ++j) block_idx[0][t][0][j] = int(chosen[j]);
   block_idx = block_idx.to(in.q.device());
-  const SelectedTiling prev = selected_tiling();
-  set_selected_tiling(SelectedTiling::QueryColumns);
+  const testing::SettingScope<SelectedTiling> tiling(selected_tiling, set_selected_tiling,
+                                                     SelectedTiling::QueryColumns);
   BranchSpec spec;
   spec.branch = Branch::Selected, spec.block_idx = block_idx, spec.sel_block = sel, spec.scale = scale;
   const ForwardResult f = attention_forward(in.q, in.k, in.v, spec);
-  const bool columns = last_forward_used_query_columns();
-  set_selected_tiling(prev);
-  ASSERT_TRUE(columns) << "QueryColumns did not run";
+  ASSERT_TRUE(last_forward_used_query_columns()) << "QueryColumns did not run";
   // Keys of the chosen blocks up to each query (t >= 65,536: block 1024 is its own).
   const at::Tensor q = in.q.cpu().to(at::kDouble).narrow(1, S - last, last)[0];  // [last, H, d]
   const at::Tensor k = in.k.cpu().to(at::kDouble)[0], v = in.v.cpu().to(at::kDouble)[0];  // [S, G, d]
