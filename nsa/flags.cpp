@@ -79,7 +79,8 @@ const std::vector<FlagInfo> kFlags = {
     {"NSA_SELECTED_DQ", T::string, "auto", R::nsa_layer_only,
      "How the selected branch's backward makes dq: kernel (its own query-centric dq kernel, which recomputes S "
      "and dP; bitwise reproducible), atomic (accumulated in fp32 atomics by the dk/dv kernel from the dS it "
-     "already computes: one kernel and one recompute fewer, not reproducible bit for bit, like libtorch's SDPA "
+     "already computes, and dk, dv too where a block's rows split over CTAs: one kernel and one recompute "
+     "fewer, not reproducible bit for bit, like libtorch's SDPA "
      "backward in the dense cell), slots (the dk/dv kernel writes each (query, block) pair's part of dq, in the "
      "input dtype, to the block's slot and one kernel sums a query's slots in order: no recompute and bitwise "
      "reproducible, for B·S·G·n·h·dk elements of scratch) or auto (the default: slots when the run uses "

@@ -33,7 +33,11 @@
 // by the key tile (dQ += dS K) and adds them to an fp32 accumulator in 16-byte
 // atomics (add_tile_dq); one kernel then writes dq = scale * accumulator in the
 // input dtype. The additions' order varies from run to run: dq is not
-// reproducible bit for bit. The layer asks it of the selected branch only
+// reproducible bit for bit, and so where a key tile's rows split over CTAs
+// the splits add dK·scale | dV to one fp32 accumulator in atomics too
+// (AttnParams::dkdv_atomic) rather than each write a partial for the
+// reduction to read back (H200, BM_SelectedBwdDq: m7c 8k -1.2 %, 64k -4.8 %,
+// paper_kernel 8k -1.8 %; docs/performance.md). The layer asks it of the selected branch only
 // (NSA_SELECTED_DQ): for the window and compressed branches it measured slower.
 // BackwardDq::slots (selected, sel_block = 64: a (query, block) pair is one
 // CTA's, one row tile's): the same units store each row's scale dS K, rounded
@@ -207,6 +211,22 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
 #endif
     }
   }
+}
+
+// A row split's pair of dK·scale | dV columns: stored to the split's partial,
+// or (add: AttnParams::dkdv_atomic) added to the one fp32 accumulator that
+// every split of the key tile adds to; 8-byte atomics on sm_90, where four
+// lanes fill a 32-byte sector as the stores do.
+__device__ __forceinline__ void put_split_pair(float* dst, float2 v, bool add) {
+  if (!add) {
+    *reinterpret_cast<float2*>(dst) = v;
+    return;
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), v);
+#else
+  atomicAdd(dst, v.x), atomicAdd(dst + 1, v.y);
+#endif
 }
 
 // kDq (BackwardDq::atomic): also dQ += dS K into p.dq_accum for every row tile
@@ -498,16 +518,16 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     for (int i = 0; i < 2; ++i) {
       const int key = kw0 + gid + 8 * i;
       if (key >= k1) continue;
-      if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
-        float* dst = p.dkdv_partial + ((int64_t(cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR +
+      if (p.row_splits > 1) {  // a split's partial (or its share of the accumulator), reduced after
+        const bool add = kDq && p.dkdv_atomic;
+        float* dst = p.dkdv_partial + ((int64_t(add ? 0 : cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR +
                      int64_t(g) * kLdR + 2 * tig;
 #pragma unroll
         for (int n = 0; n < DK / 8; ++n)
-          *reinterpret_cast<float2*>(dst + 8 * n) =
-              make_float2(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale);
+          put_split_pair(dst + 8 * n, make_float2(dk_acc[n][2 * i] * p.scale, dk_acc[n][2 * i + 1] * p.scale), add);
 #pragma unroll
         for (int n = 0; n < DV / 8; ++n)
-          *reinterpret_cast<float2*>(dst + DK + 8 * n) = make_float2(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]);
+          put_split_pair(dst + DK + 8 * n, make_float2(dv_acc[n][2 * i], dv_acc[n][2 * i + 1]), add);
       } else {
         T* dkr = dk + row_offset(b, key, g, p.Sk, p.G, DK) + 2 * tig;
         T* dvr = dv + row_offset(b, key, g, p.Sk, p.G, DV) + 2 * tig;
@@ -661,7 +681,6 @@ struct LaunchDkdv {
   static bool run(Branch br, AttnParams& p) {
     using L = DkdvLayout<DK, DV>;
     const int n_tiles = br == Branch::Selected ? p.n_blocks * ceil_div(p.sel_block, kKeys) : ceil_div(p.Sk, kKeys);
-    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     const auto f32 = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, at::cuda::current_device());
     // dq here too when asked and the 4 warps hold whole 64-key tiles with room
@@ -671,20 +690,29 @@ struct LaunchDkdv {
     // within budget; where not, the reproducible dq kernel, not atomics.
     const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0) &&
                          (!p.dq_slots || selected_dq_slots_apply(br, p, DK, sizeof(T)));
+    const bool dq_atomic = with_dq && !p.dq_slots;
+    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
+    // dq in atomics: the row splits add dk, dv in atomics too, to an
+    // accumulator after dq's in the same zeroed allocation. Measured (H200,
+    // BM_SelectedBwdMmaSplits, docs/performance.md): at m7c 8k the 16 splits'
+    // partials were 134 MB written and read again, at paper_kernel 8k 671 MB.
+    p.dkdv_atomic = dq_atomic && p.row_splits > 1;
+    const int64_t n_dkdv = int64_t(p.B) * p.Sk * p.G * (DK + DV);  // one split's partial
     at::Tensor accum, part;  // stream-ordered like the partials
     if (with_dq && p.dq_slots) {
       part = at::empty({selected_dq_slots_bytes(p, DK, sizeof(T)) / int64_t(sizeof(T))},
                        f32.dtype(c10::CppTypeToScalarType<T>::value));
       p.dq_part = part.data_ptr();
-    } else if (with_dq) {
-      const int64_t n = int64_t(p.B) * p.S * p.H * DK;
+    } else if (dq_atomic) {
+      const int64_t n_dq = int64_t(p.B) * p.S * p.H * DK, n = n_dq + (p.dkdv_atomic ? n_dkdv : 0);
       accum = at::empty({n}, f32);
       p.dq_accum = accum.data_ptr<float>();
+      if (p.dkdv_atomic) p.dkdv_partial = p.dq_accum + n_dq;
       NSA_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(n) * sizeof(float), stream));
     }
     at::Tensor partial;  // freed after the launches are queued: the allocator is stream-ordered
-    if (p.row_splits > 1) {
-      partial = at::empty({int64_t(p.row_splits) * p.B * p.Sk * p.G * (DK + DV)}, f32);
+    if (p.row_splits > 1 && !p.dkdv_atomic) {
+      partial = at::empty({int64_t(p.row_splits) * n_dkdv}, f32);
       p.dkdv_partial = partial.data_ptr<float>();
     }
     const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
@@ -698,9 +726,10 @@ struct LaunchDkdv {
       launch_kernel(bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytesDq, p);
     else
       launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytes, p);
-    if (p.row_splits > 1) {
-      const int64_t pairs = int64_t(p.B) * p.Sk * p.G * (DK + DV) / 2;
-      nsa_dkdv_reduce_kernel<T><<<unsigned((pairs + 255) / 256), 256, 0, stream>>>(p);
+    if (p.row_splits > 1) {  // the accumulator is one split's partial to the reduction
+      AttnParams r = p;
+      if (p.dkdv_atomic) r.row_splits = 1;
+      nsa_dkdv_reduce_kernel<T><<<unsigned((n_dkdv / 2 + 255) / 256), 256, 0, stream>>>(r);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (with_dq && p.dq_slots) {
@@ -712,7 +741,7 @@ struct LaunchDkdv {
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       p.dq_done = true;
     }
-    p.row_splits = 1, p.dkdv_partial = nullptr, p.dq_accum = nullptr, p.dq_part = nullptr;
+    p.row_splits = 1, p.dkdv_partial = nullptr, p.dkdv_atomic = false, p.dq_accum = nullptr, p.dq_part = nullptr;
     return true;
   }
 };

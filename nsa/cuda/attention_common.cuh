@@ -65,6 +65,11 @@ struct AttnParams {
   // order (attention_bwd_dkdv_tc.cu), so results stay bitwise reproducible.
   int row_splits = 1;
   float* dkdv_partial = nullptr;
+  // With dq in fp32 atomics (BackwardDq::atomic: the backward is not
+  // reproducible anyway) the splits add their dK·scale | dV into one zeroed
+  // fp32 accumulator instead, dkdv_partial [B][Sk][G][dk+dv], in the same
+  // atomics, and the reduction converts it: no partial per split in DRAM.
+  bool dkdv_atomic = false;
   // Selected backward with BackwardDq::atomic or ::slots: the caller asks the
   // v2 dk/dv launcher for dq too (dq_in_dkdv; dq_slots for slots); the
   // launcher sets dq_done when it ran the kernel that adds dS K into the fp32

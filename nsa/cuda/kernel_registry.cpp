@@ -66,7 +66,7 @@ const std::vector<KernelInfo>& kernel_infos() {
       // Backward helpers every branch's backward may launch (row_dot.cu, attention_bwd_dkdv_tc.cu): branch "backward".
       {"nsa_row_dot_kernel", "backward delta = rowsum(dO * O) in fp32, a warp per row", "backward"},
       {"nsa_row_dot_vec_kernel", "backward delta for 16-bit rows of 64/128/256, 16-byte loads", "backward"},
-      {"nsa_dkdv_reduce_kernel", "dk/dv v2: sums the row splits' fp32 partials in split order", "backward"},
+      {"nsa_dkdv_reduce_kernel", "dk/dv v2: sums the row splits' fp32 partials in split order, or with dq in atomics converts the one accumulator the splits added to", "backward"},
       {"nsa_dq_accum_to_output_kernel", "selected backward with NSA_SELECTED_DQ=atomic: the fp32 dq accumulator scaled and cast to the input dtype", "backward"},
       // The model's 16-bit weight copies (weight_copy.h): parameters into copies and gradients back, once a step.
       {"nsa_copy_spans_kernel", "weights into their 16-bit copies (some column slices of one group tensor) and gradients back", "weights"},

@@ -176,29 +176,42 @@ void check_dq_in_dkdv(const std::string& what_in, const AttnInputs& in, BranchSp
   check_branch(what + " (dq in dk/dv)", in, kernel_way, reference);
   // dk and dv bit for bit with and without dq: the same mma.sync products
   // (the warpgroup kernel's MMAs round alike but are not the same instructions).
+  // With dq in atomics a key tile's row splits add dk and dv in atomics too
+  // (AttnParams::dkdv_atomic): the same bits then hold in one split, which
+  // both runs take; over 3 splits (below) they are checked within rounding.
   SettingScope<SelectedMma> mma(selected_dkdv_mma, set_selected_dkdv_mma, SelectedMma::MmaSync);
+  const bool splits_add = way == BackwardDq::atomic;
+  Gradients by_kernel, in_dkdv;
   const at::Tensor &k = in.k, &v = in.v;
   spec.dq = BackwardDq::kernel;
   const ForwardResult f = attention_forward(in.q, k, v, spec);
-  const Gradients by_kernel = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-  EXPECT_EQ(last_backward_dq(), BackwardDq::kernel) << what;
-  spec.dq = way;
-  PoisonScope poison;
-  const Gradients in_dkdv = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-  EXPECT_EQ(last_backward_dq(), applies ? way : BackwardDq::kernel) << what;
-  EXPECT_TRUE(at::equal(in_dkdv.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
-  EXPECT_TRUE(at::equal(in_dkdv.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
+  {
+    SettingScope<int> one(dkdv_row_splits_forced, set_dkdv_row_splits, splits_add ? 1 : dkdv_row_splits_forced());
+    by_kernel = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+    EXPECT_EQ(last_backward_dq(), BackwardDq::kernel) << what;
+    spec.dq = way;
+    PoisonScope poison;
+    in_dkdv = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+    EXPECT_EQ(last_backward_dq(), applies ? way : BackwardDq::kernel) << what;
+    EXPECT_TRUE(at::equal(in_dkdv.dk, by_kernel.dk)) << what << ": dk differs from the dq kernel's run";
+    EXPECT_TRUE(at::equal(in_dkdv.dv, by_kernel.dv)) << what << ": dv differs from the dq kernel's run";
+    if (way == BackwardDq::slots) {
+      const Gradients again = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
+      EXPECT_TRUE(at::equal(again.dq, in_dkdv.dq)) << what << ": dq differs between two runs";
+    }
+  }
   const double tol = tolerance_for(in.q.scalar_type());
   expect_close(what + " dq in dk/dv vs the dq kernel", in_dkdv.dq, f64(by_kernel.dq), tol);
-  if (way == BackwardDq::slots) {
-    const Gradients again = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
-    EXPECT_TRUE(at::equal(again.dq, in_dkdv.dq)) << what << ": dq differs between two runs";
-  }
   SettingScope<int> splits(dkdv_row_splits_forced, set_dkdv_row_splits, 3);
+  PoisonScope poison;
   const Gradients split = attention_backward(in.q, k, v, f.o, f.lse, in.dout, spec);
   expect_close(what + " dq in dk/dv, 3 row splits", split.dq, f64(by_kernel.dq), tol);
   if (way == BackwardDq::slots)
     EXPECT_TRUE(at::equal(split.dq, in_dkdv.dq)) << what << ": dq differs over 3 row splits";
+  if (splits_add) {
+    expect_close(what + " dk in dk/dv, 3 row splits", split.dk, f64(by_kernel.dk), tol);
+    expect_close(what + " dv in dk/dv, 3 row splits", split.dv, f64(by_kernel.dv), tol);
+  }
 }
 
 void expect_cudnn_backward_flag(std::string_view flag, CudnnBackward reproducible, CudnnBackward fast) {
