@@ -96,6 +96,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include <cub/block/block_scan.cuh>
+
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
 #include "nsa/cuda/cuda_check.h"
@@ -276,8 +278,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
   const int n_rows = n_q * p.h;                             // row = (query index, head)
   // This CTA's row tiles [tile0, tile1): all of them, or its split's share.
   const int n_tiles_all = ceil_div(n_rows, RT);
-  const int tile0 = int(int64_t(n_tiles_all) * cta.split / p.row_splits);
-  const int tile1 = int(int64_t(n_tiles_all) * (cta.split + 1) / p.row_splits);
+  const int tile0 = int(int64_t(n_tiles_all) * cta.split / cta.splits);
+  const int tile1 = int(int64_t(n_tiles_all) * (cta.split + 1) / cta.splits);
 
   // The query of this thread's row in tile i (a thread copies the same row of
   // every tile), -1 past the rows: for Selected a load from the reverse index,
@@ -518,7 +520,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     for (int i = 0; i < 2; ++i) {
       const int key = kw0 + gid + 8 * i;
       if (key >= k1) continue;
-      if (p.row_splits > 1) {  // a split's partial (or its share of the accumulator), reduced after
+      if (p.dkdv_partial != nullptr) {  // a split's partial (or its share of the accumulator), reduced after
         const bool add = kDq && p.dkdv_atomic;
         float* dst = p.dkdv_partial + ((int64_t(add ? 0 : cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR +
                      int64_t(g) * kLdR + 2 * tig;
@@ -563,7 +565,7 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       const float* src = red + ((rg * n_slices + c / 16) * 16 + c % 16) * kLdR + col;
       s0 += src[0], s1 += src[1];
     }
-    if (p.row_splits > 1) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
+    if (p.dkdv_partial != nullptr) {  // a split's partial, summed by nsa_dkdv_reduce_kernel
       const float f = col < DK ? p.scale : 1.f;
       float2* dst = reinterpret_cast<float2*>(
           p.dkdv_partial + ((int64_t(cta.split) * p.B + b) * p.Sk + key) * p.G * kLdR + int64_t(g) * kLdR + col);
@@ -632,6 +634,47 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
   *reinterpret_cast<uint32_t*>(dst) = tc::pack2<T>(s0, s1);
 }
 
+// The selected dk/dv kernel's work list (AttnParams::dkdv_items), where dk and
+// dv go to one accumulator in atomics (dq in atomics) and no split count is
+// forced: key tile c = ((b, g), x) has rows_c = h times its block's
+// reverse-index entries, ceil(rows_c / RT) row tiles, and splits into
+// ceil(tiles_c / per_item) items of near-equal share; none where no query
+// chose the block (the zeroed accumulator is then its dk, dv). Why: one split
+// count for every key tile (the grid's z) must cut the heaviest — block 0,
+// forced on every query, S h rows — fine enough not to be the kernel's tail,
+// and so cut every light block as fine (at m7c 8k, 16 splits of ~6 row tiles
+// each, each split loading its K, V tile and adding a 64-key dK, dV). One CTA:
+// each thread counts a stretch of key tiles, a block scan gives each its first
+// item, then it writes them, a key tile's items side by side.
+constexpr int kItemThreads = 1024;
+__global__ void __launch_bounds__(kItemThreads)
+    nsa_dkdv_items_kernel(const AttnParams p, int n_tiles, int rows_per_tile, int per_item, int max_items,
+                          int4* items, int* n_items) {
+  using Scan = cub::BlockScan<int, kItemThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  const int tiles_per_block = ceil_div(p.sel_block, kKeys);
+  const int n_kc = n_tiles * p.B * p.G, stretch = ceil_div(n_kc, kItemThreads);
+  const int c0 = imin(int(threadIdx.x) * stretch, n_kc), c1 = imin(c0 + stretch, n_kc);
+  const auto items_of = [&](int c) {
+    const int64_t key = int64_t(c / n_tiles) * p.n_blocks + c % n_tiles / tiles_per_block;  // (b, g, block)
+    const int rows = int(p.rev_offset[key + 1] - p.rev_offset[key]) * p.h;  // <= S h
+    return ceil_div(ceil_div(rows, rows_per_tile), per_item);
+  };
+  int mine = 0;
+  for (int c = c0; c < c1; ++c) mine += items_of(c);
+  int first = 0, total = 0;
+  Scan(scan).ExclusiveSum(mine, first, total);
+  if (total > max_items) __trap();  // the host's bound is wrong: fail loudly rather than drop rows
+  for (int c = c0; c < c1; ++c) {
+    const int n = items_of(c);
+    for (int z = 0; z < n; ++z) items[first++] = make_int4(c % n_tiles, c / n_tiles, z, n);
+  }
+  if (threadIdx.x == 0) *n_items = total;
+}
+// Items per resident CTA slot the work list aims at: room for the hardware to
+// even out items that run unequally (rows skipped, partly visible steps).
+constexpr int kItemWaves = 4;
+
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
@@ -691,12 +734,15 @@ struct LaunchDkdv {
     const bool with_dq = p.dq_in_dkdv && L::kDqFits && (br != Branch::Selected || p.sel_block % kKeys == 0) &&
                          (!p.dq_slots || selected_dq_slots_apply(br, p, DK, sizeof(T)));
     const bool dq_atomic = with_dq && !p.dq_slots;
-    p.row_splits = dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
+    // The selected branch with dq in atomics splits each key tile by its own
+    // rows (nsa_dkdv_items_kernel) unless a split count is forced.
+    const bool items = dq_atomic && br == Branch::Selected && g_forced_row_splits.load() == 0;
+    p.row_splits = items ? 1 : dkdv_row_splits(br, p, n_tiles * p.B * p.G, L::kRows);
     // dq in atomics: the row splits add dk, dv in atomics too, to an
     // accumulator after dq's in the same zeroed allocation. Measured (H200,
     // BM_SelectedBwdMmaSplits, docs/performance.md): at m7c 8k the 16 splits'
     // partials were 134 MB written and read again, at paper_kernel 8k 671 MB.
-    p.dkdv_atomic = dq_atomic && p.row_splits > 1;
+    p.dkdv_atomic = dq_atomic && (items || p.row_splits > 1);
     const int64_t n_dkdv = int64_t(p.B) * p.Sk * p.G * (DK + DV);  // one split's partial
     at::Tensor accum, part;  // stream-ordered like the partials
     if (with_dq && p.dq_slots) {
@@ -715,18 +761,40 @@ struct LaunchDkdv {
       partial = at::empty({int64_t(p.row_splits) * n_dkdv}, f32);
       p.dkdv_partial = partial.data_ptr<float>();
     }
-    const dim3 grid(n_tiles, p.B * p.G, p.row_splits);
+    dim3 grid(n_tiles, p.B * p.G, p.row_splits);
     const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
                        selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
-    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_splits.store(p.row_splits);
-    if (wgmma)
-      launch_kernel(nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>, grid, kTcThreads, DkdvLayout<DK, DV, true>::kBytesDq,
-                    p);
-    else if (with_dq)
-      launch_kernel(bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytesDq, p);
-    else
-      launch_kernel(bwd_dkdv_tc_kernels<T, DK, DV>().pick(br), grid, kTcThreads, L::kBytes, p);
-    if (p.row_splits > 1) {  // the accumulator is one split's partial to the reduction
+    if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_splits.store(items ? 0 : p.row_splits);
+    void (*const kernel)(AttnParams) = wgmma      ? nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>
+                                       : with_dq ? bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br)
+                                                 : bwd_dkdv_tc_kernels<T, DK, DV>().pick(br);
+    const size_t smem = wgmma ? DkdvLayout<DK, DV, true>::kBytesDq : with_dq ? L::kBytesDq : L::kBytes;
+    at::Tensor item_list;
+    if (items) {
+      // Items of about equal row tiles, kItemWaves of them per resident CTA
+      // slot if every query chose n blocks (fewer at the causal start); the
+      // grid is their upper bound, the CTAs past the count own nothing.
+      NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      int per_sm = 0;
+      NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTcThreads, smem));
+      const int64_t slots = int64_t(imax(per_sm, 1)) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+      const int64_t n_kc = int64_t(n_tiles) * p.B * p.G;
+      const int64_t tiles = int64_t(ceil_div(p.sel_block, kKeys)) * p.B * p.S * p.G * p.n_sel * p.h / L::kRows;
+      const int64_t per_item = std::max<int64_t>(1, (tiles + kItemWaves * slots - 1) / (kItemWaves * slots));
+      // sum_c ceil(ceil(rows_c / RT) / per_item) <= (tiles + n_kc) / per_item + n_kc.
+      const int64_t max_items = (tiles + n_kc) / per_item + n_kc + 1;
+      TORCH_CHECK(max_items < (int64_t(1) << 31), "selected dk/dv: ", max_items, " work items do not fit a grid");
+      item_list = at::empty({4 * max_items + 1}, f32.dtype(at::kInt));
+      int4* list = reinterpret_cast<int4*>(item_list.data_ptr<int>());
+      int* count = item_list.data_ptr<int>() + 4 * max_items;
+      nsa_dkdv_items_kernel<<<1, kItemThreads, 0, stream>>>(p, n_tiles, L::kRows, int(per_item), int(max_items),
+                                                           list, count);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      p.dkdv_items = list, p.dkdv_n_items = count;
+      grid = dim3(unsigned(max_items), 1, 1);
+    }
+    launch_kernel(kernel, grid, kTcThreads, smem, p);
+    if (p.dkdv_partial != nullptr) {  // the accumulator is one split's partial to the reduction
       AttnParams r = p;
       if (p.dkdv_atomic) r.row_splits = 1;
       nsa_dkdv_reduce_kernel<T><<<unsigned((n_dkdv / 2 + 255) / 256), 256, 0, stream>>>(r);
@@ -742,6 +810,7 @@ struct LaunchDkdv {
       p.dq_done = true;
     }
     p.row_splits = 1, p.dkdv_partial = nullptr, p.dkdv_atomic = false, p.dq_accum = nullptr, p.dq_part = nullptr;
+    p.dkdv_items = nullptr, p.dkdv_n_items = nullptr;
     return true;
   }
 };

@@ -70,6 +70,13 @@ struct AttnParams {
   // fp32 accumulator instead, dkdv_partial [B][Sk][G][dk+dv], in the same
   // atomics, and the reduction converts it: no partial per split in DRAM.
   bool dkdv_atomic = false;
+  // With dkdv_atomic, the selected dk/dv kernel's CTAs may take their work
+  // from a list instead of the grid: item blockIdx.x of dkdv_items is {key
+  // tile, (b, g), split, splits of that key tile}, the first *dkdv_n_items
+  // of them; CTAs past the count own nothing. Each key tile splits by its
+  // own rows (attention_bwd_dkdv_tc.cu, nsa_dkdv_items_kernel).
+  const int4* dkdv_items = nullptr;
+  const int* dkdv_n_items = nullptr;
   // Selected backward with BackwardDq::atomic or ::slots: the caller asks the
   // v2 dk/dv launcher for dq too (dq_in_dkdv; dq_slots for slots); the
   // launcher sets dq_done when it ran the kernel that adds dS K into the fp32
@@ -169,13 +176,25 @@ struct QueryCta {
 // q_lo .. q_lo + n_q - 1; blockIdx.z = the row split (v2); all three as
 // GridSlot orders them. k0 >= k1: a tile past the end, owning no key.
 struct KeyCta {
-  int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0, split = 0;
+  int b, g, k0, k1, j = -1, q_lo = 0, n_q = 0, split = 0, splits = 1;  // splits: of this key tile's rows
   const int* q_list = nullptr;
   const int* slot_list = nullptr;  // Selected: the entries' slots (p.rev_slot), where given
   template <Branch BR>
   __device__ __forceinline__ static KeyCta make(const AttnParams& p, int BK) {
     KeyCta c;
-    const GridSlot slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/false);
+    GridSlot slot;
+    if (p.dkdv_items != nullptr) {  // a work list's item (AttnParams::dkdv_items)
+      if (int(blockIdx.x) >= *p.dkdv_n_items) {
+        c.k0 = c.k1 = 0;  // owns no key
+        return c;
+      }
+      const int4 item = p.dkdv_items[blockIdx.x];
+      slot = {item.x, item.y, item.z};
+      c.splits = item.w;
+    } else {
+      slot = GridSlot::of(p.heavy_first, /*last_tile_first=*/false);
+      c.splits = p.row_splits;
+    }
     c.b = slot.y / p.G, c.g = slot.y % p.G, c.split = slot.z;
     if (BR == Branch::Selected) {
       const int tiles_per_block = (p.sel_block + BK - 1) / BK;

@@ -166,8 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A parameterized case's inputs, chosen blocks and branch, for the fixtures
 // below (Case: SelectedCase or AtomicDqCase): blocks drawn at random (source
-// 0) or chosen by select_blocks from block means of l keys every d (1); seeds
-// input_seed + S and blocks_seed + S.
+// 0), chosen by select_blocks from block means of l keys every d (1), or block
+// 0 only (2); seeds input_seed + S and blocks_seed + S.
 template <typename Case>
 class SelectedProblem : public ::testing::TestWithParam<Case> {
  protected:
@@ -175,8 +175,13 @@ class SelectedProblem : public ::testing::TestWithParam<Case> {
     const Case& c = this->GetParam();
     in_ = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, input_seed + c.S);
     scale_ = 1.0 / std::sqrt(double(c.dk));
-    block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, blocks_seed + c.S)
-                               : blocks_from_select(in_, l, d, c.sel_block, c.n, scale_);
+    if (c.source == 2) {  // block 0 only, in the last slot, -1 before it (SelectedCase's source 2)
+      block_idx_ = at::full({c.B, c.S, c.G, c.n}, -1, in_.q.options().dtype(at::kInt));
+      block_idx_.select(3, c.n - 1).fill_(0);
+    } else {
+      block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, blocks_seed + c.S)
+                                 : blocks_from_select(in_, l, d, c.sel_block, c.n, scale_);
+    }
     spec_.branch = Branch::Selected, spec_.block_idx = block_idx_, spec_.sel_block = c.sel_block;
     spec_.scale = scale_;
   }
@@ -406,7 +411,7 @@ struct AtomicDqCase {
   const char* name;
   int64_t B, S, H, G, dk, dv, sel_block, n;
   at::ScalarType dtype;
-  int source;  // 0: random draw, 1: select_blocks on q / block means of k
+  int source;  // 0: random draw, 1: select_blocks on q / block means of k, 2: block 0 only
   bool applies;
 };
 void PrintTo(const AtomicDqCase& c, std::ostream* os) { *os << c.name; }
@@ -478,6 +483,9 @@ INSTANTIATE_TEST_SUITE_P(
         AtomicDqCase{"bf16_B2_S333_h6_d64_l64_n4", 2, 333, 12, 2, 64, 64, 64, 4, at::kBFloat16, 0, true},
         AtomicDqCase{"fp16_S150_h6_d64_l64_n3_selected", 1, 150, 6, 1, 64, 64, 64, 3, at::kHalf, 1, true},
         AtomicDqCase{"bf16_S1000_h6_d64_l64_n16_selected", 1, 1000, 12, 2, 64, 64, 64, 16, at::kBFloat16, 1, true},
+        // The work list's extremes: one key tile's rows over many items, the
+        // other key tiles no item (their dk, dv the zeroed accumulator's).
+        AtomicDqCase{"bf16_S1000_h6_d64_l64_n2_block0_alone", 1, 1000, 12, 2, 64, 64, 64, 2, at::kBFloat16, 2, true},
         AtomicDqCase{"bf16_S64_h16_d192_dv128_l64_n16", 1, 64, 16, 1, 192, 128, 64, 16, at::kBFloat16, 0, true},
         AtomicDqCase{"bf16_B2_S257_h16_d192_dv128_l64_n4", 2, 257, 32, 2, 192, 128, 64, 4, at::kBFloat16, 1, true},
         AtomicDqCase{"fp16_S300_h2_d64_l128_n2_two_key_tiles", 1, 300, 4, 2, 64, 64, 128, 2, at::kHalf, 0, true},
