@@ -37,8 +37,11 @@
 // the splits add dK·scale | dV to one fp32 accumulator in atomics too
 // (AttnParams::dkdv_atomic) rather than each write a partial for the
 // reduction to read back (H200, BM_SelectedBwdDq: m7c 8k -1.2 %, 64k -4.8 %,
-// paper_kernel 8k -1.8 %; docs/performance.md). The layer asks it of the selected branch only
-// (NSA_SELECTED_DQ): for the window and compressed branches it measured slower.
+// paper_kernel 8k -1.8 %; docs/performance.md), and the selected kernel's CTAs
+// take near-equal shares of each key tile's rows from a work list
+// (nsa_dkdv_items_kernel; m7c 64k -9.7 % more, 8k and paper_kernel within
+// +-1 %). The layer asks it of the selected branch only (NSA_SELECTED_DQ): for
+// the window and compressed branches it measured slower.
 // BackwardDq::slots (selected, sel_block = 64: a (query, block) pair is one
 // CTA's, one row tile's): the same units store each row's scale dS K, rounded
 // to the input dtype, to the row's (query, slot, head) row of a partial buffer
@@ -645,7 +648,9 @@ __global__ void nsa_dkdv_reduce_kernel(const AttnParams p) {
 // and so cut every light block as fine (at m7c 8k, 16 splits of ~6 row tiles
 // each, each split loading its K, V tile and adding a 64-key dK, dV). One CTA:
 // each thread counts a stretch of key tiles, a block scan gives each its first
-// item, then it writes them, a key tile's items side by side.
+// item, then it writes them, a key tile's items side by side. The CTAs start
+// in list order (GridSlot's heavy-first order has nothing to order: the items
+// are near-equal).
 constexpr int kItemThreads = 1024;
 __global__ void __launch_bounds__(kItemThreads)
     nsa_dkdv_items_kernel(const AttnParams p, int n_tiles, int rows_per_tile, int per_item, int max_items,

@@ -213,12 +213,16 @@ int select_blocks_warps();
 // Testing hook: the warps per CTA of the last v2 select_blocks launched.
 int last_select_blocks_warps();
 // v2 dk/dv: how many CTAs share one key tile's rows (each writes an fp32
-// partial that one reduction sums). 0 = automatic (split only when the key
-// tiles leave SMs idle, e.g. the compressed branch's few keys); n > 0 forces
-// n, for tests and bisection. The result is the same function. Next launch on.
+// partial that one reduction sums, or with dq in atomics adds to one
+// accumulator). 0 = automatic (split only when the key tiles leave SMs idle,
+// e.g. the compressed branch's few keys; the selected branch with dq in
+// atomics splits each key tile by its own rows, from a work list); n > 0
+// forces n for every key tile, for tests and bisection. The result is the
+// same function. Next launch on.
 void set_dkdv_row_splits(int n);
 int dkdv_row_splits_forced();
-// Testing hook: the row splits of the last selected dk/dv kernel launched.
+// Testing hook: the row splits of the last selected dk/dv kernel launched (0:
+// each key tile by its rows, the work list).
 int last_selected_dkdv_row_splits();
 // The order the attention kernels' grids start their CTAs (attention_common.cuh,
 // GridSlot): HeavyFirst (the default) starts the tiles with the most work first
