@@ -679,6 +679,20 @@ __global__ void __launch_bounds__(kItemThreads)
 // Items per resident CTA slot the work list aims at: room for the hardware to
 // even out items that run unequally (rows skipped, partly visible steps).
 constexpr int kItemWaves = 4;
+// Resident CTAs per SM of the selected dk/dv + dq kernel the work list feeds
+// (WG: the warpgroup one), worked out once a kernel on the device that first
+// runs it, as fwd_ko_warps does (selected_key_outer.cu): no query at every
+// launch, none inside a step graph's capture (it follows eager steps).
+template <typename T, int DK, int DV, bool WG>
+int selected_dkdvdq_ctas_per_sm(void (*kernel)(AttnParams), size_t smem) {
+  static const int ctas = [&] {
+    NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int n = 0;
+    NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kTcThreads, smem));
+    return imax(n, 1);
+  }();
+  return ctas;
+}
 
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
@@ -779,10 +793,9 @@ struct LaunchDkdv {
       // Items of about equal row tiles, kItemWaves of them per resident CTA
       // slot if every query chose n blocks (fewer at the causal start); the
       // grid is their upper bound, the CTAs past the count own nothing.
-      NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      int per_sm = 0;
-      NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTcThreads, smem));
-      const int64_t slots = int64_t(imax(per_sm, 1)) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+      const int per_sm = wgmma ? selected_dkdvdq_ctas_per_sm<T, DK, DV, true>(kernel, smem)
+                               : selected_dkdvdq_ctas_per_sm<T, DK, DV, false>(kernel, smem);
+      const int64_t slots = int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
       const int64_t n_kc = int64_t(n_tiles) * p.B * p.G;
       const int64_t tiles = int64_t(ceil_div(p.sel_block, kKeys)) * p.B * p.S * p.G * p.n_sel * p.h / L::kRows;
       const int64_t per_item = std::max<int64_t>(1, (tiles + kItemWaves * slots - 1) / (kItemWaves * slots));
