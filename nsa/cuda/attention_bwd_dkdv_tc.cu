@@ -685,12 +685,7 @@ constexpr int kItemWaves = 4;
 // launch, none inside a step graph's capture (it follows eager steps).
 template <typename T, int DK, int DV, bool WG>
 int selected_dkdvdq_ctas_per_sm(void (*kernel)(AttnParams), size_t smem) {
-  static const int ctas = [&] {
-    NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    int n = 0;
-    NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kTcThreads, smem));
-    return imax(n, 1);
-  }();
+  static const int ctas = imax(resident_ctas_per_sm(kernel, kTcThreads, smem), 1);
   return ctas;
 }
 

@@ -42,6 +42,17 @@ void launch_kernel(Kernel kernel, dim3 grid, int threads, size_t smem, const Arg
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// How many CTAs of `threads` threads and `smem` dynamic shared-memory bytes
+// the device holds at once per SM for `kernel` (its limit raised first, as
+// launch_kernel does): a host query, for launchers that size their work by it.
+template <typename Kernel>
+int resident_ctas_per_sm(Kernel kernel, int threads, size_t smem) {
+  NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int ctas = 0;
+  NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, smem));
+  return ctas;
+}
+
 // v2 Selected: do the CTA's queries walk one union of chosen blocks with 64 rows
 // (each warp owns 16; SharedRows), or hold <= 16 rows in all 4 warps that split
 // every tile's keys (SplitKeys)? SharedRows loads each block once for 64/h

@@ -663,10 +663,7 @@ int fwd_ko_warps() {
   if (forced != 0) return forced;
   static const int rule = [] {
     const auto resident_warps = [](auto kernel, int warps, size_t smem) {
-      NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      int ctas = 0;
-      NSA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, 32 * warps, smem));
-      return ctas * warps;
+      return resident_ctas_per_sm(kernel, 32 * warps, smem) * warps;
     };
     const int four =
         resident_warps(nsa_selected_fwd_ko_kernel<T, DK, DV, 4, WG>, 4, KoLayout<DK, DV, false, 4, WG>::kBytes);
