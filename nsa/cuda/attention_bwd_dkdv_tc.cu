@@ -422,14 +422,17 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
       // WG: the step's rows in the core-matrix tiles (row0 a multiple of 8).
       const T* q_rows = qs + wg::core_offset<DK>(row0, 0);
       const T* o_rows = os + wg::core_offset<DV>(row0, 0);
-      if constexpr (WG) {  // S^T and dP^T for the 64 keys; the wait completes the last step's dV, dK too
+      if constexpr (WG) {
+        // S^T and dP^T for the 64 keys, two groups: the softmax below runs
+        // while dP^T is still on the tensor cores. The wait for S^T completes
+        // the last step's dV, dK too (groups complete in order).
         wg::fence();
         wg::warpgroup_ss_bt_issue<T, DK, NR>(sp, Ks, q_rows);
+        wg::commit();
         wg::warpgroup_ss_bt_issue<T, DV, NR>(dp, Vs, o_rows);
         wg::commit();
-        wg::wait<0>();
+        wg::wait<1>();
         wg::fence_operands(sp);
-        wg::fence_operands(dp);
         wg::fence_operands(dv_acc);
         wg::fence_operands(dk_acc);
       } else if constexpr (kHoldKv) {
@@ -463,7 +466,14 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
           }
         }
       }
-      if constexpr (!WG) {
+      if constexpr (WG) {  // dV += P^T dO on the tensor cores while dS^T waits for dP^T
+        wg::fence();
+        wg::fence_operands(dv_acc);
+        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
+        wg::commit();
+        wg::wait<1>();  // dP^T; dV runs on
+        wg::fence_operands(dp);
+      } else {
         tc::warp_c_b<T, DV, NR, L::kLdV>(dv_acc, sp, os, row0, lane);
         if constexpr (kHoldKv)
           tc::warp_a_bt<T, DV, NR, L::kLdV>(dp, vf, os, row0, lane);
@@ -475,11 +485,9 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) dp[n][j] = sp[n][j] * (dp[n][j] - delta[row0 + 8 * n + 2 * tig + j % 2]);
       }
-      if constexpr (WG) {  // dV += P^T dO and dK += dS^T Q, waited for with the next step's S^T
+      if constexpr (WG) {  // dK += dS^T Q; it and dV waited for with the next step's S^T
         wg::fence();
-        wg::fence_operands(dv_acc);
         wg::fence_operands(dk_acc);
-        wg::warpgroup_c_b_issue<T, NR, DV>(dv_acc, sp, o_rows);
         wg::warpgroup_c_b_issue<T, NR, DK>(dk_acc, dp, q_rows);
         wg::commit();
       } else {
@@ -679,6 +687,7 @@ __global__ void __launch_bounds__(kItemThreads)
 // Items per resident CTA slot the work list aims at: room for the hardware to
 // even out items that run unequally (rows skipped, partly visible steps).
 constexpr int kItemWaves = 4;
+std::atomic<int> g_forced_item_waves{0};  // set_dkdv_item_waves; 0 = kItemWaves
 // Resident CTAs per SM of the selected dk/dv + dq kernel the work list feeds
 // (WG: the warpgroup one), worked out once a kernel on the device that first
 // runs it, as fwd_ko_warps does (selected_key_outer.cu): no query at every
@@ -793,7 +802,9 @@ struct LaunchDkdv {
       const int64_t slots = int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
       const int64_t n_kc = int64_t(n_tiles) * p.B * p.G;
       const int64_t tiles = int64_t(ceil_div(p.sel_block, kKeys)) * p.B * p.S * p.G * p.n_sel * p.h / L::kRows;
-      const int64_t per_item = std::max<int64_t>(1, (tiles + kItemWaves * slots - 1) / (kItemWaves * slots));
+      const int forced_waves = g_forced_item_waves.load();
+      const int64_t waves = forced_waves > 0 ? forced_waves : kItemWaves;
+      const int64_t per_item = std::max<int64_t>(1, (tiles + waves * slots - 1) / (waves * slots));
       // sum_c ceil(ceil(rows_c / RT) / per_item) <= (tiles + n_kc) / per_item + n_kc.
       const int64_t max_items = (tiles + n_kc) / per_item + n_kc + 1;
       TORCH_CHECK(max_items < (int64_t(1) << 31), "selected dk/dv: ", max_items, " work items do not fit a grid");
@@ -838,6 +849,11 @@ void set_dkdv_row_splits(int n) {
   g_forced_row_splits.store(n);
 }
 int dkdv_row_splits_forced() { return g_forced_row_splits.load(); }
+void set_dkdv_item_waves(int n) {
+  TORCH_CHECK(n >= 0 && n <= 64, "set_dkdv_item_waves: ", n, " is not in [0, 64]");
+  g_forced_item_waves.store(n);
+}
+int dkdv_item_waves_forced() { return g_forced_item_waves.load(); }
 void set_selected_dkdv_mma(SelectedMma mma) { g_selected_mma.store(int(mma)); }
 SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
 // At dk + dv <= 128 only. Measured (H200, BM_SelectedBwdMma, one binary on

@@ -221,6 +221,11 @@ int last_select_blocks_warps();
 // same function. Next launch on.
 void set_dkdv_row_splits(int n);
 int dkdv_row_splits_forced();
+// The selected dk/dv work list's items per resident CTA slot (0 = automatic,
+// 4; n in [1, 64] forces n): a timing knob for benchmarks, the result is the
+// same function. Next launch on.
+void set_dkdv_item_waves(int n);
+int dkdv_item_waves_forced();
 // Testing hook: the row splits of the last selected dk/dv kernel launched (0:
 // each key tile by its rows, the work list).
 int last_selected_dkdv_row_splits();

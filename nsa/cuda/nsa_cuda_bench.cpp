@@ -720,6 +720,22 @@ void BM_SelectedBwdMmaSplits(benchmark::State& state) {
   selected_bwd_mma_row(state);
   state.counters["splits"] = last_selected_dkdv_row_splits();
 }
+// The same with the work list's items per resident CTA slot forced (arg
+// waves, 0 = the automatic 4; set_dkdv_item_waves): the share each item takes.
+// Each shape on the MMAs it takes by default (m7c wgmma, paper_kernel mma.sync).
+void BM_SelectedBwdItemWaves(benchmark::State& state) {
+  if (!selected_mma_row(state)) return;
+  const ScopedChoice<int> waves(dkdv_item_waves_forced(), set_dkdv_item_waves, int(state.range(3)));
+  selected_bwd_mma_row(state);
+  state.counters["splits"] = last_selected_dkdv_row_splits();
+}
+void SizesSelectedItemWaves(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"shape", "S", "mma", "waves"});
+  for (const auto& [shape, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
+    for (const int64_t waves : {0, 1, 2, 3, 6, 8, 16})  // the MMAs each shape takes by default
+      b->Args({shape, S, int64_t(shape == 1 ? SelectedMma::Wgmma : SelectedMma::MmaSync), waves});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
 void SizesSelectedMmaSplits(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "S", "mma", "splits"});
   for (const auto& [shape, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
@@ -1036,6 +1052,7 @@ BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq<3>);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_SelectedBwdMmaSplits)->Apply(SizesSelectedMmaSplits);
+BENCHMARK(BM_SelectedBwdItemWaves)->Apply(SizesSelectedItemWaves);
 BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);
 BENCHMARK(BM_DecodeKvTokens)->Args({0, 8192})->Args({0, 16384})->Args({0, 32768})->Args({0, 65536})
     ->ArgNames({"shape", "S"});
