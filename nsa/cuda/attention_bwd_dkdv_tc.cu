@@ -170,12 +170,65 @@ struct DkdvLayout {
 // Units of 64 columns where they come out a multiple of the warps, else of
 // 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64 left 2 of the
 // 4 warps waiting for half the time; 12 of 32 go 3 a warp.
+// One unit's dQ rows r0 + gid, r0 + gid + 8, columns c0 .. c0 + NC (mma.sync's
+// C layout in acc) into the accumulator (or with `slots` the rows' partials).
+template <typename T, int DK, int NC>
+__device__ __forceinline__ void put_unit_dq(const AttnParams& p, const float (&acc)[NC / 8][4], const int64_t* rows_dq,
+                                            bool slots, int r0, int c0, int lane) {
+  const int gid = lane / 4, tig = lane % 4;
+  const bool odd = tig & 1;
+  const int64_t mine = rows_dq[r0 + gid + (odd ? 8 : 0)];  // the tile's RT rows are all written
+#pragma unroll
+  for (int n = 0; n < NC / 8; ++n) {
+    // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
+    const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
+    const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
+    if (mine < 0) continue;
+    const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
+    const int64_t at = mine * DK + c0 + 8 * n + 2 * (tig & ~1);
+    if (slots) {  // the pair's own row: scale dS K, rounded once, written once
+      uint2 packed;
+      packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale);
+      packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
+      *reinterpret_cast<uint2*>(static_cast<T*>(p.dq_part) + at) = packed;
+      continue;
+    }
+    float* dst = p.dq_accum + at;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(dst), v4);
+#else
+    atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
+#endif
+  }
+}
+
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
                                             bool slots, int n_here, int warp, int lane) {
+  if constexpr (CORE && RT == kKeys) {
+    // The warpgroup kernel at RT = 64: the tile's 64 rows are one warpgroup
+    // MMA's M, warp w's rows 16 w .. as A (dS by ldmatrix.trans), B the key
+    // tile's core matrices, N = dk: four MMAs a warpgroup where each warp
+    // issued 32 mma.sync and loaded B by 16 ldmatrix. Every warp takes part,
+    // rows past n_here included (their dq rows are -1: nothing added). The
+    // wait completes the tile's last dV, dK too (groups complete in order).
+    uint32_t a[kKeys / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) tc::ldmatrix_a_frag_trans<T, LDS>(a[kk], ds, kk * 16, 16 * warp, lane);
+    float acc[DK / 8][4];
+#pragma unroll
+    for (int n = 0; n < DK / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    wg::fence();
+    wg::fence_operands(acc);
+    wg::warpgroup_a_b_issue<T, kKeys, DK>(acc, a, Ks);
+    wg::commit();
+    wg::wait<0>();
+    wg::fence_operands(acc);
+    put_unit_dq<T, DK, DK>(p, acc, rows_dq, slots, 16 * warp, 0, lane);
+    return;
+  }
   constexpr int kCols = (RT / 16) * (DK / 64) % kTcWarps == 0 ? 64 : 32;
   constexpr int kChunks = DK / kCols;
-  const int gid = lane / 4, tig = lane % 4;
   const int n_units = ceil_div(n_here, 16) * kChunks;
   for (int u = warp; u < n_units; u += kTcWarps) {
     const int r0 = u / kChunks * 16, c0 = u % kChunks * kCols;
@@ -191,30 +244,7 @@ __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, co
       else
         tc::warp_a_b_step<T, kCols, LDK>(acc, a, Ks, kk * 16, c0, lane);
     }
-    const bool odd = tig & 1;
-    const int64_t mine = rows_dq[r0 + gid + (odd ? 8 : 0)];  // the tile's RT rows are all written
-#pragma unroll
-    for (int n = 0; n < kCols / 8; ++n) {
-      // Even lanes keep row gid (acc[n][0..1]) and give row gid + 8; odd lanes the reverse.
-      const float x = __shfl_xor_sync(0xffffffffu, odd ? acc[n][0] : acc[n][2], 1);
-      const float y = __shfl_xor_sync(0xffffffffu, odd ? acc[n][1] : acc[n][3], 1);
-      if (mine < 0) continue;
-      const float4 v4 = odd ? make_float4(x, y, acc[n][2], acc[n][3]) : make_float4(acc[n][0], acc[n][1], x, y);
-      const int64_t at = mine * DK + c0 + 8 * n + 2 * (tig & ~1);
-      if (slots) {  // the pair's own row: scale dS K, rounded once, written once
-        uint2 packed;
-        packed.x = tc::pack2<T>(v4.x * p.scale, v4.y * p.scale);
-        packed.y = tc::pack2<T>(v4.z * p.scale, v4.w * p.scale);
-        *reinterpret_cast<uint2*>(static_cast<T*>(p.dq_part) + at) = packed;
-        continue;
-      }
-      float* dst = p.dq_accum + at;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      atomicAdd(reinterpret_cast<float4*>(dst), v4);
-#else
-      atomicAdd(dst, v4.x), atomicAdd(dst + 1, v4.y), atomicAdd(dst + 2, v4.z), atomicAdd(dst + 3, v4.w);
-#endif
-    }
+    put_unit_dq<T, DK, kCols>(p, acc, rows_dq, slots, r0, c0, lane);
   }
 }
 

@@ -221,6 +221,22 @@ __device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], co
                         smem_desc(b_rows + kk * 2 * 64, 128, (KD / 8) * 128), kk > 0);
 }
 
+// acc[64 x C] += A[64 x NK] B as warpgroup_c_b_issue below, with A's
+// fragments given (warp w's rows 16 w .., one [4] a k-step of 16, mma.sync's
+// A layout): the dk/dv kernel's dQ += dS K, dS read by ldmatrix.trans.
+template <typename T, int NK, int C = 64>
+__device__ __forceinline__ void warpgroup_a_b_issue(float (&acc)[C / 8][4], const uint32_t (&a)[NK / 16][4],
+                                                    const T* rows) {
+  static_assert(C % 64 == 0, "the tile's columns go 64 an MMA");
+#pragma unroll
+  for (int kk = 0; kk < NK / 16; ++kk) {  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
+#pragma unroll
+    for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7
+      mma_m64n64k16<T, 1>(*reinterpret_cast<float(*)[8][4]>(acc[8 * h]), a[kk],
+                          smem_desc(rows + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
+  }
+}
+
 // acc[64 x C] += P[64 x NK] B, P = fp32 accumulators of an earlier product
 // rounded to T (C layout of n-tiles 2 kk, 2 kk + 1 = A layout of k-step kk),
 // B = NK rows x C columns of a core-matrix tile from `rows` (a multiple of 8),
@@ -232,7 +248,6 @@ __device__ __forceinline__ void warpgroup_ss_bt_issue(float (&acc)[N / 8][4], co
 template <typename T, int NK, int C = 64>
 __device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], const float (&c)[NK / 8][4],
                                                     const T* rows) {
-  static_assert(C % 64 == 0, "the tile's columns go 64 an MMA");
   uint32_t a[NK / 16][4];
 #pragma unroll
   for (int kk = 0; kk < NK / 16; ++kk) {
@@ -241,13 +256,7 @@ __device__ __forceinline__ void warpgroup_c_b_issue(float (&acc)[C / 8][4], cons
     a[kk][2] = tc::pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
     a[kk][3] = tc::pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
   }
-#pragma unroll
-  for (int kk = 0; kk < NK / 16; ++kk) {  // rows (keys) 16 kk .. : row groups 2 kk, 2 kk + 1
-#pragma unroll
-    for (int h = 0; h < C / 64; ++h)  // columns 64 h .. : chunks 8 h .. 8 h + 7
-      mma_m64n64k16<T, 1>(*reinterpret_cast<float(*)[8][4]>(acc[8 * h]), a[kk],
-                          smem_desc(rows + (kk * 2 * (C / 8) + 8 * h) * 64, (C / 8) * 128, 128), true);
-  }
+  warpgroup_a_b_issue<T, NK, C>(acc, a, rows);
 }
 
 // warpgroup_c_b_issue, waited for: O += P V in the KeyOuter and v3 forwards.
