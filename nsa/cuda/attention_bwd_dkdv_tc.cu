@@ -64,10 +64,17 @@
 // mma.sync's layout per warp, so the masking, exponentials and dS code is the
 // same). The tiles are stored as core matrices: one stored Q tile is B of S^T
 // (K-major) and B of dK (MN-major). A step of 32 rows up to dk + dv = 320 (no
-// K / V fragments in registers). dV and dK are waited for with the next
-// step's S^T, a tile's last ones after dq's product, which stays on mma.sync.
-// A step no row of which sees any of the 64 keys is skipped by all 4 warps
-// together. The default at dk + dv <= 128 only (selected_dkdv_wgmma_by_default).
+// K / V fragments in registers). A step issues S^T and dP^T as two groups and
+// waits for S^T alone, so that the softmax runs while dP^T is computed; it
+// issues dV += P^T dO as soon as P^T is there and waits for dP^T only then;
+// dV and dK are waited for with the next step's S^T. At RT = 64 rows a tile
+// (dk + dv <= 256) dq's product is one warpgroup MMA (M = the tile's rows, A
+// = dS by ldmatrix.trans, B = the key tile), whose wait completes the tile's
+// last dV, dK; at RT = 32 it stays on mma.sync. H200, BM_SelectedBwdDq
+// (docs/performance.md): the overlap -1.6 % at m7c 8k, then dq's MMA -3.3 %
+// at 8k and -3.1 % at 64k. A step no row of which sees any of the 64 keys is
+// skipped by all 4 warps together. The default at dk + dv <= 128 only
+// (selected_dkdv_wgmma_by_default).
 //
 // Shared memory per CTA: the key tile (64 x (dk + 8) + 64 x (dv + 8) 16-bit
 // elements, loaded once), two stages of RT rows of Q and dO (double-buffered
@@ -154,22 +161,6 @@ struct DkdvLayout {
   static_assert(kRows % kStep == 0 && kTcThreads % kRows == 0, "row tile / step / loader mismatch");
 };
 
-// dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
-// (64 keys x RT rows, `ds`) is complete; the warps take units of 16 rows x
-// kCols columns of dq in turn, each reading dS as A fragments (transposed from
-// ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
-// atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
-// add four columns of row gid and odd lanes four of row gid + 8. Padding rows
-// (dq row -1) add nothing. With `slots` (BackwardDq::slots) the same four
-// columns, times scale and rounded to T, are stored to the row's partial row
-// instead (its (query, slot, head) row of p.dq_part), no atomics. The rows'
-// dq rows come from shared memory, written with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
-// instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
-// row's head and the two rows in local memory among them (42 % of the
-// kernel's instructions; scripts/ncu_hotspots.py, code by trip count).
-// Units of 64 columns where they come out a multiple of the warps, else of
-// 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64 left 2 of the
-// 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 // One unit's dQ rows r0 + gid, r0 + gid + 8, columns c0 .. c0 + NC (mma.sync's
 // C layout in acc) into the accumulator (or with `slots` the rows' partials).
 template <typename T, int DK, int NC>
@@ -202,6 +193,23 @@ __device__ __forceinline__ void put_unit_dq(const AttnParams& p, const float (&a
   }
 }
 
+// dQ += dS K for the row tile's rows (BackwardDq::atomic): the 4 warps' dS^T
+// (64 keys x RT rows, `ds`) is complete; the warps take units of 16 rows x
+// kCols columns of dq in turn (the warpgroup kernel at RT = 64: one
+// warpgroup MMA, below), each reading dS as A fragments (transposed from
+// ds) and K from the key tile, and add them to the fp32 accumulator in 16-byte
+// atomics: the 4 lanes of a row pair exchange halves (shfl) so that even lanes
+// add four columns of row gid and odd lanes four of row gid + 8. Padding rows
+// (dq row -1) add nothing. With `slots` (BackwardDq::slots) the same four
+// columns, times scale and rounded to T, are stored to the row's partial row
+// instead (its (query, slot, head) row of p.dq_part), no atomics. The rows'
+// dq rows come from shared memory, written with the tile's copies: ncu (paper_kernel 8k, H200) had a unit issue 216
+// instructions for its 16 MMAs and 12 ldmatrix, a run-time modulo for each
+// row's head and the two rows in local memory among them (42 % of the
+// kernel's instructions; scripts/ncu_hotspots.py, code by trip count).
+// Units of 64 columns where they come out a multiple of the warps, else of
+// 32: at RT = 32 and dk = 192 (the paper's heads) 6 units of 64 left 2 of the
+// 4 warps waiting for half the time; 12 of 32 go 3 a warp.
 template <typename T, int DK, int RT, int LDS, int LDK, bool CORE>
 __device__ __forceinline__ void add_tile_dq(const AttnParams& p, const T* ds, const T* Ks, const int64_t* rows_dq,
                                             bool slots, int n_here, int warp, int lane) {
@@ -535,7 +543,8 @@ __device__ __forceinline__ void tc_dkdv_body(const AttnParams& p) {
     if constexpr (kDq) {
       __syncthreads();  // every warp's dS^T of the tile is in ds
       // WG: the tile's last dV += P^T dO, dK += dS^T Q still run on the tensor
-      // cores meanwhile (they read the stage's Q and dO, not ds or K).
+      // cores meanwhile (they read the stage's Q and dO, not ds or K); at RT =
+      // 64 dq's own warpgroup MMA queues behind them.
       add_tile_dq<T, DK, RT, L::kLdS, L::kLdK, WG>(p, ds, Ks, row_dq + stage * RT, slots, n_here, warp, lane);
     }
     if constexpr (WG) {  // the tile's last dV, dK, before the barrier that frees its stage
