@@ -725,6 +725,9 @@ __global__ void __launch_bounds__(kItemThreads)
 }
 // Items per resident CTA slot the work list aims at: room for the hardware to
 // even out items that run unequally (rows skipped, partly visible steps).
+// H200, BM_SelectedBwdItemWaves (docs/performance.md): 1 or 2 a slot leave the
+// kernel a tail (m7c 8k +21 % / +9 %); 3 to 16 move m7c 8k, 64k and
+// paper_kernel 8k by 2-4 % without a trend, one run's spread. 4 stays.
 constexpr int kItemWaves = 4;
 std::atomic<int> g_forced_item_waves{0};  // set_dkdv_item_waves; 0 = kItemWaves
 // Resident CTAs per SM of the selected dk/dv + dq kernel the work list feeds
