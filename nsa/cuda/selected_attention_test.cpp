@@ -38,6 +38,14 @@ at::Tensor blocks_from_select(const testing::AttnInputs& in, int64_t l, int64_t 
   return select_blocks(in.q, kc, l, d, sel_block, n, scale);
 }
 
+// Every query chooses block 0 alone: in its last slot, -1 before it (the
+// cases' source 2: one key tile every row sees, the others none).
+at::Tensor block0_only(const testing::AttnInputs& in, int64_t B, int64_t S, int64_t G, int64_t n) {
+  at::Tensor idx = at::full({B, S, G, n}, -1, in.q.options().dtype(at::kInt));
+  idx.select(3, n - 1).fill_(0);
+  return idx;
+}
+
 struct SelectedCase {
   const char* name;
   int64_t B, S, H, G, dk, dv, sel_block, n;
@@ -59,8 +67,7 @@ TEST_P(SelectedAttention, MatchesReference) {
   } else if (c.source == 1) {
     block_idx = blocks_from_select(in, 8, 4, c.sel_block, c.n, scale);
   } else {
-    block_idx = at::full({c.B, c.S, c.G, c.n}, -1, in.q.options().dtype(at::kInt));
-    block_idx.select(3, c.n - 1).fill_(0);  // block 0 in the last slot, -1 before it
+    block_idx = block0_only(in, c.B, c.S, c.G, c.n);
   }
   // v2 has four tilings (nsa_cuda.h, SelectedTiling); each must compute the
   // same function, whatever the automatic choice would be for this shape.
@@ -175,13 +182,9 @@ class SelectedProblem : public ::testing::TestWithParam<Case> {
     const Case& c = this->GetParam();
     in_ = testing::make_inputs(c.B, c.S, c.S, c.H, c.G, c.dk, c.dv, c.dtype, input_seed + c.S);
     scale_ = 1.0 / std::sqrt(double(c.dk));
-    if (c.source == 2) {  // block 0 only, in the last slot, -1 before it (SelectedCase's source 2)
-      block_idx_ = at::full({c.B, c.S, c.G, c.n}, -1, in_.q.options().dtype(at::kInt));
-      block_idx_.select(3, c.n - 1).fill_(0);
-    } else {
-      block_idx_ = c.source == 0 ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, blocks_seed + c.S)
-                                 : blocks_from_select(in_, l, d, c.sel_block, c.n, scale_);
-    }
+    block_idx_ = c.source == 0   ? testing::random_block_idx(c.B, c.S, c.G, c.n, c.sel_block, blocks_seed + c.S)
+                 : c.source == 1 ? blocks_from_select(in_, l, d, c.sel_block, c.n, scale_)
+                                 : block0_only(in_, c.B, c.S, c.G, c.n);
     spec_.branch = Branch::Selected, spec_.block_idx = block_idx_, spec_.sel_block = c.sel_block;
     spec_.scale = scale_;
   }
