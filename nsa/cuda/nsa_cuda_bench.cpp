@@ -711,6 +711,9 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
   layer_row<true>(state);
   report_selected_mma(state);
 }
+// The (shape, S) pairs the selected backward's split and share sweeps run:
+// m7c and paper_kernel at 8k and 64k.
+const std::vector<std::pair<int64_t, int64_t>> kSelectedBwdSweepShapes{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}};
 // The selected backward of BM_SelectedBwdMma with a forced number of row
 // splits (arg splits, 0 = the automatic choice; set_dkdv_row_splits; counter
 // splits: what ran): which split suits each kernel.
@@ -720,9 +723,10 @@ void BM_SelectedBwdMmaSplits(benchmark::State& state) {
   selected_bwd_mma_row(state);
   state.counters["splits"] = last_selected_dkdv_row_splits();
 }
-// The same with the work list's items per resident CTA slot forced (arg
-// waves, 0 = the automatic 4; set_dkdv_item_waves): the share each item takes.
-// Each shape on the MMAs it takes by default (m7c wgmma, paper_kernel mma.sync).
+// BM_SelectedBwdMmaSplits with the work list's items per resident CTA slot
+// forced (arg waves, 0 = the automatic 4; set_dkdv_item_waves): the share each
+// item takes. Each shape on the MMAs it takes by default (m7c wgmma,
+// paper_kernel mma.sync).
 void BM_SelectedBwdItemWaves(benchmark::State& state) {
   if (!selected_mma_row(state)) return;
   const ScopedChoice<int> waves(dkdv_item_waves_forced(), set_dkdv_item_waves, int(state.range(3)));
@@ -731,14 +735,14 @@ void BM_SelectedBwdItemWaves(benchmark::State& state) {
 }
 void SizesSelectedItemWaves(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "S", "mma", "waves"});
-  for (const auto& [shape, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
+  for (const auto& [shape, S] : kSelectedBwdSweepShapes)
     for (const int64_t waves : {0, 1, 2, 3, 6, 8, 16})  // the MMAs each shape takes by default
       b->Args({shape, S, int64_t(shape == 1 ? SelectedMma::Wgmma : SelectedMma::MmaSync), waves});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
 void SizesSelectedMmaSplits(benchmark::internal::Benchmark* b) {
   b->ArgNames({"shape", "S", "mma", "splits"});
-  for (const auto& [shape, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}})
+  for (const auto& [shape, S] : kSelectedBwdSweepShapes)
     for (const SelectedMma mma : {SelectedMma::MmaSync, SelectedMma::Wgmma})
       for (const int64_t splits : {0, 1, 2, 4, 8, 16, 32}) b->Args({shape, S, int64_t(mma), splits});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
