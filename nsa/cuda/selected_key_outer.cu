@@ -26,11 +26,12 @@
 //      warpgroup MMAs, 4 warps' groups together); then the row's partial O / l,
 //      rounded to the input dtype, and lse2 = m + log2 l (fp32) go to the
 //      slot the block has in the query's block_idx row.
-//   3. nsa_selected_fwd_merge_kernel: one warp per output row (b, t, head):
-//      the n partials in slot order, weighted by 2^(lse2_i - max), summed in
-//      fp32 (a fixed order: results are bitwise reproducible), o in the input
-//      dtype and the natural-log lse the backward reads; a row with no visible
-//      key: o = 0, lse = +inf, as every other forward.
+//   3. nsa_selected_fwd_merge_kernel: one CTA per (b, t, g) and block of its
+//      heads, the slots' partials copied into shared memory all at once: per
+//      output row the n partials in slot order, weighted by 2^(lse2_i - max),
+//      summed in fp32 (a fixed order: results are bitwise reproducible), o in
+//      the input dtype and the natural-log lse the backward reads; a row with
+//      no visible key: o = 0, lse = +inf, as every other forward.
 // The partials are the traffic (each written once and read once: at the
 // paper's shape 4 KB a (query, block) pair in bf16 against 6 KB of Q read),
 // so they are kept in the input dtype (in fp32, the first version: paper_kernel
@@ -89,10 +90,7 @@ using tc::kTcThreads;
 
 constexpr int kUnitRows = 1024;          // rows (query, head) per CTA at most: 16 groups of 16 a warp
 constexpr int64_t kChunkBytes = 1 << 30;  // the partials of one chunk of queries, at most
-constexpr int kMergeWarps = 8;
-// Resident merge CTAs an SM asked of the compiler (64 registers a thread): with
-// no minimum ptxas kept the forward merge at dv 192 at 32 registers and spilled.
-constexpr int kMergeCtas = 4;
+constexpr int kMergeThreads = 128;
 
 std::atomic<int64_t> g_chunk_queries{0};
 std::atomic<int> g_ko_warps{0};       // set_selected_key_outer_warps: 0 = the rule (fwd_ko_warps)
@@ -483,90 +481,143 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
   }
 }
 
-// The merges: one warp per output row (b, t, head hq = g h + hh) of the chunk.
-struct MergeRow {
-  int b, t, g, hh, hq;
-  bool in_chunk;  // false: a warp past the chunk's rows
-  __device__ __forceinline__ static MergeRow of(const AttnParams& p, const KoChunk& c) {
-    const int64_t row = int64_t(blockIdx.x) * kMergeWarps + threadIdx.x / 32;
-    const int hq = int(row % p.H);
-    return {int(row / p.H / c.q_len), c.q_lo + int(row / p.H % c.q_len), hq / p.h, hq % p.h, hq,
-            row < int64_t(p.B) * c.q_len * p.H};
+// The merges: one CTA of kMergeThreads per (b, t, g) of the chunk and block of
+// `heads` of its h heads (merge_heads). A (b, t, g)'s partials are n_sel slots
+// of h x D contiguous elements each ([..][n][h][D]), so the CTA's heads are one
+// contiguous run a slot: it copies the run of every slot that holds a partial
+// into shared memory with cp.async, all at once, and only then sums.
+// Why: the first merges took one warp per output row, each lane loading its 4
+// columns slot by slot from global memory behind the row's block_idx and lse
+// loads. ncu (H200, paper_kernel 8k, one layer forward): 0.36 ms a chunk of
+// 4,032 queries, 545 MB read, 1.5 TB/s: with 2 KB in flight a warp and four
+// round trips one after another, too few bytes were in flight for the HBM's
+// latency (Little's law). Here a CTA has its whole share (32 KB at the paper's
+// shape) in flight after one round trip (block_idx), the lse loads beside it.
+// The arithmetic is the warp merge's, in the same order (each output the fp32
+// sum over its valid slots ascending of w_s x partial, times 1 / sum w), so
+// the results are bitwise the same.
+struct MergeCta {
+  int b, t, g, h0;  // the CTA's heads: h0 .. h0 + heads
+  __device__ __forceinline__ static MergeCta of(const AttnParams& p, const KoChunk& c, int heads) {
+    const int blocks = p.h / heads;
+    int64_t i = blockIdx.x;
+    const int h0 = int(i % blocks) * heads;
+    i /= blocks;
+    const int g = int(i % p.G);
+    i /= p.G;
+    return {int(i / c.q_len), c.q_lo + int(i % c.q_len), g, h0};
   }
 };
 
-// Lane s: does slot s of the row hold a partial? Where the reverse index listed
-// the pair (block_chosen, its own test) and the block does not repeat an
+// Lane s: does slot s of row (b, t, g) hold a partial? Where the reverse index
+// listed the pair (block_chosen, its own test) and the block does not repeat an
 // earlier slot (block_idx rows hold no duplicates; were one given, it counts
 // once).
-__device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const MergeRow& r, int lane) {
+__device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const MergeCta& r, int lane) {
   const int j = lane < p.n_sel ? p.block_idx[((int64_t(r.b) * p.S + r.t) * p.G + r.g) * p.n_sel + lane] : -1;
   bool valid = block_chosen(j, r.t, p.sel_block, p.n_blocks);
   const unsigned same = __match_any_sync(0xffffffffu, valid ? j : -1) & __ballot_sync(0xffffffffu, valid);
   return valid && __ffs(same) - 1 == lane;
 }
 
-// out[0 .. D) = f * sum over the slots in `slots`, ascending, of w_s part[s]
-// (w_s: lane s's `w`), in fp32, rounded once. 4 columns a lane: one 8-byte
-// load per slot, several slots' loads in flight.
-template <typename T, int D>
-__device__ __forceinline__ void sum_slots(const T* part, int64_t slot_stride, int n_sel, unsigned slots, float w,
-                                          float f, T* out, int lane) {
-  for (int c0 = 0; c0 < D; c0 += 128) {
-    const int col = c0 + 4 * lane;
-    const bool mine = col < D;  // D = 64 and 192: half the lanes idle in one pass (the shuffles need all)
-    float a[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 8
-    for (int s = 0; s < n_sel; ++s) {
-      const float ws = __shfl_sync(0xffffffffu, w, s);
-      if (mine && ((slots >> s) & 1u)) {
-        const auto v = *reinterpret_cast<const Pack<T, 4>*>(part + s * slot_stride + col);
+// Shared memory of a merge CTA: the slots' runs [n_sel][heads][D] in T, then
+// per head 32 slot weights and 1 / sum w (the forward's; dq's are all 1).
+size_t merge_smem_bytes(const AttnParams& p, int D, size_t elem_bytes, int heads) {
+  return size_t(p.n_sel) * heads * D * elem_bytes + size_t(heads) * 33 * sizeof(float);
+}
+constexpr size_t kMergeSmemBudget = 32 * 1024;  // the slots' runs a CTA: 6 CTAs an SM, ~200 KB in flight
+
+// Heads a merge CTA takes: the most that divide h and keep the slots' runs
+// within kMergeSmemBudget (paper_kernel: 8 of 16 at dv 128, 4 at dk 192; m7c: 6).
+int merge_heads(const AttnParams& p, int D, size_t elem_bytes) {
+  int best = 1;
+  for (int heads = 1; heads <= p.h; ++heads)
+    if (p.h % heads == 0 && size_t(p.n_sel) * heads * D * elem_bytes <= kMergeSmemBudget) best = heads;
+  return best;
+}
+
+// out rows (b, t, g h + h0 + hh), hh < heads: f_hh x sum over the valid slots
+// (`slots`), ascending, of w[hh][s] x part[s][hh], in fp32, rounded once
+// (kForward: w and f from `wts`; dq: all 1).
+template <typename T, int D, bool kForward>
+__device__ __forceinline__ void merge_cta(const AttnParams& p, const KoChunk& c, int heads, T* out_base) {
+  extern __shared__ __align__(16) unsigned char merge_smem[];
+  constexpr int kPiece = 16 / sizeof(T);  // elements a 16-byte copy
+  static_assert(kPiece == 8 && D % kPiece == 0, "16-bit partials, rows of whole 16-byte pieces");
+  T* runs = reinterpret_cast<T*>(merge_smem);
+  float* wts = reinterpret_cast<float*>(merge_smem + size_t(p.n_sel) * heads * D * sizeof(T));
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const MergeCta r = MergeCta::of(p, c, heads);
+  const unsigned slots = __ballot_sync(0xffffffffu, slot_has_partial(p, r, lane));
+  // Every slot's run in flight at once.
+  const T* src = static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.h0) * D;
+  const int pieces = heads * D / kPiece;
+  for (unsigned m = slots; m != 0; m &= m - 1) {
+    const int s = __ffs(m) - 1;
+    for (int i = tid; i < pieces; i += kMergeThreads)
+      tc::cp_async_16(runs + (s * heads) * D + i * kPiece, src + int64_t(s) * p.h * D + i * kPiece, true);
+  }
+  tc::cp_async_commit();
+  if constexpr (kForward) {
+    // A warp a head: the slots' weights 2^(lse2 - max), the warp merge's shuffles.
+    const bool valid = (slots >> lane) & 1u;
+    for (int hh = warp; hh < heads; hh += kMergeThreads / 32) {
+      const float lse2 = valid ? c.part_lse[part_row(p, c, r.b, r.t, r.g, lane, r.h0 + hh)] : -INFINITY;
+      float mx = lse2;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) a[e] = fmaf(ws, to_f(v.v[e]), a[e]);
+      for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
+      float wsum = w;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
+      wts[hh * 32 + lane] = w;
+      if (lane == 0) {
+        wts[heads * 32 + hh] = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
+        p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + r.g * p.h + r.h0 + hh] =
+            slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
       }
     }
-    if (mine) {
-      uint2 packed;
-      packed.x = tc::pack2<T>(a[0] * f, a[1] * f), packed.y = tc::pack2<T>(a[2] * f, a[3] * f);
-      *reinterpret_cast<uint2*>(out + col) = packed;
+  }
+  tc::cp_async_wait<0>();
+  __syncthreads();
+  constexpr int kPieces = D / kPiece;  // a head's row
+  for (int i = tid; i < heads * kPieces; i += kMergeThreads) {
+    const int hh = i / kPieces, col = (i % kPieces) * kPiece;
+    float a[kPiece] = {};
+    for (unsigned m = slots; m != 0; m &= m - 1) {
+      const int s = __ffs(m) - 1;
+      const float ws = kForward ? wts[hh * 32 + s] : 1.f;
+      const auto v = *reinterpret_cast<const Pack<T, kPiece>*>(runs + (s * heads + hh) * D + col);
+#pragma unroll
+      for (int e = 0; e < kPiece; ++e) a[e] = fmaf(ws, to_f(v.v[e]), a[e]);
     }
+    const float f = kForward ? wts[heads * 32 + hh] : 1.f;
+    uint4 packed;
+    packed.x = tc::pack2<T>(a[0] * f, a[1] * f), packed.y = tc::pack2<T>(a[2] * f, a[3] * f);
+    packed.z = tc::pack2<T>(a[4] * f, a[5] * f), packed.w = tc::pack2<T>(a[6] * f, a[7] * f);
+    *reinterpret_cast<uint4*>(out_base + row_offset(r.b, r.t, r.g * p.h + r.h0 + hh, p.S, p.H, D) + col) = packed;
   }
 }
 
 // Forward: the slots' partials weighted by 2^(lse2 - max), o and the
 // natural-log lse; a row with no slot: o = 0, lse = +inf.
 template <typename T, int DV>
-__global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c) {
-  const int lane = threadIdx.x % 32;
-  const MergeRow r = MergeRow::of(p, c);
-  if (!r.in_chunk) return;
-  const bool valid = slot_has_partial(p, r, lane);
-  const float lse2 = valid ? c.part_lse[part_row(p, c, r.b, r.t, r.g, lane, r.hh)] : -INFINITY;
-  float mx = lse2;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-  const float w = valid ? tc::exp2_ftz(lse2 - mx) : 0.f;
-  float wsum = w;
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, off);
-  const unsigned slots = __ballot_sync(0xffffffffu, valid);
-  const float inv = slots ? 1.f / wsum : 0.f;  // no slot: o = 0
-  sum_slots<T, DV>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DV, int64_t(p.h) * DV,
-                   p.n_sel, slots, w, inv, static_cast<T*>(p.o) + row_offset(r.b, r.t, r.hq, p.S, p.H, DV), lane);
-  if (lane == 0)
-    p.lse_out[(int64_t(r.b) * p.S + r.t) * p.H + r.hq] = slots ? (mx + log2f(wsum)) * kLn2 : INFINITY;
+__global__ void __launch_bounds__(kMergeThreads) nsa_selected_fwd_merge_kernel(AttnParams p, KoChunk c, int heads) {
+  merge_cta<T, DV, true>(p, c, heads, static_cast<T*>(p.o));
 }
 
 // dq: the slots' partials (scale already in them) summed; no slot: dq = 0.
 template <typename T, int DK>
-__global__ void __launch_bounds__(32 * kMergeWarps, kMergeCtas) nsa_selected_bwd_dq_merge_kernel(AttnParams p, KoChunk c) {
-  const int lane = threadIdx.x % 32;
-  const MergeRow r = MergeRow::of(p, c);
-  if (!r.in_chunk) return;
-  const unsigned slots = __ballot_sync(0xffffffffu, slot_has_partial(p, r, lane));
-  sum_slots<T, DK>(static_cast<const T*>(c.part) + part_row(p, c, r.b, r.t, r.g, 0, r.hh) * DK, int64_t(p.h) * DK,
-                   p.n_sel, slots, 1.f, 1.f, static_cast<T*>(p.dq_out) + row_offset(r.b, r.t, r.hq, p.S, p.H, DK),
-                   lane);
+__global__ void __launch_bounds__(kMergeThreads) nsa_selected_bwd_dq_merge_kernel(AttnParams p, KoChunk c, int heads) {
+  merge_cta<T, DK, false>(p, c, heads, static_cast<T*>(p.dq_out));
+}
+
+// A chunk's merge: one CTA per (b, t, g) and block of merge_heads heads.
+template <typename T, int D>
+void launch_merge(void (*kernel)(AttnParams, KoChunk, int), const AttnParams& p, const KoChunk& c) {
+  const int heads = merge_heads(p, D, sizeof(T));
+  const int64_t ctas = int64_t(p.B) * c.q_len * p.G * (p.h / heads);
+  launch_kernel(kernel, dim3(unsigned(ctas)), kMergeThreads, merge_smem_bytes(p, D, sizeof(T), heads), p, c, heads);
 }
 
 // The reverse index (the backward's, when attention_backward has built it;
@@ -588,12 +639,15 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
     p.rev_slot = rev.slot.data_ptr<int>();
   }
   TORCH_CHECK(p.rev_slot != nullptr, "the selected KeyOuter kernels need the reverse index's slots");
-  // Queries per chunk: the forced number (tests), else as many as keep the
-  // partials within kChunkBytes.
+  // Queries per chunk: the forced number (tests), else the fewest chunks whose
+  // partials fit kChunkBytes, of equal length. (Filled to the budget, paper_kernel
+  // at 8k ran 4,032 + 4,032 + 128 queries, and the short last chunk's three
+  // launches cost ~0.1 ms, mostly its ko grid of CTAs with nothing to do.)
   const int64_t per_query = partial_bytes_per_query(p, part_d, sizeof(T), with_lse);
   const int64_t forced = g_chunk_queries.load();
-  const int64_t chunk =
+  const int64_t most =
       std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
+  const int64_t chunk = forced > 0 ? most : ceil_div(p.S, int(ceil_div(p.S, int(most))));
   KoChunk c;
   c.units_per_key = std::max(1, kUnitRows / p.h);
   // Units of a chunk: at most one partial unit per key plus the chunk's
@@ -619,12 +673,6 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
   }
   if (rev.query.defined())  // freed with `rev` (stream-ordered)
     p.rev_query = nullptr, p.rev_offset = nullptr, p.rev_slot = nullptr;
-}
-
-// Output rows of a chunk, in blocks of kMergeWarps.
-dim3 merge_grid(const AttnParams& p, const KoChunk& c) {
-  const int64_t rows = int64_t(p.B) * c.q_len * p.H;
-  return dim3(unsigned((rows + kMergeWarps - 1) / kMergeWarps));
 }
 
 }  // namespace
@@ -679,7 +727,7 @@ void launch_fwd_ko(AttnParams& p) {
   for_each_key_outer_chunk<T>(p, DV, /*with_lse=*/true, [&](const KoChunk& c, int64_t max_units) {
     launch_kernel(nsa_selected_fwd_ko_kernel<T, DK, DV, WARPS, WG>, dim3(unsigned(max_units)), 32 * WARPS,
                   KoLayout<DK, DV, false, WARPS, WG>::kBytes, p, c);
-    launch_kernel(nsa_selected_fwd_merge_kernel<T, DV>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+    launch_merge<T, DV>(nsa_selected_fwd_merge_kernel<T, DV>, p, c);
   });
   g_last_ko_warps.store(WARPS);
   g_last_ko_wgmma.store(WG);
@@ -715,7 +763,7 @@ void launch_selected_key_outer_dq(AttnParams& p) {
   for_each_key_outer_chunk<T>(p, DK, /*with_lse=*/false, [&](const KoChunk& c, int64_t max_units) {
     launch_kernel(nsa_selected_bwd_dq_ko_kernel<T, DK, DV>, dim3(unsigned(max_units)), kTcThreads,
                   KoLayout<DK, DV, true>::kBytes, p, c);
-    launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+    launch_merge<T, DK>(nsa_selected_bwd_dq_merge_kernel<T, DK>, p, c);
   });
 }
 
@@ -732,7 +780,7 @@ template <typename T, int DK, int DV>
 void launch_selected_dq_slots_merge(const AttnParams& p) {
   KoChunk c;
   c.q_lo = 0, c.q_len = p.S, c.part = p.dq_part;
-  launch_kernel(nsa_selected_bwd_dq_merge_kernel<T, DK>, merge_grid(p, c), 32 * kMergeWarps, 0, p, c);
+  launch_merge<T, DK>(nsa_selected_bwd_dq_merge_kernel<T, DK>, p, c);
 }
 
 #define NSA_KO_INSTANTIATE(DK, DV)                                                         \
