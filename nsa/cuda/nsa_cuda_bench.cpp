@@ -955,7 +955,8 @@ void SizesKoMma(benchmark::internal::Benchmark* b) {
 // kernel (bwd 1, BackwardDq::kernel) in chunks of a forced number of queries
 // (arg chunk, 0 = the automatic choice, partials within 1 GiB;
 // set_selected_key_outer_chunk): fewer, longer chunks against partials that
-// fit in less memory.
+// fit in less memory; the shortest, whose partials stay in the L2 between the
+// ko kernel and the merge, against more launches.
 void BM_SelectedKoChunk(benchmark::State& state) {
   if (!require_device(state)) return;
   const ScopedChoice<SelectedTiling> tiling(selected_tiling(), set_selected_tiling, SelectedTiling::KeyOuter);
@@ -967,7 +968,7 @@ void BM_SelectedKoChunk(benchmark::State& state) {
 void SizesKoChunk(benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 8192}, {0, 65536}, {1, 65536}})
     for (int64_t bwd : {0, 1})
-      for (int64_t chunk : {0, 1024, 2048, 4096, 8192, 16384}) b->Args({shape, S, bwd, chunk});
+      for (int64_t chunk : {0, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}) b->Args({shape, S, bwd, chunk});
   b->UseManualTime()->Unit(benchmark::kMillisecond)->ArgNames({"shape", "S", "bwd", "chunk"});
 }
 void BM_LayerCtaOrder(benchmark::State& state) {
