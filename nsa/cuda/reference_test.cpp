@@ -11,6 +11,7 @@
 #include "nsa/cuda/attention_ranges.h"
 #include "nsa/cuda/branch_reference.h"
 #include "nsa/cuda/fast_div.h"
+#include "nsa/cuda/key_outer_chunks.h"
 
 namespace nsa::cuda {
 namespace {
@@ -159,6 +160,33 @@ TEST(KeyRanges, FastDivMatchesDivision) {
     for (const int32_t n : random_n) check(n);
     check(INT32_MAX);
   }
+}
+
+// The KeyOuter chunks against the plan they promise, found by brute force: the
+// fewest chunks (k) whose longest, ceil(S / k) queries, keeps its partials
+// within the budget (or one query where not even one fits), then that length;
+// a forced length as it is, clamped to [1, S]. Every query covered, none twice,
+// no chunk over the budget unless one query alone is.
+TEST(KeyOuterChunks, FewestEqualChunksWithinTheBudget) {
+  for (const int64_t S : {1, 2, 7, 64, 1000, 8191, 8192, 8193, 65536})
+    for (const int64_t per_query : {1, 3, 100, 266240, 1 << 20})
+      for (const int64_t budget : {int64_t(1), int64_t(1000), int64_t(1) << 20, int64_t(1) << 30}) {
+        const int64_t chunk = key_outer_chunk_queries(S, per_query, budget, 0);
+        int64_t want = 1;
+        for (int64_t k = 1; k <= S; ++k)
+          if (((S + k - 1) / k) * per_query <= budget) {
+            want = (S + k - 1) / k;
+            break;
+          }
+        ASSERT_EQ(chunk, want) << "S=" << S << " per_query=" << per_query << " budget=" << budget;
+        const int64_t chunks = (S + chunk - 1) / chunk;
+        ASSERT_GE(chunks * chunk, S);
+        ASSERT_LT((chunks - 1) * chunk, S) << "an empty chunk";
+        if (per_query <= budget) ASSERT_LE(chunk * per_query, budget);
+      }
+  EXPECT_EQ(key_outer_chunk_queries(8192, 266240, int64_t(1) << 30, 0), 2731);  // paper_kernel at 8k: 3 chunks
+  EXPECT_EQ(key_outer_chunk_queries(8192, 266240, int64_t(1) << 30, 37), 37);
+  EXPECT_EQ(key_outer_chunk_queries(100, 1, 1 << 30, 500), 100);
 }
 
 }  // namespace

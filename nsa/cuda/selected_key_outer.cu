@@ -72,6 +72,7 @@
 
 #include "nsa/cuda/attention_common.cuh"
 #include "nsa/cuda/attention_kernels.h"
+#include "nsa/cuda/key_outer_chunks.h"
 #include "nsa/cuda/launch.cuh"
 #include "nsa/cuda/mma_tile.cuh"
 #include "nsa/cuda/nsa_cuda.h"
@@ -639,15 +640,8 @@ void for_each_key_outer_chunk(AttnParams& p, int part_d, bool with_lse, const La
     p.rev_slot = rev.slot.data_ptr<int>();
   }
   TORCH_CHECK(p.rev_slot != nullptr, "the selected KeyOuter kernels need the reverse index's slots");
-  // Queries per chunk: the forced number (tests), else the fewest chunks whose
-  // partials fit kChunkBytes, of equal length. (Filled to the budget, paper_kernel
-  // at 8k ran 4,032 + 4,032 + 128 queries, and the short last chunk's three
-  // launches cost ~0.1 ms, mostly its ko grid of CTAs with nothing to do.)
   const int64_t per_query = partial_bytes_per_query(p, part_d, sizeof(T), with_lse);
-  const int64_t forced = g_chunk_queries.load();
-  const int64_t most =
-      std::clamp<int64_t>(forced > 0 ? forced : kChunkBytes / std::max<int64_t>(per_query, 1), 1, std::max(p.S, 1));
-  const int64_t chunk = forced > 0 ? most : ceil_div(p.S, int(ceil_div(p.S, int(most))));
+  const int64_t chunk = key_outer_chunk_queries(p.S, per_query, kChunkBytes, g_chunk_queries.load());
   KoChunk c;
   c.units_per_key = std::max(1, kUnitRows / p.h);
   // Units of a chunk: at most one partial unit per key plus the chunk's
