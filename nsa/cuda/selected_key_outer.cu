@@ -489,14 +489,15 @@ __global__ void __launch_bounds__(kTcThreads, 2) nsa_selected_bwd_dq_ko_kernel(A
 // into shared memory with cp.async, all at once, and only then sums.
 // Why: the first merges took one warp per output row, each lane loading its 4
 // columns slot by slot from global memory behind the row's block_idx and lse
-// loads. ncu (H200, paper_kernel 8k, one layer forward): 0.36 ms a chunk of
-// 4,032 queries, 545 MB read, 1.5 TB/s: with 2 KB in flight a warp and four
-// round trips one after another, too few bytes were in flight for the HBM's
-// latency (Little's law). Here a CTA has its whole share (32 KB at the paper's
-// shape) in flight after one round trip (block_idx), the lse loads beside it.
+// loads: four round trips one after another, 2 KB in flight a warp at most.
+// Here a CTA has its whole share (32 KB at the paper's shape) in flight after
+// one round trip (block_idx), the lse loads beside it. Measured (ncu, H200,
+// paper_kernel 8k, one selected forward, the same 2.06 GB read): 0.744 ms at
+// 59-64 % of the DRAM peak the warp way (two chunks and a short one), 0.671 ms
+// at 66-69 % this way (three equal chunks; docs/performance.md).
 // The arithmetic is the warp merge's, in the same order (each output the fp32
-// sum over its valid slots ascending of w_s x partial, times 1 / sum w), so
-// the results are bitwise the same.
+// sum over its valid slots ascending of w_s x partial, times 1 / sum w): the
+// same results by construction (the tests hold both to the float64 reference).
 struct MergeCta {
   int b, t, g, h0;  // the CTA's heads: h0 .. h0 + heads
   __device__ __forceinline__ static MergeCta of(const AttnParams& p, const KoChunk& c, int heads) {
