@@ -17,9 +17,10 @@ from that one file. RESULTS.json: the
 harness's results file of a scenario with nsa and dense cells.
 
 Every goal gets one row: what it asks, what was measured and where, and a
-verdict: "met", "missed (measured of target)" or "not measured" when its
-evidence is not in the inputs given (never guessed). Exit 2 on unreadable or
-malformed input, naming the file.
+verdict: "met", "missed (measured of target)", "within noise (measured of
+target)" when the repetitions' spread reaches across the threshold, or "not
+measured" when its evidence is not in the inputs given (never guessed). Exit 2
+on unreadable or malformed input, naming the file.
 """
 from __future__ import annotations
 
@@ -114,9 +115,11 @@ class Bench:
     host: str
     gpu: str  # the context's "gpu" (nsa_cuda_bench writes the device's name), "" if none
     ms: dict  # (kind, shape, S) -> median over repetitions
+    mad: dict  # (kind, shape, S) -> median absolute deviation of the repetitions' ms (absent: only a median row)
     reps: dict  # (kind, shape, S) -> repetitions
     compressed_impl: dict  # (shape, S) -> the compressed_impl counters of the BM_LayerAttentionFwd rows
     hbm_share: dict  # (shape, S) -> median hbm_share counter of the BM_DecodeStepGraph v2 rows
+    hbm_mad: dict  # (shape, S) -> the median absolute deviation of those counters
 
     def get(self, kind: str, shape: int, S: int) -> float | None:
         return self.ms.get((kind, shape, S))
@@ -158,11 +161,12 @@ def load_bench(path: str) -> Bench:
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < float("inf"):
             raise BadInput(f"{path}: benchmark {b['name']!r}: 'ms' counter is {ms!r}, not a positive time")
         found.setdefault((kind, shape, S), []).append(b)
-    times, reps, impls, hbm = {}, {}, {}, {}
+    times, mads, reps, impls, hbm, hbm_mads = {}, {}, {}, {}, {}, {}
     for key in runs.keys() | medians.keys():
         rows = runs.get(key)
         if rows is not None:
             reps[key] = len(rows)
+            mads[key] = mad([float(b["ms"]) for b in rows])
         else:
             rows = medians[key]
             if len(rows) != 1:
@@ -176,9 +180,49 @@ def load_bench(path: str) -> Bench:
         shares = [float(b["hbm_share"]) for b in rows if isinstance(b.get("hbm_share"), (int, float))]
         if kind == "DecodeStepGraph" and shares:
             hbm[(shape, S)] = statistics.median(shares)
+            if key in mads:  # repetitions, not a median row
+                hbm_mads[(shape, S)] = mad(shares)
     ctx = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return Bench(path, str(ctx.get("date", "")), str(ctx.get("host_name", "")), str(ctx.get("gpu", "")),
-                 times, reps, impls, hbm)
+                 times, mads, reps, impls, hbm, hbm_mads)
+
+
+def mad(xs: list) -> float:
+    """Median absolute deviation from the median: the noise of a few repetitions, which one
+    outlier among three does not move (their range would)."""
+    m = statistics.median(xs)
+    return statistics.median([abs(x - m) for x in xs])
+
+
+def relative_noise(bench: Bench, keys: list) -> float | None:
+    """The relative noise of a sum of medians (one key: its median): the sum of their median
+    absolute deviations over the sum of the medians; None where a row has no repetitions."""
+    if any(k not in bench.mad for k in keys):
+        return None
+    return sum(bench.mad[k] for k in keys) / sum(bench.ms[k] for k in keys)
+
+
+def judge(value: float, noise: float | None, target: float, at_most: bool = False) -> str:
+    """"met" / "missed" where the whole band value x (1 ± noise) lies on one side of the
+    threshold (a value exactly at it meets it), else "noise"; noise None or 0: the value alone.
+    The band of a ratio is the sum of its two sides' relative noises (to first order)."""
+    lo, hi = (value * (1 - noise), value * (1 + noise)) if noise else (value, value)
+    if at_most:
+        return "met" if hi <= target * (1 + EPS) else "missed" if lo > target * (1 + EPS) else "noise"
+    return "met" if at_least(lo, target) else "missed" if not at_least(hi, target) else "noise"
+
+
+def noise_note(noise: float | None, share: float | None = None) -> str:
+    """The band after a value: relative for a ratio, in percentage points for a `share` (a value that
+    is itself a percentage)."""
+    if not noise:
+        return ""
+    return f" ± {noise * share * 100:.1f} points" if share is not None else f" ± {noise * 100:.1f} %"
+
+
+def verdict_text(kind: str, measured: str, target: str) -> str:
+    return {"met": "met", "missed": f"missed ({measured} of {target})",
+            "noise": f"within noise ({measured} of {target})"}[kind]
 
 
 def row_name(kind: str, shape: int, S: int) -> str:
@@ -229,11 +273,15 @@ def sdpa_row(bench: Bench, shape: int, pass_: str, S: int, target: float) -> Row
     nsa = bench.get(NSA_ROW[pass_], shape, S)
     sdpa = sum(bench.get(k, shape, S) for k in SDPA_ROWS[pass_])
     v = sdpa / nsa
-    met = at_least(v, target)
+    nsa_noise = relative_noise(bench, [(NSA_ROW[pass_], shape, S)])
+    sdpa_noise = relative_noise(bench, [(k, shape, S) for k in SDPA_ROWS[pass_]])
+    noise = None if nsa_noise is None or sdpa_noise is None else nsa_noise + sdpa_noise
+    kind = judge(v, noise, target)
+    met = kind == "met"
     unit, scale = ("µs", 1e3) if pass_ == "decode" else ("ms", 1.0)
-    measured = (f"**{shown(v, target, met)}×**: SDPA {sdpa * scale:.3g} / NSA {nsa * scale:.3g} {unit} "
-                f"({src}, {reps_note(bench, [(k, shape, S) for k in kinds])})")
-    verdict = "met" if met else f"missed ({shown(v, target, met)}× of ≥ {target:g}×)"
+    measured = (f"**{shown(v, target, met)}×**{noise_note(noise)}: SDPA {sdpa * scale:.3g} / NSA {nsa * scale:.3g} "
+                f"{unit} ({src}, {reps_note(bench, [(k, shape, S) for k in kinds])})")
+    verdict = verdict_text(kind, f"{shown(v, target, met)}×", f"≥ {target:g}×")
     return Row(key, 15, goal, measured, verdict, v, f"≥ {target:g}×")
 
 
@@ -246,10 +294,13 @@ def hbm_row(bench: Bench, shape: int, S: int, target: float) -> Row:
     if v is None:
         return Row(key, 15, goal, f"— (no hbm_share counter on {row_name('DecodeStepGraph', shape, S)} in {src})",
                    NOT_MEASURED, target=f"≥ {percent(target)}")
-    met = at_least(v, target)
-    measured = (f"**{percent(v, target, met)}**: {row_name('DecodeStepGraph', shape, S)} hbm_share "
-                f"({src}, {reps_note(bench, [('DecodeStepGraph', shape, S)])})")
-    verdict = "met" if met else f"missed ({percent(v, target, met)} of ≥ {percent(target)})"
+    spread = bench.hbm_mad.get((shape, S))
+    noise = spread / v if spread is not None and v > 0 else None
+    kind = judge(v, noise, target)
+    met = kind == "met"
+    measured = (f"**{percent(v, target, met)}**{noise_note(noise, v)}: {row_name('DecodeStepGraph', shape, S)} "
+                f"hbm_share ({src}, {reps_note(bench, [('DecodeStepGraph', shape, S)])})")
+    verdict = verdict_text(kind, percent(v, target, met), f"≥ {percent(target)}")
     return Row(key, 15, goal, measured, verdict, v, f"≥ {percent(target)}")
 
 
@@ -274,12 +325,16 @@ def share_row(bench: Bench, shape: int) -> Row:
         return Row(key, 15, goal, f"— (no {', '.join(missing)} in {src})", NOT_MEASURED, target=target)
     sel, cmp, layer = (bench.get(k, shape, SHARE_S) for k in kinds)
     v = (sel + cmp) / layer
-    met = v <= SHARE_MAX * (1 + EPS)
-    measured = (f"**{percent(v, SHARE_MAX, met)}**: BM_{select} {sel:.3g} + compressed "
+    part_noise = relative_noise(bench, [(k, shape, SHARE_S) for k in kinds[:2]])
+    layer_noise = relative_noise(bench, [("LayerAttentionFwd", shape, SHARE_S)])
+    noise = None if part_noise is None or layer_noise is None else part_noise + layer_noise
+    kind = judge(v, noise, SHARE_MAX, at_most=True)
+    met = kind == "met"
+    measured = (f"**{percent(v, SHARE_MAX, met)}**{noise_note(noise, v)}: BM_{select} {sel:.3g} + compressed "
                 f"({'cuDNN' if cudnn else 'ours'}, as the layer ran it) {cmp:.3g} "
                 f"of layer {layer:.3g} ms "
                 f"({src}, {reps_note(bench, [(k, shape, SHARE_S) for k in kinds])})")
-    verdict = "met" if met else f"missed ({percent(v, SHARE_MAX, met)} of {target})"
+    verdict = verdict_text(kind, percent(v, SHARE_MAX, met), target)
     return Row(key, 15, goal, measured, verdict, v, target)
 
 
@@ -508,6 +563,11 @@ FOOTNOTES = [
     "Training = `metrics.tok_s` (median over warm steps) of the nsa cell and of the dense cell whose other axes "
     "are equal, the `probes=none` pair when there are several; a cell that did not finish, shared its GPU or "
     "ran on a busy machine is not judged.",
+    "Noise (± after a value: relative for a speedup, in percentage points for a share) = each side's median "
+    "absolute deviation over its repetitions, relative to its median (a sum of rows: the deviations added), the "
+    "two sides' added for a ratio; a verdict is met or missed only where "
+    "the whole band value × (1 ± noise) lies on one side of the threshold, else \"within noise\"; a row with one "
+    "repetition, or only a median row, is judged by its value.",
     "A value exactly at its threshold meets it; \"not measured\" = the inputs hold no evidence for the goal.",
 ]
 

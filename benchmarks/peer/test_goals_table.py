@@ -206,6 +206,36 @@ class GoalsTableTest(TableCase):
         self.assertTrue(rows["hbm:m7c_125m_b64:decode:65536"]["verdict"].startswith("missed"))
         self.assertAlmostEqual(rows["hbm:m7c_125m:decode:65536"]["value"], 0.65)  # batch 1 unchanged
 
+    def test_a_ratio_within_the_noise_of_its_repetitions(self):
+        # m7c forward+backward (fast) at 8k: SDPA 0.3 + 0.7 (no spread) against NSA repetitions 1.0, 1.02,
+        # 0.97: the medians give exactly 1x, the goal's threshold, but NSA's median absolute deviation is
+        # 0.02 (2 %), so the band 0.98x to 1.02x reaches both sides of it: within noise, not met.
+        reps = lambda name, times: [gb(name, t) for t in times]  # noqa: E731
+        rows_of = lambda nsa: reps("BM_DenseSdpaFwd/shape:1/S:8192", [0.3] * 3) + reps(  # noqa: E731
+            "BM_DenseSdpaBwd/shape:1/S:8192", [0.7] * 3) + reps("BM_LayerFwdBwdChoices/shape:1/S:8192/fast:1", nsa)
+        doc = {"context": BENCH["context"], "benchmarks": rows_of([1.0, 1.02, 0.97])}
+        rc, rows, md, _ = self.run_table("--bench", self.write("noise.json", doc))
+        row = rows["sdpa:m7c_125m:fwdbwd_fast:8192"]
+        self.assertAlmostEqual(row["value"], 1.0)
+        self.assertTrue(row["verdict"].startswith("within noise"), row)
+        self.assertIn("± 2.0 %", row["measured"])
+        self.assertIn("within noise", md)
+        # The same spread around 0.9 ms (1.11x, band 1.09x to 1.13x): met; around 1.1 ms (0.91x): missed.
+        for times, want in (([0.9, 0.92, 0.87], "met"), ([1.1, 1.12, 1.07], "missed")):
+            doc = {"context": BENCH["context"], "benchmarks": rows_of(times)}
+            rc, rows, _, _ = self.run_table("--bench", self.write("noise.json", doc))
+            self.assertTrue(rows["sdpa:m7c_125m:fwdbwd_fast:8192"]["verdict"].startswith(want), (times, want))
+
+    def test_an_outlier_does_not_widen_the_band(self):
+        # Decode bandwidth at batch 64 in repetitions 0.61, 0.26, 0.27: one repetition above the 60 %
+        # goal, the median 27 % and its absolute deviation 1 point: missed, not within noise.
+        batch = dict(BENCH, benchmarks=BENCH["benchmarks"] + [
+            gb("BM_DecodeStepGraph/shape:4/S:65536/version:2", 0.15, hbm_share=share) for share in (0.61, 0.26, 0.27)])
+        rc, rows, _, _ = self.run_table("--bench", self.write("batch.json", batch))
+        row = rows["hbm:m7c_125m_b64:decode:65536"]
+        self.assertTrue(row["verdict"].startswith("missed"), row)
+        self.assertIn("± 1.0 points", row["measured"])
+
     def test_selection_share_needs_one_compressed_implementation(self):
         # Layer repetitions that ran different compressed forwards leave nothing to add: not measured.
         mixed = dict(BENCH, benchmarks=BENCH["benchmarks"] + [
