@@ -16,9 +16,9 @@ namespace nsa::cuda {
 inline int64_t key_outer_chunk_queries(int64_t S, int64_t per_query, int64_t budget, int64_t forced) {
   const int64_t most =
       std::clamp<int64_t>(forced > 0 ? forced : budget / std::max<int64_t>(per_query, 1), 1, std::max<int64_t>(S, 1));
-  if (forced > 0) return most;
+  if (forced > 0 || S <= most) return most;  // `most` is within [1, max(S, 1)]: one chunk, never 0 queries
   const int64_t chunks = (S + most - 1) / most;
-  return (S + chunks - 1) / std::max<int64_t>(chunks, 1);
+  return (S + chunks - 1) / chunks;
 }
 
 }  // namespace nsa::cuda

@@ -166,9 +166,10 @@ TEST(KeyRanges, FastDivMatchesDivision) {
 // fewest chunks (k) whose longest, ceil(S / k) queries, keeps its partials
 // within the budget (or one query where not even one fits), then that length;
 // a forced length as it is, clamped to [1, S]. Every query covered, none twice,
-// no chunk over the budget unless one query alone is.
+// no chunk over the budget unless one query alone is; never 0 queries (the
+// caller divides by it), S = 0 included.
 TEST(KeyOuterChunks, FewestEqualChunksWithinTheBudget) {
-  for (const int64_t S : {1, 2, 7, 64, 1000, 8191, 8192, 8193, 65536})
+  for (const int64_t S : {0, 1, 2, 7, 64, 1000, 8191, 8192, 8193, 65536})
     for (const int64_t per_query : {1, 3, 100, 266240, 1 << 20})
       for (const int64_t budget : {int64_t(1), int64_t(1000), int64_t(1) << 20, int64_t(1) << 30}) {
         const int64_t chunk = key_outer_chunk_queries(S, per_query, budget, 0);
@@ -178,6 +179,7 @@ TEST(KeyOuterChunks, FewestEqualChunksWithinTheBudget) {
             want = (S + k - 1) / k;
             break;
           }
+        ASSERT_GE(chunk, 1) << "S=" << S;
         ASSERT_EQ(chunk, want) << "S=" << S << " per_query=" << per_query << " budget=" << budget;
         const int64_t chunks = (S + chunk - 1) / chunk;
         ASSERT_GE(chunks * chunk, S);
