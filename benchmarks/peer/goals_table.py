@@ -202,10 +202,16 @@ def relative_noise(bench: Bench, keys: list) -> float | None:
     return sum(bench.mad[k] for k in keys) / sum(bench.ms[k] for k in keys)
 
 
+def ratio_noise(bench: Bench, num: list, den: list) -> float | None:
+    """The relative noise of sum(num rows) / sum(den rows): the two sides' relative noises added
+    (to first order); None where a row has no repetitions."""
+    a, b = relative_noise(bench, num), relative_noise(bench, den)
+    return None if a is None or b is None else a + b
+
+
 def judge(value: float, noise: float | None, target: float, at_most: bool = False) -> str:
     """"met" / "missed" where the whole band value x (1 ± noise) lies on one side of the
-    threshold (a value exactly at it meets it), else "noise"; noise None or 0: the value alone.
-    The band of a ratio is the sum of its two sides' relative noises (to first order)."""
+    threshold (a value exactly at it meets it), else "noise"; noise None or 0: the value alone."""
     lo, hi = (value * (1 - noise), value * (1 + noise)) if noise else (value, value)
     if at_most:
         return "met" if hi <= target * (1 + EPS) else "missed" if lo > target * (1 + EPS) else "noise"
@@ -273,9 +279,7 @@ def sdpa_row(bench: Bench, shape: int, pass_: str, S: int, target: float) -> Row
     nsa = bench.get(NSA_ROW[pass_], shape, S)
     sdpa = sum(bench.get(k, shape, S) for k in SDPA_ROWS[pass_])
     v = sdpa / nsa
-    nsa_noise = relative_noise(bench, [(NSA_ROW[pass_], shape, S)])
-    sdpa_noise = relative_noise(bench, [(k, shape, S) for k in SDPA_ROWS[pass_]])
-    noise = None if nsa_noise is None or sdpa_noise is None else nsa_noise + sdpa_noise
+    noise = ratio_noise(bench, [(k, shape, S) for k in SDPA_ROWS[pass_]], [(NSA_ROW[pass_], shape, S)])
     kind = judge(v, noise, target)
     met = kind == "met"
     unit, scale = ("µs", 1e3) if pass_ == "decode" else ("ms", 1.0)
@@ -325,9 +329,7 @@ def share_row(bench: Bench, shape: int) -> Row:
         return Row(key, 15, goal, f"— (no {', '.join(missing)} in {src})", NOT_MEASURED, target=target)
     sel, cmp, layer = (bench.get(k, shape, SHARE_S) for k in kinds)
     v = (sel + cmp) / layer
-    part_noise = relative_noise(bench, [(k, shape, SHARE_S) for k in kinds[:2]])
-    layer_noise = relative_noise(bench, [("LayerAttentionFwd", shape, SHARE_S)])
-    noise = None if part_noise is None or layer_noise is None else part_noise + layer_noise
+    noise = ratio_noise(bench, [(k, shape, SHARE_S) for k in kinds[:2]], [(kinds[2], shape, SHARE_S)])
     kind = judge(v, noise, SHARE_MAX, at_most=True)
     met = kind == "met"
     measured = (f"**{percent(v, SHARE_MAX, met)}**{noise_note(noise, v)}: BM_{select} {sel:.3g} + compressed "
