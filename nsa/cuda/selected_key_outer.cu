@@ -522,10 +522,14 @@ __device__ __forceinline__ bool slot_has_partial(const AttnParams& p, const Merg
   return valid && __ffs(same) - 1 == lane;
 }
 
-// Shared memory of a merge CTA: the slots' runs [n_sel][heads][D] in T, then
-// per head 32 slot weights and 1 / sum w (the forward's; dq's are all 1).
+// Shared memory of a merge CTA: the slots' runs [n_sel][heads][D] in T
+// (merge_runs_bytes), then per head 32 slot weights and 1 / sum w (the
+// forward's; dq's are all 1).
+NSA_HD size_t merge_runs_bytes(int n_sel, int heads, int D, size_t elem_bytes) {
+  return size_t(n_sel) * heads * D * elem_bytes;
+}
 size_t merge_smem_bytes(const AttnParams& p, int D, size_t elem_bytes, int heads) {
-  return size_t(p.n_sel) * heads * D * elem_bytes + size_t(heads) * 33 * sizeof(float);
+  return merge_runs_bytes(p.n_sel, heads, D, elem_bytes) + size_t(heads) * 33 * sizeof(float);
 }
 constexpr size_t kMergeSmemBudget = 32 * 1024;  // the slots' runs a CTA: 6 CTAs an SM, ~200 KB in flight
 
@@ -534,7 +538,7 @@ constexpr size_t kMergeSmemBudget = 32 * 1024;  // the slots' runs a CTA: 6 CTAs
 int merge_heads(const AttnParams& p, int D, size_t elem_bytes) {
   int best = 1;
   for (int heads = 1; heads <= p.h; ++heads)
-    if (p.h % heads == 0 && size_t(p.n_sel) * heads * D * elem_bytes <= kMergeSmemBudget) best = heads;
+    if (p.h % heads == 0 && merge_runs_bytes(p.n_sel, heads, D, elem_bytes) <= kMergeSmemBudget) best = heads;
   return best;
 }
 
@@ -547,7 +551,7 @@ __device__ __forceinline__ void merge_cta(const AttnParams& p, const KoChunk& c,
   constexpr int kPiece = 16 / sizeof(T);  // elements a 16-byte copy
   static_assert(kPiece == 8 && D % kPiece == 0, "16-bit partials, rows of whole 16-byte pieces");
   T* runs = reinterpret_cast<T*>(merge_smem);
-  float* wts = reinterpret_cast<float*>(merge_smem + size_t(p.n_sel) * heads * D * sizeof(T));
+  float* wts = reinterpret_cast<float*>(merge_smem + merge_runs_bytes(p.n_sel, heads, D, sizeof(T)));
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const MergeCta r = MergeCta::of(p, c, heads);
   const unsigned slots = __ballot_sync(0xffffffffu, slot_has_partial(p, r, lane));
