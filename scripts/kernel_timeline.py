@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""One timed iteration of a benchmark as the GPU ran it: which kernels ran on
+which stream, when, beside what, and where the GPU had nothing to run.
+
+    NSA_TIMELINE_OUT=t.csv CUDA_INJECTION64_PATH=build/benchmarks/libkernel_timeline.so \\
+        nsa_cuda_bench --benchmark_filter=ROW --benchmark_min_time=5x   # on the GPU machine
+    scripts/kernel_timeline.py t.csv [--sync cudaEventSynchronize] [--iteration median|last|N]
+
+The CSV is benchmarks/kernel_timeline.cpp's: one row per kernel, copy or set
+(GPU start and end, stream) and per runtime API call (host start and end), tied
+by correlation id. A benchmark's timed iteration ends in a host wait for its
+stop event (time_it in nsa_cuda_bench.cpp: cudaEventSynchronize), so the GPU
+work launched between two such waits is one iteration. Iterations are ranked by
+span (first GPU start to last GPU end) and the one asked for is printed, in
+markdown: every launch in start order with its stream, start offset, duration
+and how many others ran beside it; per kernel the total; the busy time (the
+union of the launches), the span, and each gap in which no launch ran, with
+the launch that ended it. Exit 2 on input that is not such a file or has no
+iteration.
+"""
+import argparse
+import csv
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+
+GPU_KINDS = ("kernel", "memcpy", "memset")
+
+
+class BadInput(Exception):
+    pass
+
+
+@dataclass
+class Row:
+    kind: str
+    stream: int
+    start: int
+    end: int
+    correlation: int
+    name: str
+
+
+def read_rows(path: str) -> list:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        want = {"kind", "stream", "start_ns", "end_ns", "correlation", "name"}
+        if reader.fieldnames is None or not want <= set(reader.fieldnames):
+            raise BadInput(f"{path}: not a kernel timeline (header must name {', '.join(sorted(want))})")
+        rows = []
+        for line, r in enumerate(reader, start=2):
+            try:
+                rows.append(Row(r["kind"], int(r["stream"]), int(r["start_ns"]), int(r["end_ns"]),
+                                int(r["correlation"]), r["name"]))
+            except (TypeError, ValueError) as e:
+                raise BadInput(f"{path}:{line}: {e}") from None
+    return rows
+
+
+def iterations(rows: list, sync: str) -> list:
+    """GPU rows grouped by the host wait (API call named SYNC...) their launch preceded."""
+    api = {r.correlation: r for r in rows if r.kind == "api" and r.correlation}
+    waits = sorted(r.start for r in rows if r.kind == "api" and r.name.startswith(sync))
+    groups = [[] for _ in waits]
+    for r in rows:
+        if r.kind not in GPU_KINDS:
+            continue
+        launch = api.get(r.correlation)
+        if launch is None:
+            continue
+        # The first wait that began after the launch call began closes its iteration.
+        lo, hi = 0, len(waits)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if waits[mid] > launch.start:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(waits):
+            groups[lo].append(r)
+    return [sorted(g, key=lambda r: (r.start, r.end)) for g in groups if g]
+
+
+def union(intervals: list) -> tuple:
+    """(busy ns, gaps [(from, to)]) of the intervals' union within their span."""
+    busy, gaps, cur_start, cur_end = 0, [], None, None
+    for s, e in sorted(intervals):
+        if cur_end is None:
+            cur_start, cur_end = s, e
+        elif s > cur_end:
+            busy += cur_end - cur_start
+            gaps.append((cur_end, s))
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        busy += cur_end - cur_start
+    return busy, gaps
+
+
+def span(it: list) -> int:
+    return max(r.end for r in it) - min(r.start for r in it)
+
+
+def pick(its: list, which: str) -> tuple:
+    """(index, iteration): 'median' by span, 'last', or a 0-based index."""
+    if which == "last":
+        return len(its) - 1, its[-1]
+    if which == "median":
+        order = sorted(range(len(its)), key=lambda i: span(its[i]))
+        i = order[(len(order) - 1) // 2]
+        return i, its[i]
+    i = int(which)
+    if not 0 <= i < len(its):
+        raise BadInput(f"iteration {i} not in 0..{len(its) - 1}")
+    return i, its[i]
+
+
+def beside(it: list, r: Row) -> int:
+    """How many other launches of the iteration overlapped r in time."""
+    return sum(1 for o in it if o is not r and o.start < r.end and r.start < o.end)
+
+
+def report(its: list, index: int, it: list, gap_us: float) -> str:
+    t0 = min(r.start for r in it)
+    spans = sorted(span(x) for x in its)
+    busy, gaps = union([(r.start, r.end) for r in it])
+    us = lambda ns: ns / 1e3  # noqa: E731
+    streams = OrderedDict()
+    for r in it:
+        streams.setdefault(r.stream, []).append(r)
+    out = [
+        f"{len(its)} iterations, span min / median / max {us(spans[0]):.1f} / "
+        f"{us(spans[(len(spans) - 1) // 2]):.1f} / {us(spans[-1]):.1f} us; iteration {index}:",
+        "",
+        f"- span {us(span(it)):.1f} us, GPU busy {us(busy):.1f} us ({100 * busy / max(span(it), 1):.0f} %), "
+        f"{len(it)} launches on {len(streams)} streams, their durations summed {us(sum(r.end - r.start for r in it)):.1f} us",
+    ]
+    for s, rs in streams.items():
+        b, _ = union([(r.start, r.end) for r in rs])
+        out.append(f"- stream {s}: {len(rs)} launches, busy {us(b):.1f} us")
+    idle = [(a, b) for a, b in gaps if us(b - a) >= gap_us]
+    if idle:
+        out.append(f"- gaps of {gap_us:g} us or more with nothing on the GPU, {us(sum(b - a for a, b in idle)):.1f} us in all:")
+        for a, b in idle:
+            nxt = next(r for r in it if r.start == b)
+            out.append(f"  - {us(a - t0):.1f} to {us(b - t0):.1f} us ({us(b - a):.1f}), ended by {nxt.name} "
+                       f"(stream {nxt.stream})")
+    out += ["", "| start (us) | duration (us) | stream | beside | launch |", "|---|---|---|---|---|"]
+    for r in it:
+        out.append(f"| {us(r.start - t0):.1f} | {us(r.end - r.start):.1f} | {r.stream} | {beside(it, r)} | {r.name} |")
+    totals = OrderedDict()
+    for r in it:
+        n, t = totals.get(r.name, (0, 0))
+        totals[r.name] = (n + 1, t + r.end - r.start)
+    out += ["", "| launch | count | total (us) |", "|---|---|---|"]
+    for name, (n, t) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+        out.append(f"| {name} | {n} | {us(t):.1f} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--sync", default="cudaEventSynchronize",
+                    help="the API call (name prefix) that ends an iteration")
+    ap.add_argument("--iteration", default="median", help="median (by span), last, or a 0-based index")
+    ap.add_argument("--gap-us", type=float, default=2.0, help="the shortest idle gap listed")
+    a = ap.parse_args(argv)
+    try:
+        its = iterations(read_rows(a.csv), a.sync)
+        if not its:
+            raise BadInput(f"{a.csv}: no GPU work launched before a {a.sync} call")
+        index, it = pick(its, a.iteration)
+    except (BadInput, OSError) as e:
+        print(f"kernel_timeline: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(report(its, index, it, a.gap_us))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
