@@ -80,6 +80,9 @@ void write_timeline() {
 extern "C" int InitializeInjection() {
   tr::CuptiTracerOptions opt;
   opt.markers = false;
+  // Libraries launch through the driver too (cuDNN's kernels, cuBLAS's): their
+  // kernels' correlation ids name driver calls, which the script needs to place them.
+  opt.driver_api = true;
   auto& t = tracer();
   t = std::make_unique<tr::CuptiTracer>(opt);
   if (!t->start()) {

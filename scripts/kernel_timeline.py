@@ -10,10 +10,12 @@ The CSV is benchmarks/kernel_timeline.cpp's: one row per kernel, copy or set
 (GPU start and end, stream) and per runtime API call (host start and end), tied
 by correlation id. A benchmark's timed iteration ends in a host wait for its
 stop event (time_it in nsa_cuda_bench.cpp: cudaEventSynchronize), so the GPU
-work launched between two such waits is one iteration. Iterations are ranked by
-span (first GPU start to last GPU end) and the one asked for is printed, in
-markdown: every launch in start order with its stream, start offset, duration
-and how many others ran beside it; per kernel the total; the busy time (the
+work launched between two such waits is one group; the timed iterations are the
+groups of the most common launch count (setup and warm-up also end in waits).
+They are ranked by span (first GPU start to last GPU end) and the median one, or
+the one asked for, is printed, in
+markdown: every launch in start order with its stream, start offset, duration,
+how many others ran beside it and when the host called it; per kernel the total; the busy time (the
 union of the launches), the span, and each gap in which no launch ran, with
 the launch that ended it. Exit 2 on input that is not such a file or has no
 iteration.
@@ -57,9 +59,14 @@ def read_rows(path: str) -> list:
     return rows
 
 
+def launches(rows: list) -> dict:
+    """Correlation id -> the API call (runtime or driver) that launched the GPU work."""
+    return {r.correlation: r for r in rows if r.kind == "api" and r.correlation}
+
+
 def iterations(rows: list, sync: str) -> list:
     """GPU rows grouped by the host wait (API call named SYNC...) their launch preceded."""
-    api = {r.correlation: r for r in rows if r.kind == "api" and r.correlation}
+    api = launches(rows)
     waits = sorted(r.start for r in rows if r.kind == "api" and r.name.startswith(sync))
     groups = [[] for _ in waits]
     for r in rows:
@@ -102,12 +109,23 @@ def span(it: list) -> int:
     return max(r.end for r in it) - min(r.start for r in it)
 
 
+def repeated(its: list) -> list:
+    """Indices of the groups with the most common launch count (the larger count on a tie):
+    the timed iterations, which launch the same work each time, apart from the
+    program's setup and warm-up, which also end in host waits."""
+    counts = {}
+    for it in its:
+        counts[len(it)] = counts.get(len(it), 0) + 1
+    n = max(counts, key=lambda c: (counts[c], c))
+    return [i for i, it in enumerate(its) if len(it) == n]
+
+
 def pick(its: list, which: str) -> tuple:
-    """(index, iteration): 'median' by span, 'last', or a 0-based index."""
+    """(index, iteration): 'median' by span among the repeated ones, 'last', or a 0-based index."""
     if which == "last":
         return len(its) - 1, its[-1]
     if which == "median":
-        order = sorted(range(len(its)), key=lambda i: span(its[i]))
+        order = sorted(repeated(its), key=lambda i: span(its[i]))
         i = order[(len(order) - 1) // 2]
         return i, its[i]
     i = int(which)
@@ -121,16 +139,18 @@ def beside(it: list, r: Row) -> int:
     return sum(1 for o in it if o is not r and o.start < r.end and r.start < o.end)
 
 
-def report(its: list, index: int, it: list, gap_us: float) -> str:
+def report(its: list, index: int, it: list, gap_us: float, api: dict) -> str:
     t0 = min(r.start for r in it)
-    spans = sorted(span(x) for x in its)
+    same = repeated(its)
+    spans = sorted(span(its[i]) for i in same)
     busy, gaps = union([(r.start, r.end) for r in it])
     us = lambda ns: ns / 1e3  # noqa: E731
     streams = OrderedDict()
     for r in it:
         streams.setdefault(r.stream, []).append(r)
     out = [
-        f"{len(its)} iterations, span min / median / max {us(spans[0]):.1f} / "
+        f"{len(its)} groups of launches between host waits, {len(same)} of them of {len(its[same[0]])} launches "
+        f"(the timed iterations), span min / median / max {us(spans[0]):.1f} / "
         f"{us(spans[(len(spans) - 1) // 2]):.1f} / {us(spans[-1]):.1f} us; iteration {index}:",
         "",
         f"- span {us(span(it)):.1f} us, GPU busy {us(busy):.1f} us ({100 * busy / max(span(it), 1):.0f} %), "
@@ -146,9 +166,13 @@ def report(its: list, index: int, it: list, gap_us: float) -> str:
             nxt = next(r for r in it if r.start == b)
             out.append(f"  - {us(a - t0):.1f} to {us(b - t0):.1f} us ({us(b - a):.1f}), ended by {nxt.name} "
                        f"(stream {nxt.stream})")
-    out += ["", "| start (us) | duration (us) | stream | beside | launch |", "|---|---|---|---|---|"]
+    # "host": when the host called the launch, on the same clock (CUPTI's): a launch that
+    # starts on the GPU just after its call was waiting for the host, not for the GPU.
+    out += ["", "| start (us) | duration (us) | stream | beside | host call (us) | launch |", "|---|---|---|---|---|---|"]
     for r in it:
-        out.append(f"| {us(r.start - t0):.1f} | {us(r.end - r.start):.1f} | {r.stream} | {beside(it, r)} | {r.name} |")
+        call = api.get(r.correlation)
+        host = f"{us(call.start - t0):.1f}" if call is not None else ""
+        out.append(f"| {us(r.start - t0):.1f} | {us(r.end - r.start):.1f} | {r.stream} | {beside(it, r)} | {host} | {r.name} |")
     totals = OrderedDict()
     for r in it:
         n, t = totals.get(r.name, (0, 0))
@@ -168,14 +192,15 @@ def main(argv=None) -> int:
     ap.add_argument("--gap-us", type=float, default=2.0, help="the shortest idle gap listed")
     a = ap.parse_args(argv)
     try:
-        its = iterations(read_rows(a.csv), a.sync)
+        rows = read_rows(a.csv)
+        its = iterations(rows, a.sync)
         if not its:
             raise BadInput(f"{a.csv}: no GPU work launched before a {a.sync} call")
         index, it = pick(its, a.iteration)
     except (BadInput, OSError) as e:
         print(f"kernel_timeline: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(report(its, index, it, a.gap_us))
+    sys.stdout.write(report(its, index, it, a.gap_us, launches(rows)))
     return 0
 
 
