@@ -12,23 +12,9 @@
 namespace nsa::cuda {
 namespace {
 
-// The lanes, by index: the three branch lanes, then one kernel-pair lane for
-// each stream a pair may fork from (any other stream, then each branch lane).
-// Whether each runs at the greatest priority (forked_stream.h says why).
-struct LaneSpec {
-  int pair_of;  // the branch lane a kernel pair forks from to get here; -1: none
-  bool high_priority;
-};
-constexpr std::array<LaneSpec, 7> kLaneSpecs{{
-    {-1, false},     // 0 window
-    {-1, false},     // 1 compressed
-    {-1, false},     // 2 pair beside any other stream (the caller's own)
-    {-1, true},      // 3 selected
-    {0, false},      // 4 pair beside the window lane
-    {1, false},      // 5 pair beside the compressed lane
-    {3, true},       // 6 pair beside the selected lane
-}};
-constexpr int kLanes = int(kLaneSpecs.size());
+// window, compressed, and the three kernel-pair lanes (beside any other
+// stream, beside the window lane, beside the compressed lane).
+constexpr int kLanes = 5;
 
 // The lanes' streams of `device`: non-blocking streams of our own, created on
 // first use and never destroyed (they live as long as the process, like ATen's
@@ -40,24 +26,11 @@ const std::array<cudaStream_t, kLanes>& lanes(c10::DeviceIndex device) {
   auto it = streams.find(device);
   if (it == streams.end()) {
     const c10::cuda::CUDAGuard guard(device);
-    int least = 0, greatest = 0;
-    NSA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     std::array<cudaStream_t, kLanes> made{};
-    for (int i = 0; i < kLanes; ++i)
-      NSA_CUDA_CHECK(cudaStreamCreateWithPriority(&made[i], cudaStreamNonBlocking,
-                                                  kLaneSpecs[i].high_priority ? greatest : least));
+    for (cudaStream_t& s : made) NSA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     it = streams.emplace(device, made).first;
   }
   return it->second;
-}
-
-// The pair lane for a fork from `from`: the one beside its branch lane, else
-// the one beside any other stream.
-int pair_lane(c10::DeviceIndex device, cudaStream_t from) {
-  const auto& s = lanes(device);
-  for (int i = 0; i < kLanes; ++i)
-    if (kLaneSpecs[i].pair_of >= 0 && s[kLaneSpecs[i].pair_of] == from) return i;
-  return int(Lane::kernel_pair);
 }
 
 c10::cuda::CUDAStream lane_stream(c10::DeviceIndex device, int lane) {
@@ -68,7 +41,11 @@ c10::cuda::CUDAStream lane_stream(c10::DeviceIndex device, int lane) {
 
 ForkedStream::ForkedStream(c10::DeviceIndex device, Lane lane, Tensors reads)
     : caller_(c10::cuda::getCurrentCUDAStream(device)), side_(caller_) {
-  const int index = lane == Lane::kernel_pair ? pair_lane(device, caller_.stream()) : static_cast<int>(lane);
+  int index = static_cast<int>(lane);
+  if (lane == Lane::kernel_pair) {
+    const cudaStream_t from = caller_.stream();
+    index += from == lanes(device)[0] ? 1 : from == lanes(device)[1] ? 2 : 0;
+  }
   side_ = lane_stream(device, index);
   forked_.record(caller_);
   forked_.block(side_);

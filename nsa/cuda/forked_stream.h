@@ -31,22 +31,11 @@
 
 namespace nsa::cuda {
 
-// Who forks: the layer's window, compressed and selected branches each have a
-// lane; a kernel pair (dk/dv beside dq) forks onto the pair lane of its
-// caller's stream (the default stream's or a branch lane's), so nested forks
-// never wait on each other.
-//
-// The selected lane and its pair lane run at the device's greatest stream
-// priority, the others at the default (the least). The selected branch is the
-// layer's critical path (compressed forward -> select_blocks -> selected
-// forward; in the backward its reverse index -> dk/dv + dq -> reduce), and the
-// window and compressed kernels beside it are shorter: when an SM frees, the
-// block scheduler gives it to a waiting CTA of the higher-priority stream first
-// (it preempts nothing that runs). Without priorities the kernel timeline of an
-// m7c_125m forward + backward at 8k (scripts/kernel_timeline.py) had the
-// selected dk/dv + dq kernel start after the window's and compressed branch's
-// backward, and run alone for its last 342 us of 1,158.
-enum class Lane : int { window = 0, compressed = 1, kernel_pair = 2, selected = 3 };
+// Who forks: the layer's window and compressed branches each have a lane; a
+// kernel pair (dk/dv beside dq) forks onto the pair lane of its caller's
+// stream (the default stream's, the window lane's or the compressed lane's),
+// so nested forks never wait on each other.
+enum class Lane : int { window = 0, compressed = 1, kernel_pair = 2 };
 
 class ForkedStream {
  public:

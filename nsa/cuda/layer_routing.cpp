@@ -72,17 +72,6 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap())
     window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q_win, k_win, v_win});
-  // The selected branch (select_blocks and the selected attention) on the
-  // selected lane, the one of the greatest priority (forked_stream.h): forked
-  // once what it reads is ready, joined after its forward; autograd runs its
-  // backward there too.
-  std::optional<ForkedStream> selected_stream;
-  std::optional<c10::cuda::CUDAStreamGuard> on_selected;
-  const auto enter_selected_lane = [&](ForkedStream::Tensors reads) {
-    if (selected_stream || !stream_overlap()) return;
-    selected_stream.emplace(q.get_device(), Lane::selected, reads);
-    on_selected.emplace(selected_stream->side());
-  };
   at::Tensor block_idx32;
   if (use_cmp) {
     // The compressed branch (φ and its attention) on a forked stream too: the
@@ -116,7 +105,6 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     // The kernel's int32 choice feeds the selected kernel as it is; the layer's
     // record (BranchOutputs) is int64. The compressed forward's logsumexp spares
     // select_blocks one pass over the compressed keys.
-    enter_selected_lane({q, kc, lse});
     block_idx32 = select_blocks(q.detach(), kc.detach(), P.cmp_block, P.cmp_stride, P.sel_block, P.sel_count, scale,
                                 lse);
     out.block_idx = block_idx32.to(at::kLong);
@@ -124,15 +112,9 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   }
   if (use_slc) {
     if (!block_idx32.defined()) block_idx32 = out.block_idx.to(at::kInt);  // chosen by the batched path
-    const at::Tensor q_slc = pj.q_for(nsa::Branch::slc).contiguous(), k_slc = pj.k[1].contiguous(),
-                     v_slc = pj.v[1].contiguous();
-    enter_selected_lane({q_slc, k_slc, v_slc, block_idx32});
-    out.o[1] = selected_attention(q_slc, k_slc, v_slc, block_idx32, P.sel_block, scale, selected_dq);
+    out.o[1] = selected_attention(pj.q_for(nsa::Branch::slc).contiguous(), pj.k[1].contiguous(), pj.v[1].contiguous(),
+                                  block_idx32, P.sel_block, scale, selected_dq);
     report("slc", "cuda.slc");
-  }
-  if (selected_stream) {
-    on_selected.reset();
-    selected_stream->join({block_idx32, out.block_idx, out.o[1]});
   }
   if (use_win) {
     std::optional<c10::cuda::CUDAStreamGuard> on_side;

@@ -547,9 +547,8 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   // In the layer's order (select_blocks reads the compressed forward's
   // logsumexp) and on the layer's streams (layer_routing.cpp): with the overlap
   // on (NSA_OVERLAP_STREAMS=1, the default; stream_overlap()) the window runs on
-  // its lane beside the compressed -> select_blocks -> selected chain, the
-  // compressed branch on its own lane, its forward joined at once, and the
-  // selected branch on the selected lane (the greatest priority); each
+  // its lane beside the compressed -> select_blocks -> selected chain and the
+  // compressed branch on its own lane, its forward joined at once; each
   // backward runs on the stream its forward ran on, as autograd runs the
   // layer's, in autograd's order (the window's first: its forward came last).
   // With it off, everything runs on the caller's stream, one after the other.
@@ -558,8 +557,10 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   // everything queued on the caller's stream before it.
   const bool lanes = stream_overlap();
   const c10::DeviceIndex device = p.q.get_device();
-  const auto fork = [&](std::optional<ForkedStream>& lane, Lane which) {
-    if (lanes) lane.emplace(device, which);
+  const auto fork = [&](std::optional<ForkedStream>& win_lane, std::optional<ForkedStream>& cmp_lane) {
+    if (!lanes) return;
+    win_lane.emplace(device, Lane::window);
+    cmp_lane.emplace(device, Lane::compressed);
   };
   // fn on the lane's stream, or on the caller's without the overlap.
   const auto run_on = [](const std::optional<ForkedStream>& lane, const std::function<void()>& fn) {
@@ -572,18 +573,13 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   };
   const auto fwd_all = [&] {
     std::vector<ForwardResult> f(3);
-    std::optional<ForkedStream> win_lane, cmp_lane, sel_lane;
-    fork(win_lane, Lane::window);
-    fork(cmp_lane, Lane::compressed);
+    std::optional<ForkedStream> win_lane, cmp_lane;
+    fork(win_lane, cmp_lane);
     run_on(cmp_lane, [&] { f[0] = compressed_forward(p, spec_for(p, Which::Compressed), cmp); });
     join(cmp_lane, {f[0].o, f[0].lse});
     BranchSpec s = spec_for(p, Which::Selected);
-    fork(sel_lane, Lane::selected);
-    run_on(sel_lane, [&] {
-      s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, f[0].lse);
-      f[1] = attention_forward(p.q, p.k, p.v, s);
-    });
-    join(sel_lane, {s.block_idx, f[1].o, f[1].lse});
+    s.block_idx = select_blocks(p.q, p.kc, kL, kD, kLp, kN, p.scale, f[0].lse);
+    f[1] = attention_forward(p.q, p.k, p.v, s);
     run_on(win_lane, [&] {
       f[2] = cudnn_window ? cudnn_window_forward(p.q, p.k, p.v, kW, p.scale)
                           : attention_forward(p.q, p.k, p.v, spec_for(p, Which::Window));
@@ -595,22 +591,17 @@ double time_layer(benchmark::State& state, const Problem& p, bool bwd, double* f
   *flops += 2 * n * (3 * dk + 2 * dv);
   return time_it(state, [&] {
     const auto f = fwd_all();
-    std::optional<ForkedStream> win_lane, cmp_lane, sel_lane;
-    fork(win_lane, Lane::window);
-    fork(cmp_lane, Lane::compressed);
-    fork(sel_lane, Lane::selected);
+    std::optional<ForkedStream> win_lane, cmp_lane;
+    fork(win_lane, cmp_lane);
     run_on(win_lane, [&] {
       if (cudnn_window_bwd)
         cudnn_window_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, kW, p.scale, g_window_backward);
       else
         attention_backward(p.q, p.k, p.v, f[2].o, f[2].lse, p.dout, spec_for(p, Which::Window));
     });
-    run_on(sel_lane, [&] {
-      attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
-    });
+    attention_backward(p.q, p.k, p.v, f[1].o, f[1].lse, p.dout, spec_for(p, Which::Selected));
     run_on(cmp_lane, [&] { compressed_backward(p, spec_for(p, Which::Compressed), f[0], cmp); });
     join(win_lane, {});
-    join(sel_lane, {});
     join(cmp_lane, {});
   });
 }
