@@ -4,7 +4,7 @@ which stream, when, beside what, and where the GPU had nothing to run.
 
     NSA_TIMELINE_OUT=t.csv CUDA_INJECTION64_PATH=build/benchmarks/libkernel_timeline.so \\
         nsa_cuda_bench --benchmark_filter=ROW --benchmark_min_time=5x   # on the GPU machine
-    scripts/kernel_timeline.py t.csv [--sync cudaEventSynchronize] [--iteration median|last|N]
+    scripts/kernel_timeline.py t.csv[.gz] [--sync cudaEventSynchronize] [--iteration median|last|N]
 
 The CSV is benchmarks/kernel_timeline.cpp's: one row per kernel, copy or set
 (GPU start and end, stream) and per runtime API call (host start and end), tied
@@ -22,6 +22,7 @@ iteration.
 """
 import argparse
 import csv
+import gzip
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ class Row:
 
 
 def read_rows(path: str) -> list:
-    with open(path, newline="") as f:
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
         reader = csv.DictReader(f)
         want = {"kind", "stream", "start_ns", "end_ns", "correlation", "name"}
         if reader.fieldnames is None or not want <= set(reader.fieldnames):

@@ -91,6 +91,10 @@ class KernelTimelineTest(unittest.TestCase):
         self.assertIn("span 35.0 us, GPU busy 35.0 us (100 %)", out)
         self.assertNotIn("gaps of", out)
 
+    def test_gzip_reads_the_same(self):
+        gz = write_lines(self.dir.name, "t.csv.gz", LINES)
+        self.assertEqual(call_main(kernel_timeline.main, gz), call_main(kernel_timeline.main, self.path))
+
     def test_bad_input_exits_2(self):
         bad = write_lines(self.dir.name, "bad.csv", ["a,b", "1,2"])
         rc, _, err = call_main(kernel_timeline.main, bad)
