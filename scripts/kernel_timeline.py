@@ -5,13 +5,15 @@ which stream, when, beside what, and where the GPU had nothing to run.
     NSA_TIMELINE_OUT=t.csv CUDA_INJECTION64_PATH=build/benchmarks/libkernel_timeline.so \\
         nsa_cuda_bench --benchmark_filter=ROW --benchmark_min_time=5x   # on the GPU machine
     scripts/kernel_timeline.py t.csv[.gz] [--sync cudaEventSynchronize] [--iteration median|last|N]
+                               [--launches N] [--gap-us 2]
 
 The CSV is benchmarks/kernel_timeline.cpp's: one row per kernel, copy or set
 (GPU start and end, stream) and per runtime API call (host start and end), tied
 by correlation id. A benchmark's timed iteration ends in a host wait for its
 stop event (time_it in nsa_cuda_bench.cpp: cudaEventSynchronize), so the GPU
 work launched between two such waits is one group; the timed iterations are the
-groups of the most common launch count (setup and warm-up also end in waits).
+groups of the most common launch count (setup and warm-up also end in waits),
+or of --launches N where a row times several ways (the decode rows).
 They are ranked by span (first GPU start to last GPU end) and the median one, or
 the one asked for, is printed, in
 markdown: every launch in start order with its stream, start offset, duration,
@@ -110,23 +112,34 @@ def span(it: list) -> int:
     return max(r.end for r in it) - min(r.start for r in it)
 
 
-def repeated(its: list) -> list:
-    """Indices of the groups with the most common launch count (the larger count on a tie):
-    the timed iterations, which launch the same work each time, apart from the
-    program's setup and warm-up, which also end in host waits."""
+def repeated(its: list, launches: int = 0) -> list:
+    """Indices of the groups of `launches` launches, or else of the most common launch
+    count (the larger count on a tie): the timed iterations, which launch the same
+    work each time, apart from the program's setup and warm-up, which also end in
+    host waits (a row that times several ways, as the decode rows do, needs `launches`)."""
     counts = {}
     for it in its:
         counts[len(it)] = counts.get(len(it), 0) + 1
-    n = max(counts, key=lambda c: (counts[c], c))
+    n = launches or max(counts, key=lambda c: (counts[c], c))
+    if n not in counts:
+        raise BadInput(f"no group of {n} launches (groups: {sizes(its)})")
     return [i for i, it in enumerate(its) if len(it) == n]
 
 
-def pick(its: list, which: str) -> tuple:
+def sizes(its: list) -> str:
+    """'5 x 8, 2 x 17': each launch count with how many groups had it, in order of first sight."""
+    counts = OrderedDict()
+    for it in its:
+        counts[len(it)] = counts.get(len(it), 0) + 1
+    return ", ".join(f"{n} x {c}" for n, c in counts.items())
+
+
+def pick(its: list, which: str, launches: int = 0) -> tuple:
     """(index, iteration): 'median' by span among the repeated ones, 'last', or a 0-based index."""
     if which == "last":
         return len(its) - 1, its[-1]
     if which == "median":
-        order = sorted(repeated(its), key=lambda i: span(its[i]))
+        order = sorted(repeated(its, launches), key=lambda i: span(its[i]))
         i = order[(len(order) - 1) // 2]
         return i, its[i]
     i = int(which)
@@ -142,7 +155,7 @@ def beside(it: list, r: Row) -> int:
 
 def report(its: list, index: int, it: list, gap_us: float, api: dict) -> str:
     t0 = min(r.start for r in it)
-    same = repeated(its)
+    same = repeated(its, len(it))
     spans = sorted(span(its[i]) for i in same)
     busy, gaps = union([(r.start, r.end) for r in it])
     us = lambda ns: ns / 1e3  # noqa: E731
@@ -154,6 +167,7 @@ def report(its: list, index: int, it: list, gap_us: float, api: dict) -> str:
         f"(the timed iterations), span min / median / max {us(spans[0]):.1f} / "
         f"{us(spans[(len(spans) - 1) // 2]):.1f} / {us(spans[-1]):.1f} us; iteration {index}:",
         "",
+        f"- launches a group, by groups: {sizes(its)}",
         f"- span {us(span(it)):.1f} us, GPU busy {us(busy):.1f} us ({100 * busy / max(span(it), 1):.0f} %), "
         f"{len(it)} launches on {len(streams)} streams, their durations summed {us(sum(r.end - r.start for r in it)):.1f} us",
     ]
@@ -191,13 +205,15 @@ def main(argv=None) -> int:
                     help="the API call (name prefix) that ends an iteration")
     ap.add_argument("--iteration", default="median", help="median (by span), last, or a 0-based index")
     ap.add_argument("--gap-us", type=float, default=2.0, help="the shortest idle gap listed")
+    ap.add_argument("--launches", type=int, default=0,
+                    help="the timed iterations are the groups of this many launches (default: the most common count)")
     a = ap.parse_args(argv)
     try:
         rows = read_rows(a.csv)
         its = iterations(rows, a.sync)
         if not its:
             raise BadInput(f"{a.csv}: no GPU work launched before a {a.sync} call")
-        index, it = pick(its, a.iteration)
+        index, it = pick(its, a.iteration, a.launches)
     except (BadInput, OSError) as e:
         print(f"kernel_timeline: {e}", file=sys.stderr)
         return 2

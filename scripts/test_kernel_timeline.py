@@ -91,6 +91,17 @@ class KernelTimelineTest(unittest.TestCase):
         self.assertIn("span 35.0 us, GPU busy 35.0 us (100 %)", out)
         self.assertNotIn("gaps of", out)
 
+    def test_launches_names_the_timed_iterations(self):
+        # The two-launch group (iteration 0) alone, when asked for; a count no group has is an error.
+        rc, out, _ = call_main(kernel_timeline.main, self.path, "--launches", "2")
+        self.assertEqual(rc, 0)
+        self.assertIn("1 of them of 2 launches (the timed iterations), span min / median / max 10.0 / 10.0 / 10.0 us; "
+                      "iteration 0:", out)
+        self.assertIn("- launches a group, by groups: 2 x 1, 3 x 3, 1 x 1", out)
+        rc, _, err = call_main(kernel_timeline.main, self.path, "--launches", "7")
+        self.assertEqual(rc, 2)
+        self.assertIn("no group of 7 launches (groups: 2 x 1, 3 x 3, 1 x 1)", err)
+
     def test_gzip_reads_the_same(self):
         gz = write_lines(self.dir.name, "t.csv.gz", LINES)
         self.assertEqual(call_main(kernel_timeline.main, gz), call_main(kernel_timeline.main, self.path))
