@@ -19,7 +19,9 @@ the one asked for, is printed, in
 markdown: every launch in start order with its stream, start offset, duration,
 how many others ran beside it and when the host called it; per kernel the total; the busy time (the
 union of the launches), the span, and each gap in which no launch ran, with
-the launch that ended it. Exit 2 on input that is not such a file or has no
+the launch that ended it and whether the host had called that launch before
+the gap began (then it waited on something queued) or after (the GPU waited
+for the host). Exit 2 on input that is not such a file or has no
 iteration.
 """
 import argparse
@@ -176,11 +178,27 @@ def report(its: list, index: int, it: list, gap_us: float, api: dict) -> str:
         out.append(f"- stream {s}: {len(rs)} launches, busy {us(b):.1f} us")
     idle = [(a, b) for a, b in gaps if us(b - a) >= gap_us]
     if idle:
-        out.append(f"- gaps of {gap_us:g} us or more with nothing on the GPU, {us(sum(b - a for a, b in idle)):.1f} us in all:")
+        # Why the GPU waited: the launch that ended a gap was either called by the host
+        # after the gap began (nothing was queued: the GPU waited for the host) or called
+        # before it (it was queued behind an event, another stream's work, or the launch
+        # latency).
+        lines, by_cause = [], {"host": 0, "queued": 0}
         for a, b in idle:
             nxt = next(r for r in it if r.start == b)
-            out.append(f"  - {us(a - t0):.1f} to {us(b - t0):.1f} us ({us(b - a):.1f}), ended by {nxt.name} "
-                       f"(stream {nxt.stream})")
+            call = api.get(nxt.correlation)
+            if call is not None and call.start > a:
+                cause = "host"
+                why = f"called by the host {us(call.start - a):.1f} us into the gap"
+            else:
+                cause = "queued"
+                why = f"queued {us(a - call.start):.1f} us before the gap" if call is not None else "its call not seen"
+            by_cause[cause] += b - a
+            lines.append(f"  - {us(a - t0):.1f} to {us(b - t0):.1f} us ({us(b - a):.1f}), ended by {nxt.name} "
+                         f"(stream {nxt.stream}; {why})")
+        out.append(f"- gaps of {gap_us:g} us or more with nothing on the GPU, {us(sum(b - a for a, b in idle)):.1f} us in "
+                   f"all: {us(by_cause['host']):.1f} us waiting for the host's launches, "
+                   f"{us(by_cause['queued']):.1f} us with the next launch already queued:")
+        out += lines
     # "host": when the host called the launch, on the same clock (CUPTI's): a launch that
     # starts on the GPU just after its call was waiting for the host, not for the GPU.
     out += ["", "| start (us) | duration (us) | stream | beside | host call (us) | launch |", "|---|---|---|---|---|---|"]

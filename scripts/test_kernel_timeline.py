@@ -79,10 +79,27 @@ class KernelTimelineTest(unittest.TestCase):
         self.assertIn("span 30.0 us, GPU busy 25.0 us (83 %), 3 launches on 2 streams, their durations summed 27.0 us",
                       out)
         self.assertIn("stream 7: 2 launches, busy 25.0 us", out)
-        self.assertIn("20.0 to 25.0 us (5.0), ended by D (stream 7)", out)
+        # D was called 25 us before the gap began (at C's end): queued, not waiting for the host.
+        self.assertIn("5.0 us in all: 0.0 us waiting for the host's launches, 5.0 us with the next launch already queued",
+                      out)
+        self.assertIn("20.0 to 25.0 us (5.0), ended by D (stream 7; queued 25.0 us before the gap)", out)
         self.assertIn("| 0.0 | 20.0 | 7 | 1 | -10.0 | C |", out)
         self.assertIn("| 1.0 | 2.0 | 9 | 1 | 4.0 | E |", out)
         self.assertIn("| 25.0 | 5.0 | 7 | 0 | -5.0 | D |", out)
+
+    def test_a_gap_the_host_left(self):
+        # Iteration 4 with L called by the host 3 us after K ended (K ends at 7,010,000 ns):
+        # the GPU waited for the host; L starts 2 us after its call.
+        lines = [l.replace("api,0,2610000,2610005,12,", "api,0,7013000,7013005,12,")
+                  .replace("api,0,2700000,2700020,94,", "api,0,7100000,7100020,94,")
+                  .replace("api,0,2800000,2800005,7,", "api,0,7200000,7200005,7,")
+                  .replace("kernel,7,7010000,7020000,12,L", "kernel,7,7015000,7020000,12,L") for l in LINES]
+        path = write_lines(self.dir.name, "host.csv", lines)
+        rc, out, err = call_main(kernel_timeline.main, path, "--iteration", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("5.0 us in all: 5.0 us waiting for the host's launches, 0.0 us with the next launch already queued",
+                      out)
+        self.assertIn("10.0 to 15.0 us (5.0), ended by L (stream 7; called by the host 3.0 us into the gap)", out)
 
     def test_median_by_span_among_the_timed_iterations(self):
         rc, out, _ = call_main(kernel_timeline.main, self.path)
