@@ -5,7 +5,8 @@
 # Knobs (environment): BUILD, BUILD_TARGETS; SKIP_CTEST, GPU_TEST_MODE (binaries: each GPU test
 # binary whole, the default; ctest: one process per case), GPU_TEST_TIMEOUT_S, CTEST_ARGS, CTEST_TIMEOUT_S;
 # SKIP_SANITIZER, SANITIZER_TESTS ("binary#tool,tool#filter" ...), SANITIZER_TIMEOUT_S;
-# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_PEER_BENCH (PEER_* knobs: scripts/peer-bench.sh);
+# SKIP_BENCH, BENCH_FILTER, BENCH_ARGS, BENCH_TIMEOUT_S; SKIP_TIMELINES, TIMELINE_ROWS (benchmark rows, by
+# spaces); SKIP_PEER_BENCH (PEER_* knobs: scripts/peer-bench.sh);
 # SKIP_CUPTI_BENCH; SKIP_SCENARIOS, SCENARIOS ("file[@GLOB]" ...),
 # ONLY, SCENARIO_BUDGET_S (no new scenario after that many seconds), SCENARIO_TIMEOUT_S.
 # NSA_HARNESS_REVISION: the revision reports name, when this tree's .git does not
@@ -119,6 +120,30 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   log "bench command: ${words[*]}"
   timeout "${BENCH_TIMEOUT_S:-420}" "${bench[@]}" > "$WORK/bench.txt" 2>&1
   log "bench rc=$?"
+fi
+# Kernel timelines (benchmarks/kernel_timeline.cpp, scripts/kernel_timeline.py): one timed
+# iteration of each TIMELINE_ROWS benchmark row as the GPU ran it, every kernel on its stream,
+# the GPU's busy share of the span and the gaps it waited for the host in. The markdown goes to
+# $OUT/timelines/, the CSVs into the archive.
+if [ "${SKIP_TIMELINES:-0}" != 1 ]; then
+  lib="$PWD/$BUILD/benchmarks/libkernel_timeline.so"
+  [[ "$BUILD" = /* ]] && lib="$BUILD/benchmarks/libkernel_timeline.so"
+  if [ ! -f "$lib" ] || [ ! -x "$BUILD/nsa/cuda/nsa_cuda_bench" ]; then
+    log "timelines skipped: $lib or nsa_cuda_bench not built"
+  else
+    mkdir -p "$OUT/timelines" "$WORK/timelines"
+    for row in ${TIMELINE_ROWS:-BM_LayerFwdBwdChoices/shape:1/S:8192/fast:1/ BM_LayerFwdBwdChoices/shape:0/S:8192/fast:1/ BM_LayerAttentionFwd/shape:1/S:8192/v:2/ BM_LayerAttentionFwd/shape:0/S:8192/v:2/}; do
+      name=$(printf %s "$row" | tr -c 'A-Za-z0-9_\n' - | sed 's/-*$//')
+      NSA_TIMELINE_OUT="$WORK/timelines/$name.csv" CUDA_INJECTION64_PATH="$lib" timeout 120 \
+        "$BUILD/nsa/cuda/nsa_cuda_bench" --benchmark_filter="$row" --benchmark_min_time=9x \
+        > "$WORK/timelines/$name.log" 2>&1
+      rc=$?
+      python3 scripts/kernel_timeline.py "$WORK/timelines/$name.csv" > "$OUT/timelines/$name.md" 2>&1
+      prc=$?
+      log "timeline $row rc=$rc, script rc=$prc: $(grep -m1 -o 'span [0-9.]* us, GPU busy [0-9.]* us ([0-9]* %)' "$OUT/timelines/$name.md") $(grep -m1 -o '[0-9.]* us waiting for the host' "$OUT/timelines/$name.md")"
+      gzip -f "$WORK/timelines/$name.csv" 2>/dev/null
+    done
+  fi
 fi
 # Peer: fla's parallel_nsa and SDPA against our layer (scripts/peer-bench.sh; needs .whl/fla_core*.whl).
 if [ "${SKIP_PEER_BENCH:-0}" != 1 ]; then
