@@ -3,20 +3,23 @@
 //
 //   NSA_TIMELINE_OUT=t.csv CUDA_INJECTION64_PATH=build/benchmarks/libkernel_timeline.so \
 //     nsa_cuda_bench --benchmark_filter='BM_LayerFwdBwdChoices/shape:1/S:8192/fast:1/' \
-//     --benchmark_min_time=5x
+//     --benchmark_min_time=9x
 //   python3 scripts/kernel_timeline.py t.csv
 //
 // Why: ncu times kernels one at a time, serialized, and says nothing about how
 // a layer's kernels on several streams overlap or where the GPU waits; the
 // machines have no Nsight Systems. This writes what CUPTI's concurrent-kernel
-// records say: for each kernel its stream and GPU start / end, and for each
-// runtime API call its host start / end and correlation id, so the script can
+// records say: for each kernel, copy and set its stream and GPU start / end, and
+// for each runtime and driver API call its host start / end and correlation id
+// (a kernel's correlation id names the call that launched it), so the script can
 // cut the run into the benchmark's timed iterations (the calls between two
 // cudaEventSynchronize) and show one iteration's streams, busy time and gaps.
 //
 // CUDA calls InitializeInjection() at cuInit; the tracer starts then, and the
 // CSV is written at exit (atexit runs handlers in reverse order, so this one,
-// registered after the CUDA runtime's, runs before the runtime tears down).
+// registered after the CUDA runtime's, runs before the runtime tears down). The
+// records stay in the tracer's bounded buffers until then: a program long enough
+// to fill them loses the rest, and the count on stderr says so.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>

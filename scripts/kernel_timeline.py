@@ -3,32 +3,32 @@
 which stream, when, beside what, and where the GPU had nothing to run.
 
     NSA_TIMELINE_OUT=t.csv CUDA_INJECTION64_PATH=build/benchmarks/libkernel_timeline.so \\
-        nsa_cuda_bench --benchmark_filter=ROW --benchmark_min_time=5x   # on the GPU machine
+        nsa_cuda_bench --benchmark_filter=ROW --benchmark_min_time=9x   # on the GPU machine
     scripts/kernel_timeline.py t.csv[.gz] [--sync cudaEventSynchronize] [--iteration median|last|N]
                                [--launches N] [--gap-us 2]
 
 The CSV is benchmarks/kernel_timeline.cpp's: one row per kernel, copy or set
-(GPU start and end, stream) and per runtime API call (host start and end), tied
-by correlation id. A benchmark's timed iteration ends in a host wait for its
-stop event (time_it in nsa_cuda_bench.cpp: cudaEventSynchronize), so the GPU
-work launched between two such waits is one group; the timed iterations are the
-groups of the most common launch count (setup and warm-up also end in waits),
-or of --launches N where a row times several ways (the decode rows).
-They are ranked by span (first GPU start to last GPU end) and the median one, or
-the one asked for, is printed, in
-markdown: every launch in start order with its stream, start offset, duration,
-how many others ran beside it and when the host called it; per kernel the total; the busy time (the
-union of the launches), the span, and each gap in which no launch ran, with
-the launch that ended it and whether the host had called that launch before
-the gap began (then it waited on something queued) or after (the GPU waited
-for the host). Exit 2 on input that is not such a file or has no
-iteration.
+(GPU start and end, stream) and per runtime or driver API call (host start and
+end), tied by correlation id. A benchmark's timed iteration ends in a host wait
+for its stop event (time_it in nsa_cuda_bench.cpp: cudaEventSynchronize), so
+the GPU work launched between two such waits is one group; the timed
+iterations are the groups of the most common launch count (setup and warm-up
+also end in waits), or of --launches N where a row times several ways (the
+decode rows). They are ranked by span (first GPU start to last GPU end) and the
+median one, or the one asked for, is printed in markdown: every launch in start
+order with its stream, start offset, duration, how many others ran beside it
+and when the host called it; per kernel the total; the busy time (the union of
+the launches), the span, and each gap in which no launch ran, with the launch
+that ended it and whether the host had called that launch before the gap began
+(then it waited on something queued) or after (the GPU waited for the host).
+Exit 2 on input that is not such a file or has no iteration.
 """
 import argparse
+import bisect
 import csv
 import gzip
 import sys
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
@@ -81,15 +81,9 @@ def iterations(rows: list, sync: str) -> list:
         if launch is None:
             continue
         # The first wait that began after the launch call began closes its iteration.
-        lo, hi = 0, len(waits)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if waits[mid] > launch.start:
-                hi = mid
-            else:
-                lo = mid + 1
-        if lo < len(waits):
-            groups[lo].append(r)
+        i = bisect.bisect_right(waits, launch.start)
+        if i < len(waits):
+            groups[i].append(r)
     return [sorted(g, key=lambda r: (r.start, r.end)) for g in groups if g]
 
 
@@ -114,15 +108,13 @@ def span(it: list) -> int:
     return max(r.end for r in it) - min(r.start for r in it)
 
 
-def repeated(its: list, launches: int = 0) -> list:
-    """Indices of the groups of `launches` launches, or else of the most common launch
+def repeated(its: list, count: int = 0) -> list:
+    """Indices of the groups of `count` launches, or else of the most common launch
     count (the larger count on a tie): the timed iterations, which launch the same
     work each time, apart from the program's setup and warm-up, which also end in
-    host waits (a row that times several ways, as the decode rows do, needs `launches`)."""
-    counts = {}
-    for it in its:
-        counts[len(it)] = counts.get(len(it), 0) + 1
-    n = launches or max(counts, key=lambda c: (counts[c], c))
+    host waits (a row that times several ways, as the decode rows do, needs `count`)."""
+    counts = Counter(len(it) for it in its)
+    n = count or max(counts, key=lambda c: (counts[c], c))
     if n not in counts:
         raise BadInput(f"no group of {n} launches (groups: {sizes(its)})")
     return [i for i, it in enumerate(its) if len(it) == n]
@@ -130,18 +122,15 @@ def repeated(its: list, launches: int = 0) -> list:
 
 def sizes(its: list) -> str:
     """'5 x 8, 2 x 17': each launch count with how many groups had it, in order of first sight."""
-    counts = OrderedDict()
-    for it in its:
-        counts[len(it)] = counts.get(len(it), 0) + 1
-    return ", ".join(f"{n} x {c}" for n, c in counts.items())
+    return ", ".join(f"{n} x {c}" for n, c in Counter(len(it) for it in its).items())
 
 
-def pick(its: list, which: str, launches: int = 0) -> tuple:
+def pick(its: list, which: str, count: int = 0) -> tuple:
     """(index, iteration): 'median' by span among the repeated ones, 'last', or a 0-based index."""
     if which == "last":
         return len(its) - 1, its[-1]
     if which == "median":
-        order = sorted(repeated(its, launches), key=lambda i: span(its[i]))
+        order = sorted(repeated(its, count), key=lambda i: span(its[i]))
         i = order[(len(order) - 1) // 2]
         return i, its[i]
     i = int(which)
