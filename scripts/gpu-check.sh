@@ -126,8 +126,7 @@ fi
 # the GPU's busy share of the span and the gaps it waited for the host in. The markdown goes to
 # $OUT/timelines/, the CSVs into the archive.
 if [ "${SKIP_TIMELINES:-0}" != 1 ]; then
-  lib="$PWD/$BUILD/benchmarks/libkernel_timeline.so"
-  [[ "$BUILD" = /* ]] && lib="$BUILD/benchmarks/libkernel_timeline.so"
+  lib=$(realpath -m "$BUILD/benchmarks/libkernel_timeline.so")  # absolute: CUDA loads it by path
   if [ ! -f "$lib" ] || [ ! -x "$BUILD/nsa/cuda/nsa_cuda_bench" ]; then
     log "timelines skipped: $lib or nsa_cuda_bench not built"
   else
