@@ -532,7 +532,6 @@ namespace {
 std::atomic<int> g_cmp_split_keys{0};
 std::atomic<bool> g_chained{true};
 std::atomic<int> g_stop_after{4};
-std::atomic<int> g_partial_stages{0};
 constexpr int64_t kMaxCmpSplits = 32;
 constexpr int64_t kMaxCmpSplitKeys = 256;
 }  // namespace
@@ -542,12 +541,6 @@ void set_decode_cmp_split_keys(int keys) {
   g_cmp_split_keys = keys;
 }
 int decode_cmp_split_keys_forced() { return g_cmp_split_keys; }
-void set_decode_partial_stages(int stages) {
-  TORCH_CHECK(stages == 0 || stages == 2 || stages == 4,
-              "set_decode_partial_stages: 0 (the planner's choice), 2 or 4, got ", stages);
-  g_partial_stages = stages;
-}
-int decode_partial_stages_forced() { return g_partial_stages; }
 void set_decode_chained_launches(bool on) { g_chained = on; }
 bool decode_chained_launches() { return g_chained; }
 void set_decode_stop_after(int launches) {
@@ -568,7 +561,7 @@ DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version
   bool aligned = true;  // v2 copies 16-byte chunks
   for (const at::Tensor* t : {&c.q, &c.k_cmp, &c.v_cmp, &c.k_slc, &c.v_slc, &c.k_win, &c.v_win})
     aligned = aligned && aligned16(*t);
-  const bool v2_ok = half && aligned && decode_v2_smem_bytes(int(d.dk), int(d.dv), 2) <= optin;
+  const bool v2_ok = half && aligned && decode_v2_smem_bytes(int(d.dk), int(d.dv)) <= optin;
   TORCH_CHECK(version != 2 || v2_ok, "decode_attention: version 2 needs float16/bfloat16 (got ",
               c.q.scalar_type(), ") and 16-byte aligned tensors");
   DecodePlan plan;
@@ -601,12 +594,6 @@ DecodePlan plan_decode(const DecodeCaches& c, const DecodeHyper& hp, int version
   const int64_t least = forced > 0 ? 1 : (d.cap_c + kMaxCmpSplitKeys - 1) / kMaxCmpSplitKeys;
   plan.n_cmp_split = int(std::clamp<int64_t>(std::max(std::min(want, cap), least), 1, most));
   plan.chained = decode_chained_launches() && device_attr(cudaDevAttrComputeCapabilityMajor, device) >= 9;
-  // v2's ring: 2 tiles a warp unless forced (set_decode_partial_stages).
-  const int forced_stages = decode_partial_stages_forced();
-  plan.stages = forced_stages > 0 ? forced_stages : 2;
-  TORCH_CHECK(plan.version != 2 || decode_v2_smem_bytes(int(d.dk), int(d.dv), plan.stages) <= optin,
-              "decode_attention: v2 with ", plan.stages, " stages does not fit shared memory at dk=", d.dk,
-              ", dv=", d.dv);
   plan.n_slots = plan.n_cmp_split + plan.n_win_split + int(hp.n_sel);
   plan.n_blocks = int(d.n_blocks);
   plan.n_col_chunks = int(std::max<int64_t>(1, (d.n_blocks + kSelectBlocks - 1) / kSelectBlocks));
@@ -695,7 +682,7 @@ void decode_attention_out(const DecodeCaches& c, const DecodeHyper& hp, const De
   // decode_kernels.cuh) where the plan says so; launch 1 follows whatever the
   // stream held before in plain stream order.
   const auto partial = [&](int slot0, int n, bool chained) {
-    if (plan.version == 2) launch_decode_partial_v2(c.q.scalar_type(), p, plan.stages, slot0, n, chained);
+    if (plan.version == 2) launch_decode_partial_v2(c.q.scalar_type(), p, slot0, n, chained);
     else launch_decode_partial_v1(c.q.scalar_type(), p, slot0, n, chained);
   };
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();

@@ -59,7 +59,6 @@ struct DecodePlan {
   int n_blocks = 0;       // selection blocks a row holds at capacity: ceil(Cap / l')
   bool chained = false;   // launches 2-4 as programmatic dependent launches (sm_90+)
   bool chain_first = false;  // launch 1 too, where `chained` (DecodeGraph: after its length kernel)
-  int stages = 2;         // v2: K/V tiles a warp keeps in flight + 1 (2 or 4)
 };
 
 // Scratch between the launches (fp32 scores/partials, int32 counters that start
@@ -84,11 +83,6 @@ int decode_cmp_split_keys_forced();  // 0: the default
 // stream order. The result is the same; for benchmarks and bisection.
 void set_decode_chained_launches(bool on);
 bool decode_chained_launches();
-// The v2 partial kernel's ring of K/V tiles a warp: 2 or 4 (0 = the planner's
-// choice). The result is the same function; for benchmarks and bisection.
-// Next plan on.
-void set_decode_partial_stages(int stages);
-int decode_partial_stages_forced();  // 0: the planner's choice
 // Timing only: a step makes only its first `launches` launches (0 to 4; 4,
 // all of them, is the default) and leaves the outputs of the rest undefined.
 // The step is four dependent latency-bound grids after a length copy; timing

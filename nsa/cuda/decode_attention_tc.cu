@@ -5,11 +5,10 @@
 // the M=16 rows of mma.m16n8k16 are the (up to) 16 query heads of the group,
 // which share every K/V row: one K/V read serves the whole group (the paper's
 // group-centric loading). Each warp owns its own tiles of 16 keys (tile w, w+4,
-// ...), copies them with cp.async into its private shared memory in a ring of
-// Stages tiles (Stages - 1 copies in flight while one computes: at batch 1 each
-// copy is a round trip to memory on the step's critical path; at batch 64 the
-// bytes in flight an SM bound the launch), and keeps its own online softmax;
-// the 4 warps merge through shared memory at the end.
+// ...), copies them with cp.async into its private shared memory, two stages
+// (the next tile's copy in flight while this one computes: at batch 1 each
+// copy is a round trip to memory on the step's critical path), and keeps its
+// own online softmax; the 4 warps merge through shared memory at the end.
 //   S[16 x 16] = Q K^T : two n8 tiles x dk/16 k-steps, Q and K fragments read as
 //                        32-bit words from shared memory.
 //   P = exp(S - m)     : the S accumulators of the two n8 tiles are, element for
@@ -33,21 +32,20 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kKeys = 16;  // keys per warp tile: one k16 step of P V
+constexpr int kStages = 2;  // K/V tiles per warp in shared memory
 
-// Shared memory (bytes): Q [16][dk+8]; per warp `stages` tiles of K [16][dk+8]
-// and V [16][dv+8] (16-bit: the copies of a warp's next tiles are in flight
-// while it computes this one), reused after the key loop as fp32 O [4 warps][16][dv];
+// Shared memory (bytes): Q [16][dk+8]; per warp two stages of K [16][dk+8] and
+// V [16][dv+8] (16-bit: the copy of a warp's next tile is in flight while it
+// computes this one), reused after the key loop as fp32 O [4 warps][16][dv];
 // then row max and sum [4 warps][16] x 2. The +8-element pad puts consecutive
 // rows 16 bytes apart modulo 128, so the 8 rows a quarter-warp touches
 // (fragment words, ldmatrix rows) land on distinct banks.
 size_t q_bytes(int dk) { return size_t(16) * (dk + 8) * 2; }
-size_t tiles_bytes(int dk, int dv, int stages) {
-  return std::max(size_t(kWarps) * stages * kKeys * (dk + 8 + dv + 8) * 2,
+size_t tiles_bytes(int dk, int dv) {
+  return std::max(size_t(kWarps) * kStages * kKeys * (dk + 8 + dv + 8) * 2,
                   size_t(kWarps) * 16 * dv * sizeof(float));
 }
-size_t smem_bytes(int dk, int dv, int stages) {
-  return q_bytes(dk) + tiles_bytes(dk, dv, stages) + 2 * kWarps * 16 * sizeof(float);
-}
+size_t smem_bytes(int dk, int dv) { return q_bytes(dk) + tiles_bytes(dk, dv) + 2 * kWarps * 16 * sizeof(float); }
 
 template <typename T>
 __device__ __forceinline__ uint32_t ld_u32(const T* p) {  // two consecutive 16-bit elements
@@ -55,9 +53,8 @@ __device__ __forceinline__ uint32_t ld_u32(const T* p) {  // two consecutive 16-
 }
 
 // NT: 8-column tiles of O each lane holds (dv <= 8 * NT; registers need a
-// compile-time count). Stages: the ring's tiles a warp (cp.async.wait_group
-// takes its count as an immediate).
-template <typename T, int NT, int Stages>
+// compile-time count).
+template <typename T, int NT>
 __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params p, int slot0, int q_off,
                                                                          int tiles_off, int rows_off) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -65,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, gid = lane / 4, tig = lane % 4;
   T* Qs = reinterpret_cast<T*>(smem + q_off);
   // This warp's stages: K [16][DK+8] then V [16][DV+8] each.
-  T* stages = reinterpret_cast<T*>(smem + tiles_off) + warp * Stages * kKeys * (ldq + ldv);
+  T* stages = reinterpret_cast<T*>(smem + tiles_off) + warp * kStages * kKeys * (ldq + ldv);
   float* Ox = reinterpret_cast<float*>(smem + tiles_off);  // [4][16][DV] after the key loop
   float* wm = reinterpret_cast<float*>(smem + rows_off);   // [4][16] row max per warp
   float* wl = wm + kWarps * 16;                            // [4][16] row sum per warp
@@ -90,34 +87,33 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   const int br = int(sk.br), NK = p.n_keys[br];
   const T* k = static_cast<const T*>(p.k[br]);
   const T* v = static_cast<const T*>(p.v[br]);
-  // This warp's tiles are warp, warp + 4, ...; its i-th goes to stage i % Stages
-  // (its 16 keys of K and V; keys past the slot's end zero-filled, not read).
-  // Every step commits one group, empty past the last tile, so that "all but the
-  // newest Stages - 1 groups" is always "up to this step's tile".
+  // This warp's tiles are warp, warp + 4, ...; the copy of tile i into stage
+  // i % 2 (its 16 keys of K and V; keys past the slot's end zero-filled, not read).
   const int n_tiles = ceil_div(sk.hi - sk.lo, kKeys);
   const auto issue_tile = [&](int tile, int stage) {
-    if (tile < n_tiles) {
-      T* Ks = stages + stage * kKeys * (ldq + ldv);
-      T* Vs = Ks + kKeys * ldq;
-      const int k0 = sk.lo + tile * kKeys;
-      for (int i = lane; i < kKeys * kc; i += 32) {
-        const int c = i / kc, key = k0 + c;
-        const bool ok = key < sk.hi;
-        tc::cp_async_16(Ks + c * ldq + (i % kc) * 8,
-                        k + row_offset(b, ok ? key : sk.lo, g, NK, p.G, DK) + (i % kc) * 8, ok);
-      }
-      for (int i = lane; i < kKeys * vc; i += 32) {
-        const int c = i / vc, key = k0 + c;
-        const bool ok = key < sk.hi;
-        tc::cp_async_16(Vs + c * ldv + (i % vc) * 8,
-                        v + row_offset(b, ok ? key : sk.lo, g, NK, p.G, DV) + (i % vc) * 8, ok);
-      }
+    T* Ks = stages + stage * kKeys * (ldq + ldv);
+    T* Vs = Ks + kKeys * ldq;
+    const int k0 = sk.lo + tile * kKeys;
+    for (int i = lane; i < kKeys * kc; i += 32) {
+      const int c = i / kc, key = k0 + c;
+      const bool ok = key < sk.hi;
+      tc::cp_async_16(Ks + c * ldq + (i % kc) * 8, k + row_offset(b, ok ? key : sk.lo, g, NK, p.G, DK) + (i % kc) * 8,
+                      ok);
+    }
+    for (int i = lane; i < kKeys * vc; i += 32) {
+      const int c = i / vc, key = k0 + c;
+      const bool ok = key < sk.hi;
+      tc::cp_async_16(Vs + c * ldv + (i % vc) * 8, v + row_offset(b, ok ? key : sk.lo, g, NK, p.G, DV) + (i % vc) * 8,
+                      ok);
     }
     tc::cp_async_commit();
   };
-#pragma unroll
-  for (int j = 0; j < Stages - 1; ++j) issue_tile(warp + j * kWarps, j);
-  tc::cp_async_wait<Stages - 1>();  // Q is here (this warp's first tiles may still fly)
+  if (warp < n_tiles) {
+    issue_tile(warp, 0);
+    tc::cp_async_wait<1>();  // Q is here (this warp's first tile may still fly)
+  } else {
+    tc::cp_async_wait<0>();
+  }
   __syncthreads();  // every warp's Q chunks are visible
 
   float o[NT][4];
@@ -126,12 +122,15 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};  // rows gid, gid + 8 (l: this lane's columns)
   for (int tile = warp, it = 0; tile < n_tiles; tile += kWarps, ++it) {
     const int k0 = sk.lo + tile * kKeys;
-    // 1. The copy Stages - 1 tiles ahead goes out before this one is waited for
-    //    (into the stage the last step computed on: the __syncwarp that ends it).
-    issue_tile(tile + (Stages - 1) * kWarps, (it + Stages - 1) % Stages);
-    tc::cp_async_wait<Stages - 1>();
+    // 1. The next tile's copy goes out before this one is waited for.
+    if (tile + kWarps < n_tiles) {
+      issue_tile(tile + kWarps, (it + 1) % kStages);
+      tc::cp_async_wait<1>();
+    } else {
+      tc::cp_async_wait<0>();
+    }
     __syncwarp();  // the other lanes' copies are visible
-    const T* Ks = stages + (it % Stages) * kKeys * (ldq + ldv);
+    const T* Ks = stages + (it % kStages) * kKeys * (ldq + ldv);
     const T* Vs = Ks + kKeys * ldq;
     // 2. S = Q K^T. s[nt][e]: row gid + 8*(e/2), key nt*8 + 2*tig + e%2.
     float s[2][4] = {};
@@ -244,44 +243,35 @@ __global__ void __launch_bounds__(kThreads) nsa_decode_partial_tc_kernel(Params 
   }
 }
 
-template <typename T, int NT, int Stages>
+template <typename T, int NT>
 void launch(const Params& p, int slot0, int n, bool chained) {
-  const int q_off = 0, tiles_off = int(q_bytes(p.dk)),
-            rows_off = int(q_bytes(p.dk) + tiles_bytes(p.dk, p.dv, Stages));
-  const size_t smem = smem_bytes(p.dk, p.dv, Stages);
-  auto kernel = nsa_decode_partial_tc_kernel<T, NT, Stages>;
+  const int q_off = 0, tiles_off = int(q_bytes(p.dk)), rows_off = int(q_bytes(p.dk) + tiles_bytes(p.dk, p.dv));
+  const size_t smem = smem_bytes(p.dk, p.dv);
+  auto kernel = nsa_decode_partial_tc_kernel<T, NT>;
   NSA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(n, p.B * p.G * p.n_head_chunks);
   launch_chained(kernel, grid, dim3(kThreads), smem, at::cuda::getCurrentCUDAStream(), chained, p, slot0, q_off,
                  tiles_off, rows_off);
 }
 
-template <typename T, int Stages>
-void launch_for_dv(const Params& p, int slot0, int n, bool chained) {
-  if (p.dv <= 64) launch<T, 8, Stages>(p, slot0, n, chained);
-  else if (p.dv <= 128) launch<T, 16, Stages>(p, slot0, n, chained);
-  else launch<T, 32, Stages>(p, slot0, n, chained);
-}
-
 template <typename T>
-void launch_for_stages(const Params& p, int stages, int slot0, int n, bool chained) {
-  if (stages == 4) launch_for_dv<T, 4>(p, slot0, n, chained);
-  else launch_for_dv<T, 2>(p, slot0, n, chained);
+void launch_for_dv(const Params& p, int slot0, int n, bool chained) {
+  if (p.dv <= 64) launch<T, 8>(p, slot0, n, chained);
+  else if (p.dv <= 128) launch<T, 16>(p, slot0, n, chained);
+  else launch<T, 32>(p, slot0, n, chained);
 }
 
 }  // namespace
 }  // namespace decode
 
-size_t decode_v2_smem_bytes(int dk, int dv, int stages) { return decode::smem_bytes(dk, dv, stages); }
+size_t decode_v2_smem_bytes(int dk, int dv) { return decode::smem_bytes(dk, dv); }
 
-void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int stages, int slot0, int n,
-                              bool chained) {
+void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained) {
   if (n == 0) return;
   TORCH_CHECK(p.head_chunk <= 16 && p.dk % 16 == 0 && p.dv % 16 == 0 && p.dv <= 256,
               "decode_attention v2: unsupported tiling");
-  TORCH_CHECK(stages == 2 || stages == 4, "decode_attention v2: 2 or 4 stages, got ", stages);
-  if (dtype == at::kBFloat16) decode::launch_for_stages<c10::BFloat16>(p, stages, slot0, n, chained);
-  else if (dtype == at::kHalf) decode::launch_for_stages<c10::Half>(p, stages, slot0, n, chained);
+  if (dtype == at::kBFloat16) decode::launch_for_dv<c10::BFloat16>(p, slot0, n, chained);
+  else if (dtype == at::kHalf) decode::launch_for_dv<c10::Half>(p, slot0, n, chained);
   else TORCH_CHECK(false, "decode_attention v2: float16 / bfloat16 only, got ", dtype);
 }
 

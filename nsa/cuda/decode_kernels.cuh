@@ -149,9 +149,7 @@ void launch_chained(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sme
 // (b, g, head chunk), on the current stream.
 // (chained: as a programmatic dependent launch of the stream's previous kernel.)
 void launch_decode_partial_v1(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained);
-// v2 with `stages` (2 or 4) K/V tiles a warp in its ring (DecodePlan::stages).
-void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int stages, int slot0, int n,
-                              bool chained);
+void launch_decode_partial_v2(at::ScalarType dtype, const decode::Params& p, int slot0, int n, bool chained);
 // Shared memory the v2 kernel needs (bytes), for the planner's checks.
-size_t decode_v2_smem_bytes(int dk, int dv, int stages);
+size_t decode_v2_smem_bytes(int dk, int dv);
 }  // namespace nsa::cuda

@@ -1411,29 +1411,6 @@ BENCHMARK(BM_DecodeStepPrefix)->Apply([](benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMicrosecond)->ArgNames({"shape", "S", "launches"});
 });
 
-// The v2 partial kernel's ring (2 or 4 K/V tiles a warp) against the compressed
-// keys a split-K CTA takes, whole step as a graph. Args {shape, S, stages, keys}
-// (keys 0: the planner's); counters as BM_DecodeStepGraph's hbm_share.
-void BM_DecodePartialStages(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const ScopedChoice<int> stages(decode_partial_stages_forced(), set_decode_partial_stages, int(state.range(2)));
-  const ScopedChoice<int> keys(decode_cmp_split_keys_forced(), set_decode_cmp_split_keys, int(state.range(3)));
-  const Shape& sh = kShapes[state.range(0)];
-  const int64_t S = state.range(1);
-  const std::unique_ptr<DecodeGraph> graph = random_decode_graph(sh, S, 2);
-  time_decode_replays(state, *graph, S);
-  const double kv = decode_kv_tokens(S, graph->outputs().block_idx);
-  state.counters["cmp_split"] = graph->plan().n_cmp_split;
-  state.counters["hbm_share"] =
-      kv * sh.B * sh.G * (sh.dk + sh.dv) * 2 / (state.counters["us_back_to_back"] * 1e-6) / 1e9 / peak_hbm_gbs();
-}
-BENCHMARK(BM_DecodePartialStages)->Apply([](benchmark::internal::Benchmark* b) {
-  for (const auto& [shape, S] : {std::pair<int, int64_t>{4, 65536}, {1, 65536}, {1, 8192}, {0, 65536}})
-    for (int64_t stages : {2, 4})
-      for (int64_t keys : {0, 128, 512, 1024}) b->Args({shape, S, stages, keys});
-  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ArgNames({"shape", "S", "stages", "keys"});
-});
-
 BENCHMARK(BM_DecodeLaunchChoices)->Apply([](benchmark::internal::Benchmark* b) {
   for (const auto& [shape, S] : {std::pair<int, int64_t>{0, 65536}, {1, 8192}, {1, 65536}})
     for (int64_t chained : {1, 0})
