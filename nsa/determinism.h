@@ -29,6 +29,7 @@ inline constexpr BackwardChoice kBackwardChoices[] = {
     {"NSA_WINDOW_BWD", "ours", "cudnn_atomic"},  // the window's backward after cuDNN's forward
     {"NSA_SELECTED_DQ", "slots", "atomic"},      // how the selected backward makes dq
     {"NSA_COMPRESSED_BWD", "cudnn", "cudnn_atomic"},  // the compressed backward after cuDNN's forward
+    {"NSA_COMPRESSED_DQ", "kernel", "atomic"},        // how our compressed backward makes dq
 };
 
 // The value the layer runs for one of those flags: what the run set, and for

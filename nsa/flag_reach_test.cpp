@@ -63,6 +63,9 @@ const std::vector<LayerOnly> kLayerOnly = {
     {"NSA_SELECTED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism, kCudaBench},
      "the selected branch's backward; named in the CUPTI probe's selected expectation; `auto` resolved by the "
      "table the layer and that probe read; a benchmark of the kernels alone"},
+    {"NSA_COMPRESSED_DQ", "", {"nsa/cuda/layer_routing.cpp", kCupti, kDeterminism, kCudaBench},
+     "the compressed branch's backward on our kernels; named in the CUPTI probe's compressed expectation; "
+     "`auto` resolved by the table the layer and that probe read; a benchmark of the kernels alone"},
     {"NSA_HEARTBEAT_EVERY", "heartbeat_every", {"nsa/nsa_decode.cpp"}, "the NSA layer's sequential prefill"},
     {"NSA_USE_CUDA_SEL", "use_cuda_sel",
      {"nsa/nsa_layer.cpp", "nsa/cuda/layer_routing.cpp", kCupti, kRoutingCheck, kRoutingProbe},

@@ -87,11 +87,22 @@ const std::vector<FlagInfo> kFlags = {
      "deterministic algorithms, train.deterministic, else atomic; nsa/determinism.h). atomic and slots apply to "
      "fp16/bf16 on the v2 kernels with room for dS in the key tile (not at dk = dv = 128), atomic with sel_block a "
      "multiple of 64, slots with sel_block = 64, n <= 32 and its scratch within 4 GiB; "
-     "elsewhere, and in the sequential prefill's backward, the kernel path runs. The window and compressed "
-     "branches keep their dq kernels (the same path measured slower there). Each call keeps the choice made at "
-     "its forward.",
+     "elsewhere, and in the sequential prefill's backward, the kernel path runs. The window branch keeps its dq "
+     "kernel (the same path measured slower there; the compressed branch: NSA_COMPRESSED_DQ). Each call keeps the "
+     "choice made at its forward.",
      false,
      {"auto", "kernel", "atomic", "slots"}},
+    {"NSA_COMPRESSED_DQ", T::string, "auto", R::nsa_layer_only,
+     "How the compressed branch's backward makes dq where our kernels run it (not cuDNN: NSA_COMPRESSED_CUDNN): "
+     "kernel (its own dq kernel, which recomputes S and dP; bitwise reproducible), atomic (accumulated in fp32 "
+     "atomics by the dk/dv kernel from the dS it already computes, and dk, dv too where a key tile's rows split "
+     "over CTAs; on Hopper at dk + dv <= 128 on warpgroup MMAs; not reproducible bit for bit, like libtorch's SDPA "
+     "backward in the dense cell) or auto (the default: kernel when the run uses deterministic algorithms, "
+     "train.deterministic, else atomic; nsa/determinism.h). atomic applies to fp16/bf16 on the v2 kernels with "
+     "room for dS in the key tile (not at dk = dv = 128); elsewhere the kernel path runs. Each call keeps the "
+     "choice made at its forward.",
+     false,
+     {"auto", "kernel", "atomic"}},
     {"NSA_HEARTBEAT_EVERY", T::integer, "0", R::nsa_layer_only,
      "Sequential prefill: report progress every N tokens (0: once per layer)."},
     {"NSA_DETECT_ANOMALY", T::boolean, "0", R::every_model, "Run backward with autograd anomaly detection."},

@@ -295,9 +295,12 @@ class CuptiProbe : public Probe {
         // The compressed branch likewise, where cuDNN may have run it
         // (compressed_may_run_cudnn); its backward is named for the record.
         const bool cmp_cudnn = b == "cmp" && compressed_may_run_cudnn(ctx);
+        // How our compressed backward makes dq (NSA_COMPRESSED_DQ) likewise, as
+        // the selected branch's below.
         if (b == "cmp")
           e.flag += std::string(", NSA_COMPRESSED_CUDNN=") + ctx.rt.flags.get_string("NSA_COMPRESSED_CUDNN") +
-                    (cmp_cudnn ? ", NSA_COMPRESSED_BWD=" + nsa::backward_choice(rt.flags, "NSA_COMPRESSED_BWD") : "");
+                    (cmp_cudnn ? ", NSA_COMPRESSED_BWD=" + nsa::backward_choice(rt.flags, "NSA_COMPRESSED_BWD") : "") +
+                    ", NSA_COMPRESSED_DQ=" + nsa::backward_choice(rt.flags, "NSA_COMPRESSED_DQ");
         if (!cudnn_may_have_run && !cmp_cudnn) e.must_launch.push_back(branch_pattern(b));
         // How the selected backward makes dq (NSA_SELECTED_DQ) is named for the record, not
         // checked by kernel name: the pattern matches the forward and dk/dv

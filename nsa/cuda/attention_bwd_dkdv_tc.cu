@@ -652,6 +652,16 @@ __global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq,
   if constexpr (kWgDkdvDq<DK, DV>) tc_dkdv_body<T, DK, DV, Branch::Selected, true, true>(p);
 #endif
 }
+// The compressed branch's dk, dv and dq on the same warpgroup MMAs: its key
+// tiles see a contiguous run of queries (KeyCta), so only the rows and the
+// mask differ from the selected kernel's; the same register budget.
+template <typename T, int DK, int DV>
+__global__ void __launch_bounds__(kTcThreads, (min_ctas_per_sm<TcFamily::DkdvDq, Branch::Selected, DK, DV>()))
+    nsa_compressed_bwd_dkdvdq_wg_kernel(AttnParams p) {
+#if NSA_WGMMA_DEVICE
+  if constexpr (kWgDkdvDq<DK, DV>) tc_dkdv_body<T, DK, DV, Branch::Compressed, true, true>(p);
+#endif
+}
 
 // dq = scale * the fp32 accumulator, in the input dtype, two elements per
 // thread (the dq kernel's rounding: scale applied in fp32, then one rounding).
@@ -742,6 +752,8 @@ int selected_dkdvdq_ctas_per_sm(void (*kernel)(AttnParams), size_t smem) {
 
 std::atomic<int> g_forced_row_splits{0};  // set_dkdv_row_splits; 0 = automatic
 std::atomic<int> g_selected_mma{int(SelectedMma::Auto)};  // set_selected_dkdv_mma
+std::atomic<int> g_compressed_mma{int(SelectedMma::Auto)};  // set_compressed_dkdv_mma
+std::atomic<bool> g_last_compressed_wgmma{false};          // last_compressed_dkdv_wgmma
 std::atomic<bool> g_last_selected_wgmma{false};           // last_selected_dkdv_wgmma
 std::atomic<int> g_last_selected_splits{0};               // last_selected_dkdv_row_splits
 
@@ -827,12 +839,17 @@ struct LaunchDkdv {
       p.dkdv_partial = partial.data_ptr<float>();
     }
     dim3 grid(n_tiles, p.B * p.G, p.row_splits);
-    const bool wgmma = with_dq && br == Branch::Selected && kWgDkdvDq<DK, DV> &&
-                       selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV));
+    const bool wgmma =
+        with_dq && kWgDkdvDq<DK, DV> &&
+        ((br == Branch::Selected && selected_wgmma(selected_dkdv_mma(), selected_dkdv_wgmma_by_default(DK, DV))) ||
+         (br == Branch::Compressed && dq_atomic &&
+          selected_wgmma(compressed_dkdv_mma(), compressed_dkdv_wgmma_by_default(DK, DV))));
     if (br == Branch::Selected) g_last_selected_wgmma.store(wgmma), g_last_selected_splits.store(items ? 0 : p.row_splits);
-    void (*const kernel)(AttnParams) = wgmma      ? nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>
-                                       : with_dq ? bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br)
-                                                 : bwd_dkdv_tc_kernels<T, DK, DV>().pick(br);
+    if (br == Branch::Compressed) g_last_compressed_wgmma.store(wgmma);
+    void (*const kernel)(AttnParams) = !wgmma                    ? with_dq ? bwd_dkdvdq_tc_kernels<T, DK, DV>().pick(br)
+                                                                           : bwd_dkdv_tc_kernels<T, DK, DV>().pick(br)
+                                       : br == Branch::Selected ? nsa_selected_bwd_dkdvdq_wg_kernel<T, DK, DV>
+                                                                : nsa_compressed_bwd_dkdvdq_wg_kernel<T, DK, DV>;
     const size_t smem = wgmma ? DkdvLayout<DK, DV, true>::kBytesDq : with_dq ? L::kBytesDq : L::kBytes;
     at::Tensor item_list;
     if (items) {
@@ -908,6 +925,10 @@ SelectedMma selected_dkdv_mma() { return SelectedMma(g_selected_mma.load()); }
 // thread) do not hide that.
 bool selected_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
 bool last_selected_dkdv_wgmma() { return g_last_selected_wgmma.load(); }
+void set_compressed_dkdv_mma(SelectedMma mma) { g_compressed_mma.store(int(mma)); }
+SelectedMma compressed_dkdv_mma() { return SelectedMma(g_compressed_mma.load()); }
+bool compressed_dkdv_wgmma_by_default(int dk, int dv) { return dk + dv <= 128; }
+bool last_compressed_dkdv_wgmma() { return g_last_compressed_wgmma.load(); }
 int last_selected_dkdv_row_splits() { return g_last_selected_splits.load(); }
 
 bool launch_attention_bwd_dkdv_tc(Branch br, at::ScalarType dtype, AttnParams& p) {

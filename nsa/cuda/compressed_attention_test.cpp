@@ -99,10 +99,13 @@ TEST(CompressedAttention, V1AndV2BothMatchReference) {
 
 // BackwardDq::atomic (testing::check_dq_in_dkdv): the m7c stride and block over
 // two key tiles (the rows split over many CTAs), batch 2 with fp16, dk != dv,
-// and 128/128 (no room for dS^T: the dq kernel runs).
+// and 128/128 (no room for dS^T: the dq kernel runs); on mma.sync and, where
+// the device runs them, on warpgroup MMAs (each case checks which ran).
 TEST(CompressedAttention, AtomicDqMatchesReference) {
   NSA_REQUIRE_CUDA();
   testing::ForceV1Scope force(false);
+  std::vector<SelectedMma> mmas{SelectedMma::MmaSync};
+  if (wgmma_declines().empty()) mmas.push_back(SelectedMma::Wgmma);
   struct Case {
     const char* name;
     int64_t B, S, H, G, dk, dv, l, d;
@@ -112,8 +115,10 @@ TEST(CompressedAttention, AtomicDqMatchesReference) {
   for (const Case& c : {Case{"bf16_S2048_h6_d64_l32_d16_two_key_tiles", 1, 2048, 12, 2, 64, 64, 32, 16, at::kBFloat16, true},
                         Case{"fp16_B2_S300_h4_d64_l8_d4", 2, 300, 8, 2, 64, 64, 8, 4, at::kHalf, true},
                         Case{"bf16_S200_h16_d192_dv128_l16_d8", 1, 200, 16, 1, 192, 128, 16, 8, at::kBFloat16, true},
-                        Case{"fp16_S300_h2_d128_l8_d4_no_room", 1, 300, 4, 2, 128, 128, 8, 4, at::kHalf, false}}) {
-    SCOPED_TRACE(c.name);
+                        Case{"fp16_S300_h2_d128_l8_d4_no_room", 1, 300, 4, 2, 128, 128, 8, 4, at::kHalf, false}})
+  for (const SelectedMma mma : mmas) {
+    SCOPED_TRACE(std::string(c.name) + (mma == SelectedMma::Wgmma ? " (wgmma)" : " (mma.sync)"));
+    testing::SettingScope<SelectedMma> scope(compressed_dkdv_mma, set_compressed_dkdv_mma, mma);
     const auto in = testing::make_inputs(c.B, c.S, compressed_len(c.S, c.l, c.d), c.H, c.G, c.dk, c.dv, c.dtype,
                                          8000 + c.S);
     const double scale = 1.0 / std::sqrt(double(c.dk));
@@ -125,6 +130,7 @@ TEST(CompressedAttention, AtomicDqMatchesReference) {
           return compressed_attention_with_lse(q, k, v, c.l, c.d, scale, BackwardDq::atomic).first;
         },
         reference(c.l, c.d, scale), c.applies);
+    EXPECT_EQ(last_compressed_dkdv_wgmma(), mma == SelectedMma::Wgmma && c.applies);
   }
 }
 

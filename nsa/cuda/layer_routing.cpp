@@ -62,13 +62,17 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
   const at::Tensor q_win = use_win ? pj.q_for(nsa::Branch::win).contiguous() : at::Tensor(),
                    k_win = use_win ? pj.k[2].contiguous() : at::Tensor(),
                    v_win = use_win ? pj.v[2].contiguous() : at::Tensor();
-  // How the selected branch's backward makes dq (NSA_SELECTED_DQ): saved with
-  // its forward, so a later setting never changes the backward of a call
-  // already made. The window and compressed backward keep their dq kernels:
-  // their dk/dv kernels adding dq measured slower (BM_*BwdDq, docs/performance.md).
-  // `auto` (the default) is the reproducible slots under deterministic
-  // algorithms, the fp32 atomics otherwise (nsa/determinism.h).
+  // How the selected branch's backward makes dq (NSA_SELECTED_DQ), and our
+  // compressed kernels' (NSA_COMPRESSED_DQ): saved with each forward, so a
+  // later setting never changes the backward of a call already made. The
+  // window's backward keeps its dq kernel: its dk/dv kernel adding dq measured
+  // slower (BM_WindowBwdDq, docs/performance.md). The compressed one with dq in
+  // atomics is slower alone but took the layer's forward + backward at m7c 8k
+  // 1.8 % shorter, beside the other branches (BM_LayerFwdBwdCmpMma). `auto`
+  // (the default) is the reproducible path under deterministic algorithms,
+  // the fp32 atomics otherwise (nsa/determinism.h).
   const BackwardDq selected_dq = parse_backward_dq(backward_choice(rt.flags, "NSA_SELECTED_DQ"));
+  const BackwardDq compressed_dq = parse_backward_dq(backward_choice(rt.flags, "NSA_COMPRESSED_DQ"));
   std::optional<ForkedStream> window_stream;
   if (use_win && stream_overlap())
     window_stream.emplace(q.get_device(), Lane::window, ForkedStream::Tensors{q_win, k_win, v_win});
@@ -97,7 +101,7 @@ bool cuda_branches(const Projected& pj, const NsaWeights& w, const ModelConfig& 
     at::Tensor lse;
     std::tie(out.o[0], lse) =
         cmp_cudnn ? cudnn_compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale, cmp_bwd)
-                  : compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale);
+                  : compressed_attention_with_lse(q, kc, vc, P.cmp_block, P.cmp_stride, scale, compressed_dq);
     if (cmp_stream) {
       on_side.reset();
       cmp_stream->join({kc, vc, lse, out.o[0]});

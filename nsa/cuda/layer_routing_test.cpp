@@ -102,6 +102,21 @@ TEST(CudaLayerPath, BackwardDqFlagValuesNameTheChoices) {
   }
 }
 
+// NSA_COMPRESSED_DQ's choices are `auto` and the two BackwardDq values our
+// compressed kernels take (no slots: a query sees every compressed key, so
+// there is no block to give a slot); `auto` resolves to the dq kernel
+// (reproducible) or atomics (fast). Runs without a device.
+TEST(CudaLayerPath, CompressedDqFlagValuesNameTheChoices) {
+  const FlagInfo* flag = find_flag("NSA_COMPRESSED_DQ");
+  ASSERT_NE(flag, nullptr);
+  EXPECT_EQ(flag->allowed, (std::vector<std::string_view>{"auto", "kernel", "atomic"}));
+  EXPECT_EQ(parse_backward_dq("kernel"), BackwardDq::kernel);
+  EXPECT_EQ(parse_backward_dq("atomic"), BackwardDq::atomic);
+  const BackwardChoice& row = backward_choice_row("NSA_COMPRESSED_DQ");
+  EXPECT_EQ(parse_backward_dq(row.reproducible), BackwardDq::kernel);
+  EXPECT_EQ(parse_backward_dq(row.fast), BackwardDq::atomic);
+}
+
 // The model's RMSNorm on a GPU (ATen's fused kernel) against the formula in
 // float64, value and both gradients, for the dtypes training uses.
 TEST(CudaModelOps, RmsNormMatchesFloat64Formula) {

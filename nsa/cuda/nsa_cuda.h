@@ -36,9 +36,9 @@ namespace nsa::cuda {
 // (bitwise reproducible; B S G n h dk elements of scratch, taken where they
 // fit 4 GiB, else the dq kernel runs: launch.cuh, kSlotsBudgetBytes).
 enum class BackwardDq { kernel, atomic, slots };
-// The choice by NSA_SELECTED_DQ's value (kernel | atomic | slots;
-// nsa/flags.cpp lists the same values and refuses others); throws on any
-// other text.
+// The choice by NSA_SELECTED_DQ's value (kernel | atomic | slots), or
+// NSA_COMPRESSED_DQ's (kernel | atomic; nsa/flags.cpp lists each flag's values
+// and refuses others); throws on any other text.
 BackwardDq parse_backward_dq(std::string_view value);
 
 // Sliding window: query t sees keys [max(0, t-window+1), t].
@@ -197,6 +197,12 @@ SelectedMma selected_dkdv_mma();
 bool selected_dkdv_wgmma_by_default(int dk, int dv);
 // Testing hook: the last selected dk/dv kernel launched ran on wgmma.
 bool last_selected_dkdv_wgmma();
+// The compressed dk/dv kernel with dq in atomics (BackwardDq::atomic) on the
+// same warpgroup MMAs; Auto takes them where compressed_dkdv_wgmma_by_default.
+void set_compressed_dkdv_mma(SelectedMma mma);
+SelectedMma compressed_dkdv_mma();
+bool compressed_dkdv_wgmma_by_default(int dk, int dv);
+bool last_compressed_dkdv_wgmma();  // testing hook
 // Testing hooks: the last forward / dq launched was a selected QueryColumns kernel.
 bool last_forward_used_query_columns();
 bool last_dq_used_query_columns();

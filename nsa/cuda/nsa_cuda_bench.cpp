@@ -711,6 +711,27 @@ void BM_LayerFwdBwdMma(benchmark::State& state) {
   layer_row<true>(state);
   report_selected_mma(state);
 }
+// The compressed backward three ways (arg mma: 0 = dk/dv then the dq kernel,
+// the default; 1 = dq added in atomics by the mma.sync dk/dv kernel; 2 = the
+// same on warpgroup MMAs; counter wgmma: what ran), alone and as the layer's
+// forward + backward (BM_LayerFwdBwdCmpMma: its other choices the fast ones of
+// BM_LayerFwdBwdChoices); same inputs, same run.
+BackwardDq compressed_mma_dq(int64_t arg) { return arg == 0 ? BackwardDq::kernel : BackwardDq::atomic; }
+ScopedChoice<SelectedMma> compressed_mma_choice(int64_t arg) {
+  return {compressed_dkdv_mma(), set_compressed_dkdv_mma, arg == 2 ? SelectedMma::Wgmma : SelectedMma::MmaSync};
+}
+void BM_CompressedBwdMma(benchmark::State& state) {
+  if (!wgmma_row(state, state.range(2) == 2)) return;
+  const ScopedChoice<BackwardDq> dq(g_backward_dq[int(Which::Compressed)], compressed_mma_dq(state.range(2)));
+  const ScopedChoice<SelectedMma> mma = compressed_mma_choice(state.range(2));
+  const Problem p = make_problem(state);
+  const double ms = time_branch<Which::Compressed, true>(state, p);
+  report(state, ms, branch_flops<Which::Compressed, true>(p), dense_ms(p, true));
+  check_ran(state, "wgmma", state.range(2) == 2, last_compressed_dkdv_wgmma());
+}
+void SizesCompressedMma(benchmark::internal::Benchmark* b) {
+  SizesTimesChoices(b, {{2, 2048}, {1, 8192}, {1, 65536}}, {0, 1, 2}, "mma");
+}
 // The (shape, S) pairs the selected backward's split and share sweeps run:
 // m7c and paper_kernel at 8k and 64k.
 const std::vector<std::pair<int64_t, int64_t>> kSelectedBwdSweepShapes{{1, 8192}, {1, 65536}, {0, 8192}, {0, 65536}};
@@ -759,10 +780,9 @@ void SizesSelectedMma(benchmark::internal::Benchmark* b) {
 // BM_LayerAttentionFwdBwd keeps its mixed set (the compressed backward's fast
 // choice, the others' reproducible ones) so that its figures compare across
 // sections. Counters name what ran: window_bwd (CudnnBackward), compressed_impl
-// (CompressedImpl), selected_dq (BackwardDq).
-void BM_LayerFwdBwdChoices(benchmark::State& state) {
-  if (!require_device(state)) return;
-  const bool fast = state.range(2) != 0;
+// (CompressedImpl), selected_dq and compressed_dq (BackwardDq). A row that
+// sets the compressed dq itself (BM_LayerFwdBwdCmpMma) passes it.
+void layer_choices_row(benchmark::State& state, bool fast, std::optional<BackwardDq> compressed_dq = std::nullopt) {
   const auto value = [fast](std::string_view flag) {
     const BackwardChoice& c = backward_choice_row(flag);
     return fast ? c.fast : c.reproducible;
@@ -771,6 +791,7 @@ void BM_LayerFwdBwdChoices(benchmark::State& state) {
   const CudnnBackward window = parse_cudnn_backward("NSA_WINDOW_BWD", value("NSA_WINDOW_BWD"));
   const CudnnBackward compressed = parse_cudnn_backward("NSA_COMPRESSED_BWD", value("NSA_COMPRESSED_BWD"));
   const BackwardDq dq = parse_backward_dq(value("NSA_SELECTED_DQ"));
+  const BackwardDq cmp_dq = compressed_dq.value_or(parse_backward_dq(value("NSA_COMPRESSED_DQ")));
   // The compressed branch: cuDNN where the layer takes it (its forward pays and
   // cuDNN has the backward asked), with that backward; ours otherwise.
   const bool cmp_cudnn = !force_v1_kernels() && cudnn_compressed_pays(p.q, p.kc, p.vc) &&
@@ -779,8 +800,18 @@ void BM_LayerFwdBwdChoices(benchmark::State& state) {
       g_compressed_impl, cmp_cudnn ? cudnn_then(compressed) : CompressedImpl::ours);
   const ScopedChoice<CudnnBackward> win(g_window_backward, window);
   const ScopedChoice<BackwardDq> sel(g_backward_dq[int(Which::Selected)], dq);
+  const ScopedChoice<BackwardDq> cmp(g_backward_dq[int(Which::Compressed)], cmp_dq);
   state.counters["selected_dq"] = int(dq);
+  state.counters["compressed_dq"] = int(cmp_dq);
   layer_row<true>(state);
+}
+void BM_LayerFwdBwdChoices(benchmark::State& state) {
+  if (require_device(state)) layer_choices_row(state, state.range(2) != 0);
+}
+void BM_LayerFwdBwdCmpMma(benchmark::State& state) {
+  if (!wgmma_row(state, state.range(2) == 2)) return;
+  const ScopedChoice<SelectedMma> mma = compressed_mma_choice(state.range(2));
+  layer_choices_row(state, true, compressed_mma_dq(state.range(2)));
 }
 void SizesLayerChoices(benchmark::internal::Benchmark* b) {
   for (int shape : {0, 1})
@@ -1056,6 +1087,8 @@ BENCHMARK(BM_BwdDq<Which::Selected>)->Name("BM_SelectedBwdDq")->Apply(SizesBackw
 BENCHMARK(BM_LayerFwdBwdDq)->Apply(SizesBackwardDq<3>);
 BENCHMARK(BM_LayerFwdBwdChoices)->Apply(SizesLayerChoices);
 BENCHMARK(BM_SelectedBwdMma)->Apply(SizesSelectedMma);
+BENCHMARK(BM_CompressedBwdMma)->Apply(SizesCompressedMma);
+BENCHMARK(BM_LayerFwdBwdCmpMma)->Apply(SizesCompressedMma);
 BENCHMARK(BM_SelectedBwdMmaSplits)->Apply(SizesSelectedMmaSplits);
 BENCHMARK(BM_SelectedBwdItemWaves)->Apply(SizesSelectedItemWaves);
 BENCHMARK(BM_LayerFwdBwdMma)->Apply(SizesSelectedMma);
