@@ -30,7 +30,7 @@ const PairTable kTables[] = {
 
 // A passing cell with every measurement either table reads: throughput, a
 // median step, probe time, and five warm steps after a slow first one.
-CellResult measured(AxisValues axes) {
+CellResult measured_cell(AxisValues axes) {
   CellResult c = make_cell(std::move(axes), Outcome::pass);
   c.metrics.tok_s = 100.0;
   c.metrics.step_ms_median = 10.0;
@@ -46,16 +46,16 @@ class PairedTable : public ::testing::TestWithParam<PairTable> {};
 
 TEST_P(PairedTable, APairOfPassingCellsGivesOneRow) {
   const PairTable& t = GetParam();
-  const std::vector<CellResult> pair = {measured({{"seq_len", "512"}, {t.axis, t.value}}),
-                                        measured({{"seq_len", "512"}, {t.axis, t.partner}})};
+  const std::vector<CellResult> pair = {measured_cell({{"seq_len", "512"}, {t.axis, t.value}}),
+                                        measured_cell({{"seq_len", "512"}, {t.axis, t.partner}})};
   EXPECT_EQ(t.rows(pair), 1u);
 }
 
 TEST_P(PairedTable, NoPartnerAFailedPartnerOrAnotherAxisGivesNothing) {
   const PairTable& t = GetParam();
-  EXPECT_EQ(t.rows({measured({{t.axis, t.value}})}), 0u);
-  EXPECT_EQ(t.rows({measured({{t.axis, t.value}}), make_cell({{t.axis, t.partner}}, Outcome::crash, "signal", 2)}), 0u);
-  EXPECT_EQ(t.rows({measured({{"a", "1"}, {t.axis, t.value}}), measured({{"a", "2"}, {t.axis, t.partner}})}), 0u);
+  EXPECT_EQ(t.rows({measured_cell({{t.axis, t.value}})}), 0u);
+  EXPECT_EQ(t.rows({measured_cell({{t.axis, t.value}}), make_cell({{t.axis, t.partner}}, Outcome::crash, "signal", 2)}), 0u);
+  EXPECT_EQ(t.rows({measured_cell({{"a", "1"}, {t.axis, t.value}}), measured_cell({{"a", "2"}, {t.axis, t.partner}})}), 0u);
 }
 
 TEST(AxesDiffering, NamesTheOtherAxesThatDifferAndNothingAcrossMatrices) {

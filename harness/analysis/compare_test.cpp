@@ -19,7 +19,7 @@ Kinds kinds(const Comparison& c) {
   return out;
 }
 
-RunResult run_of(std::vector<CellResult> cells) {
+RunResult named_run(std::vector<CellResult> cells) {
   RunResult r;
   r.scenario = {{"name", "s"}};
   r.cells = std::move(cells);
@@ -27,8 +27,8 @@ RunResult run_of(std::vector<CellResult> cells) {
 }
 
 TEST(Compare, PassToFailureIsARegression) {
-  auto a = run_of({make_cell({{"prefill", "batched"}}, Outcome::pass)});
-  auto b = run_of({make_cell({{"prefill", "batched"}}, Outcome::hang, "stall", 5)});
+  auto a = named_run({make_cell({{"prefill", "batched"}}, Outcome::pass)});
+  auto b = named_run({make_cell({{"prefill", "batched"}}, Outcome::hang, "stall", 5)});
   auto c = compare(a, b);
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::regression}));
   EXPECT_EQ(c.changes[0].before, "pass");
@@ -37,14 +37,14 @@ TEST(Compare, PassToFailureIsARegression) {
 }
 
 TEST(Compare, FailureToPassIsAFixAndNoRegression) {
-  auto c = compare(run_of({make_cell({}, Outcome::fail, "non_finite", 2)}), run_of({make_cell({}, Outcome::pass)}));
+  auto c = compare(named_run({make_cell({}, Outcome::fail, "non_finite", 2)}), named_run({make_cell({}, Outcome::pass)}));
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::fix}));
   EXPECT_EQ(compare_exit_code(c), 0);
 }
 
 TEST(Compare, NewAndRemovedCellsAreListedButAreNoRegression) {
-  auto a = run_of({make_cell({{"seq_len", "128"}}, Outcome::pass)});
-  auto b = run_of({make_cell({{"seq_len", "512"}}, Outcome::fail, "non_finite", 1)});
+  auto a = named_run({make_cell({{"seq_len", "128"}}, Outcome::pass)});
+  auto b = named_run({make_cell({{"seq_len", "512"}}, Outcome::fail, "non_finite", 1)});
   auto c = compare(a, b);
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::new_cell, ChangeKind::removed_cell}));
   EXPECT_EQ(c.changes[0].cell, "seq_len=512");
@@ -53,7 +53,7 @@ TEST(Compare, NewAndRemovedCellsAreListedButAreNoRegression) {
 }
 
 TEST(Compare, OneFailureTurningIntoAnotherIsAChange) {
-  auto c = compare(run_of({make_cell({}, Outcome::hang, "stall")}), run_of({make_cell({}, Outcome::crash, "signal")}));
+  auto c = compare(named_run({make_cell({}, Outcome::hang, "stall")}), named_run({make_cell({}, Outcome::crash, "signal")}));
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::changed}));
   EXPECT_FALSE(c.has_regression());
 }
@@ -62,14 +62,14 @@ TEST(Compare, StepTimeJitterIsNoise) {
   auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
   add_steps(ca, {900, 100, 104, 97, 101, 99});
   add_steps(cb, {50, 106, 103, 108, 104, 105});  // medians 100 vs 105: 5% < 10%
-  EXPECT_TRUE(compare(run_of({ca}), run_of({cb})).changes.empty());
+  EXPECT_TRUE(compare(named_run({ca}), named_run({cb})).changes.empty());
 }
 
 TEST(Compare, ASlowdownBeyondTenPercentAndTheSpreadIsARegression) {
   auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
   add_steps(ca, {900, 100, 101, 99, 100, 100});
   add_steps(cb, {900, 150, 151, 149, 150, 150});
-  auto c = compare(run_of({ca}), run_of({cb}));
+  auto c = compare(named_run({ca}), named_run({cb}));
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::slower}));
   EXPECT_EQ(c.changes[0].before, "100.0 ms");
   EXPECT_EQ(c.changes[0].after, "150.0 ms");
@@ -81,14 +81,14 @@ TEST(Compare, ANoisyBaselineRaisesTheThreshold) {
   auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
   add_steps(ca, {500, 70, 130, 100, 70, 130});
   add_steps(cb, {500, 120, 120, 120, 120, 120});
-  EXPECT_TRUE(compare(run_of({ca}), run_of({cb})).changes.empty());
+  EXPECT_TRUE(compare(named_run({ca}), named_run({cb})).changes.empty());
 }
 
 TEST(Compare, ASpeedUpIsReportedButIsNoRegression) {
   auto ca = make_cell({}, Outcome::pass), cb = make_cell({}, Outcome::pass);
   add_steps(ca, {1, 200, 200, 200});
   add_steps(cb, {1, 100, 100, 100});
-  auto c = compare(run_of({ca}), run_of({cb}));
+  auto c = compare(named_run({ca}), named_run({cb}));
   ASSERT_EQ(kinds(c), (Kinds{ChangeKind::faster}));
   EXPECT_EQ(compare_exit_code(c), 0);
 }
@@ -104,7 +104,7 @@ TEST(Compare, EachCellIsJudgedAgainstItsOwnRecordedNoise) {
   noisy_b.step_noise = StepNoise{115, 10, 20};
   quiet_a.step_noise = StepNoise{100, 1, 20};
   quiet_b.step_noise = StepNoise{115, 1, 20};
-  auto c = compare(run_of({noisy_a, quiet_a}), run_of({noisy_b, quiet_b}));
+  auto c = compare(named_run({noisy_a, quiet_a}), named_run({noisy_b, quiet_b}));
   ASSERT_EQ(c.changes.size(), 1u);
   EXPECT_EQ(c.changes[0].cell, "c=quiet");
   EXPECT_EQ(c.changes[0].kind, ChangeKind::slower);
@@ -117,7 +117,7 @@ TEST(Compare, EachCellIsJudgedAgainstItsOwnRecordedNoise) {
 }
 
 TEST(Compare, RunsOfDifferentScenariosAreNamedAndRunsWithoutAHashAreNot) {
-  RunResult a = run_of({}), b = run_of({});
+  RunResult a = named_run({}), b = named_run({});
   a.scenario["hash"] = "1111";
   b.scenario = {{"name", "t"}, {"hash", "2222"}};
   EXPECT_EQ(different_scenarios(a, b),

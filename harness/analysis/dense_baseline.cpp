@@ -10,7 +10,7 @@
 namespace harness {
 namespace {
 
-constexpr const char* kAxis = "attention";
+constexpr const char* kAttentionAxis = "attention";
 
 bool measured_pass(const CellResult& c) {
   return c.outcome == Outcome::pass && c.metrics.tok_s.has_value() && *c.metrics.tok_s > 0;
@@ -27,8 +27,8 @@ struct Baseline {
 Baseline baseline_of(const std::vector<CellResult>& cells, const CellResult& sparse) {
   Baseline best;
   for (const auto& dense : cells) {
-    if (axis_value(dense, kAxis) != "dense" || !measured_pass(dense)) continue;
-    auto differing = axes_differing(sparse, dense, kAxis);
+    if (axis_value(dense, kAttentionAxis) != "dense" || !measured_pass(dense)) continue;
+    auto differing = axes_differing(sparse, dense, kAttentionAxis);
     if (!differing || !std::all_of(differing->begin(), differing->end(), is_nsa_layer_only_axis)) continue;
     if (differing->empty()) return {&dense, {}};
     if (!best.cell) best = {&dense, std::move(*differing)};
@@ -41,7 +41,7 @@ Baseline baseline_of(const std::vector<CellResult>& cells, const CellResult& spa
 std::vector<DenseComparison> dense_comparisons(const std::vector<CellResult>& cells) {
   std::vector<DenseComparison> out;
   for (const auto& sparse : cells) {
-    if (axis_value(sparse, kAxis) != "nsa" || !measured_pass(sparse)) continue;
+    if (axis_value(sparse, kAttentionAxis) != "nsa" || !measured_pass(sparse)) continue;
     Baseline base = baseline_of(cells, sparse);
     if (!base.cell) continue;
     const CellResult& dense = *base.cell;

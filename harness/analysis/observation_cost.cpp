@@ -11,9 +11,9 @@
 namespace harness {
 namespace {
 
-constexpr const char* kAxis = "probes";
+constexpr const char* kProbesAxis = "probes";
 
-std::optional<std::string> probes_value(const CellResult& c) { return axis_value(c, kAxis); }
+std::optional<std::string> probes_value(const CellResult& c) { return axis_value(c, kProbesAxis); }
 
 bool timed_pass(const CellResult& c) { return c.outcome == Outcome::pass && c.metrics.step_ms_median.has_value(); }
 
@@ -132,7 +132,7 @@ std::vector<ObservationCost> observation_costs(const std::vector<CellResult>& ce
     // Every observed variant (all probes, or a subset such as "cupti") against the bare cell.
     const auto observed_probes = probes_value(observed);
     if (!observed_probes || *observed_probes == "none" || !timed_pass(observed)) continue;
-    const CellResult* bare = partner_on(cells, observed, kAxis, "none");
+    const CellResult* bare = partner_on(cells, observed, kProbesAxis, "none");
     if (!bare || !timed_pass(*bare)) continue;
     ObservationCost oc;
     oc.cell_id = observed.id;

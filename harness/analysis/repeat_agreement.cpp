@@ -12,7 +12,7 @@
 namespace harness {
 namespace {
 
-std::string settings_text(const AxisValues& axes) {
+std::string settings_csv(const AxisValues& axes) {
   std::string s;
   for (const auto& [k, v] : axes) s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
@@ -55,7 +55,7 @@ std::vector<RepeatAgreement> repeat_agreements(const std::vector<CellResult>& ce
         runs.push_back(&other);
     if (runs.size() < 2) continue;
     RepeatAgreement a;
-    a.settings = settings_text(rest);
+    a.settings = settings_csv(rest);
     std::vector<std::map<int, double>> by_step;
     for (const CellResult* r : runs) a.cells.push_back(r->id), by_step.push_back(losses(*r));
     for (const auto& [step, first] : by_step.front()) {

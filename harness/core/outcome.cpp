@@ -34,15 +34,16 @@ bool is_failure(Outcome o) { return o != Outcome::pass && o != Outcome::skip; }
 std::string_view to_string(Severity s) { return name_in(kSeverities, s, "unknown"); }
 std::optional<Severity> severity_from_string(std::string_view s) { return value_in(kSeverities, s); }
 
-namespace {
-// The `decides` column of reason_table.h: an outcome's name, or `warning`.
+// The `decides` column of reason_table.h: an outcome's name, or `warning`. In a named
+// namespace: in a unity build these short names would meet the other files' own.
+namespace reason_decides {
 constexpr std::optional<Outcome> hang = Outcome::hang, step_timeout = Outcome::step_timeout,
                                  slow_step = Outcome::slow_step, crash = Outcome::crash, error = Outcome::error,
                                  fail = Outcome::fail, skip = Outcome::skip, warning = std::nullopt;
-}  // namespace
+}  // namespace reason_decides
 
 const std::vector<ReasonInfo>& reason_table() {
-#define HARNESS_REASON_ROW(code, decides, meaning, advice) ReasonInfo{#code, decides, meaning, advice},
+#define HARNESS_REASON_ROW(code, decides, meaning, advice) ReasonInfo{#code, reason_decides::decides, meaning, advice},
   static const std::vector<ReasonInfo> kReasons{HARNESS_REASONS(HARNESS_REASON_ROW)};
 #undef HARNESS_REASON_ROW
   return kReasons;

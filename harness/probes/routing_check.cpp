@@ -1,11 +1,11 @@
 #include "harness/probes/routing_check.h"
 
+#include <unistd.h>  // environ
+
 #include <cstdlib>
 #include <cstring>
 
 #include "nsa/flags.h"
-
-extern char** environ;
 
 namespace harness {
 namespace {

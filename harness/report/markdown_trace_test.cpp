@@ -15,7 +15,7 @@ CellResult traced_cell() {
   return c;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(MarkdownTrace, NoTraceNoSection) {
   EXPECT_EQ(render_trace_section(testing::make_cell({{"device", "cpu"}}, Outcome::pass)), "");
@@ -26,10 +26,10 @@ TEST(MarkdownTrace, IdenticalStepsReadAsOneSentence) {
   auto step = c.trace->steps[0];
   c.trace->steps = {step, step, step};
   const std::string s = render_trace_section(c);
-  EXPECT_TRUE(has(s, "Each of the 3 steps: 2 stream, 0 device, 0 event syncs; 3 device→host copies (1 blocking) — "
+  EXPECT_TRUE(mentions(s, "Each of the 3 steps: 2 stream, 0 device, 0 event syncs; 3 device→host copies (1 blocking) — "
                      "3 host syncs per step.\n"))
       << s;
-  EXPECT_FALSE(has(s, "| Step |")) << s;
+  EXPECT_FALSE(mentions(s, "| Step |")) << s;
 }
 
 TEST(MarkdownTrace, ManyStepsShowTheWorstInStepOrder) {
@@ -41,10 +41,10 @@ TEST(MarkdownTrace, ManyStepsShowTheWorstInStepOrder) {
   }
   const std::string s = render_trace_section(c);
   // The 12 steps with the most syncs are 9..20, listed by step.
-  EXPECT_TRUE(has(s, "| 9 | 9 | 9 | 0 | 0 | 0 (0) |\n| 10 |")) << s;
-  EXPECT_TRUE(has(s, "| 17 | 500 | 500 |")) << s;
-  EXPECT_FALSE(has(s, "| 8 | 8 |")) << s;
-  EXPECT_TRUE(has(s, "(12 steps with the most host syncs of 20)")) << s;
+  EXPECT_TRUE(mentions(s, "| 9 | 9 | 9 | 0 | 0 | 0 (0) |\n| 10 |")) << s;
+  EXPECT_TRUE(mentions(s, "| 17 | 500 | 500 |")) << s;
+  EXPECT_FALSE(mentions(s, "| 8 | 8 |")) << s;
+  EXPECT_TRUE(mentions(s, "(12 steps with the most host syncs of 20)")) << s;
 }
 
 TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
@@ -52,7 +52,7 @@ TEST(MarkdownTrace, NamesTheTraceFileAndATruncation) {
   c.artifacts = {"cells/probes=all/events.jsonl", "cells/probes=all/trace.json"};
   c.trace->truncated = true;
   const std::string s = render_trace_section(c);
-  EXPECT_TRUE(has(s, "16 kernels, 2.0 ms of GPU time (CUPTI activity records; timeline in `cells/probes=all/trace.json`). "
+  EXPECT_TRUE(mentions(s, "16 kernels, 2.0 ms of GPU time (CUPTI activity records; timeline in `cells/probes=all/trace.json`). "
                      "**The trace is truncated**"))
       << s;
 }
@@ -62,24 +62,24 @@ TEST(MarkdownTrace, SaysWhichStepsASampledTraceCovers) {
   c.trace->trace_every = 10;
   c.trace->traced_steps = {1, 2, 10, 20};
   const std::string s = render_trace_section(c);
-  EXPECT_TRUE(has(s, "(CUPTI activity records). Kernel and API records cover steps 1, 2, 10, 20 only "
+  EXPECT_TRUE(mentions(s, "(CUPTI activity records). Kernel and API records cover steps 1, 2, 10, 20 only "
                      "(`cupti: {every: 10}`); the flight recorder saw every launch.\n"))
       << s;
   c.trace->trace_every = 1;
-  EXPECT_FALSE(has(render_trace_section(c), "cover steps"));
+  EXPECT_FALSE(mentions(render_trace_section(c), "cover steps"));
 }
 
 TEST(MarkdownTrace, SaysHowLongTheGpuWasBusyWhereKernelsOverlapped) {
   CellResult c = traced_cell();
   c.trace->kernel_busy_ns = 1500000;  // of 2.0 ms of kernels
-  EXPECT_TRUE(has(render_trace_section(c), "(CUPTI activity records). Kernels overlapped (on several streams, or a "
+  EXPECT_TRUE(mentions(render_trace_section(c), "(CUPTI activity records). Kernels overlapped (on several streams, or a "
                                            "launch starting before the one before it ended): the GPU ran at least "
                                            "one for 1.5 ms of the 2.0."))
       << render_trace_section(c);
   c.trace->kernel_busy_ns = 1990000;  // 0.5 % overlap: launches running into each other, not worth a sentence
-  EXPECT_FALSE(has(render_trace_section(c), "overlapped"));
+  EXPECT_FALSE(mentions(render_trace_section(c), "overlapped"));
   c.trace->kernel_busy_ns = c.trace->kernel_ns;  // one stream at a time
-  EXPECT_FALSE(has(render_trace_section(c), "overlapped"));
+  EXPECT_FALSE(mentions(render_trace_section(c), "overlapped"));
 }
 
 TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
@@ -88,7 +88,7 @@ TEST(MarkdownTrace, LongKernelNamesAreCutToEightyCharacters) {
   c.trace->kernels[0].display_name = "void at::native::elementwise_kernel<128, 4, " + functor + ">(int)";
   const std::string s = render_trace_section(c);
   // "elementwise_kernel<128, 4, " is 27 characters; 52 x's make 79, then "…".
-  EXPECT_TRUE(has(s, "| `elementwise_kernel<128, 4, " + std::string(52, 'x') + "…` | 8 |")) << s;
+  EXPECT_TRUE(mentions(s, "| `elementwise_kernel<128, 4, " + std::string(52, 'x') + "…` | 8 |")) << s;
 }
 
 TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
@@ -101,7 +101,7 @@ TEST(MarkdownTrace, LongKernelListSaysWhatIsLeftOut) {
     c.trace->kernels.push_back(k);
   }
   const std::string s = render_trace_section(c);
-  EXPECT_TRUE(has(s, "| `k9` | 1 | 0.00 | 1.0 | 8.3 % |\n\n(2 more kernels, 16.7 % of GPU time)\n")) << s;
+  EXPECT_TRUE(mentions(s, "| `k9` | 1 | 0.00 | 1.0 | 8.3 % |\n\n(2 more kernels, 16.7 % of GPU time)\n")) << s;
 }
 
 }  // namespace

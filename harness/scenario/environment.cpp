@@ -1,12 +1,12 @@
 #include "harness/scenario/environment.h"
 
+#include <unistd.h>  // environ
+
 #include <algorithm>
 
 #include "nsa/faults.h"
 #include "nsa/flags.h"
 #include "nsa/name_list.h"
-
-extern char** environ;
 
 namespace harness {
 namespace {

@@ -18,7 +18,7 @@ namespace {
 
 const std::string kHead = "name: hostile\ndevice: cpu\nmodel: tiny\n";
 
-LoadOptions opts() {
+LoadOptions hostile_load_opts() {
   LoadOptions o;
   o.configs_dir = NSA_CONFIGS_DIR;
   return o;
@@ -27,7 +27,7 @@ LoadOptions opts() {
 // The diagnostics a load gives, or "" when the text loads.
 std::vector<Diagnostic> refusal(const std::string& text, const std::string& path = "h.yaml") {
   try {
-    load_scenario_text(text, path, opts());
+    load_scenario_text(text, path, hostile_load_opts());
   } catch (const ScenarioError& e) {
     return e.diagnostics;
   }
@@ -167,7 +167,7 @@ TEST(HostileInput, ManyProblemsAreCountedNotAllFormatted) {
   for (int i = 0; i < 1000; ++i) text += (i ? ", " : "") + std::string("x");
   text += "]\n";
   try {
-    load_scenario_text(text, "h.yaml", opts());
+    load_scenario_text(text, "h.yaml", hostile_load_opts());
     FAIL() << "accepted";
   } catch (const ScenarioError& e) {
     ASSERT_EQ(e.diagnostics.size(), kMaxDiagnostics + 1);

@@ -18,7 +18,7 @@
 namespace harness {
 namespace {
 
-LoadOptions opts() {
+LoadOptions repro_load_opts() {
   LoadOptions o;
   o.configs_dir = NSA_CONFIGS_DIR;
   return o;
@@ -47,7 +47,7 @@ void expect_round_trip(const CellSpec& cell) {
   EXPECT_EQ(yaml.find("\nmatrix:"), std::string::npos);
   Scenario back;
   try {
-    back = load_scenario_text(yaml, "repro.yaml", opts());
+    back = load_scenario_text(yaml, "repro.yaml", repro_load_opts());
   } catch (const ScenarioError& e) {
     FAIL() << e.what() << "\n" << yaml;
   }
@@ -79,7 +79,7 @@ TEST(ReproYaml, RoundTripsEveryShippedCell) {
   ASSERT_GE(files.size(), 20u);  // the walk found the directory, not an empty one
   for (auto& file : files) {
     SCOPED_TRACE(file);
-    for (auto& cell : load_scenario(file, opts()).cells) expect_round_trip(cell);
+    for (auto& cell : load_scenario(file, repro_load_opts()).cells) expect_round_trip(cell);
   }
 }
 
@@ -122,7 +122,7 @@ watchdog: {stall_timeout_s: 7.5, slow_step_factor: 3}
 gates: {min_tok_s: 300, max_branch_share: 0.9, require_loss_falls: true}
 expect: {outcome: fail, reason: parity, step: 1, location: "layer 0"}
 )";
-  Scenario s = load_scenario_text(text, "every.yaml", opts());
+  Scenario s = load_scenario_text(text, "every.yaml", repro_load_opts());
   ASSERT_EQ(s.cells.size(), 1u);
   const CellSpec& c = s.cells[0];
   EXPECT_EQ(c.probes.at("cupti").options.at("trace_budget_mb"), 12.5);
@@ -146,7 +146,7 @@ probes:
 matrix:
   probes: [none, alternate, cupti+syncs]
 )";
-  Scenario s = load_scenario_text(text, "axis.yaml", opts());
+  Scenario s = load_scenario_text(text, "axis.yaml", repro_load_opts());
   ASSERT_EQ(s.cells.size(), 3u);
   const CellSpec& none = s.cells[0];
   EXPECT_FALSE(none.probes.at("cupti").enabled);
@@ -160,7 +160,7 @@ matrix:
 // run stores it in cell.json (and `nsa-harness repro` reads it) comes back
 // the same, `false` and all.
 TEST(ReproYaml, RoundTripsAProbeSwitchedOffWithoutSampling) {
-  Scenario s = load_scenario_text("name: old\nprobes: {parity: false}\n", "old.yaml", opts());
+  Scenario s = load_scenario_text("name: old\nprobes: {parity: false}\n", "old.yaml", repro_load_opts());
   ASSERT_EQ(s.cells.size(), 1u);
   EXPECT_EQ(s.cells[0].probes.at("parity").every, 0);
   const CellSpec stored = nlohmann::json(s.cells[0]).get<CellSpec>();
@@ -170,7 +170,7 @@ TEST(ReproYaml, RoundTripsAProbeSwitchedOffWithoutSampling) {
 // Settings taken from the environment are written out as the repro's own
 // (flags, faults): the same cell, minus the record of where they came from.
 TEST(ReproYaml, WritesTheEnvironmentsSettingsOut) {
-  Scenario s = load_scenario_text("name: env\nflags: {NSA_PREFILL_BATCHED: 1}\n", "env.yaml", opts());
+  Scenario s = load_scenario_text("name: env\nflags: {NSA_PREFILL_BATCHED: 1}\n", "env.yaml", repro_load_opts());
   ASSERT_EQ(s.cells.size(), 1u);
   CellSpec cell = s.cells[0];
   apply_environment(read_environment_settings({"NSA_STOPGRAD_GATES=true", "NSA_WINDOW_BWD=cudnn",

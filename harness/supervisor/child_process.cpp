@@ -5,7 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h>  // environ
 
 #include <cerrno>
 #include <chrono>
@@ -13,8 +13,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
-
-extern char** environ;
 
 namespace harness::supervisor {
 namespace {

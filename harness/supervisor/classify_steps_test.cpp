@@ -8,19 +8,19 @@ namespace harness::supervisor {
 namespace {
 using nlohmann::json;
 
-json step_end(int step, double ms, int syncs = 1, json loss = 1.0) {
+json step_end_event(int step, double ms, int syncs = 1, json loss = 1.0) {
   return {{"t", 0.0}, {"ev", "step_end"}, {"step", step}, {"loss", loss}, {"step_ms", ms},
           {"tok_s", 1000.0 / ms}, {"skipped", false}, {"host_syncs", syncs}};
 }
 
 std::vector<StepRecord> records(const std::vector<double>& ms, const std::vector<int>& syncs = {}) {
   std::vector<json> ev;
-  for (size_t i = 0; i < ms.size(); ++i) ev.push_back(step_end(static_cast<int>(i), ms[i], syncs.empty() ? 1 : syncs[i]));
+  for (size_t i = 0; i < ms.size(); ++i) ev.push_back(step_end_event(static_cast<int>(i), ms[i], syncs.empty() ? 1 : syncs[i]));
   return steps_from_events(ev);
 }
 
 TEST(StepsFromEvents, ReadsEveryFieldAndNonFiniteLoss) {
-  std::vector<json> ev = {{{"ev", "step_begin"}, {"step", 0}}, step_end(0, 10, 3, "nan"), step_end(1, 20, 4, nullptr)};
+  std::vector<json> ev = {{{"ev", "step_begin"}, {"step", 0}}, step_end_event(0, 10, 3, "nan"), step_end_event(1, 20, 4, nullptr)};
   auto s = steps_from_events(ev);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].step, 0);
@@ -33,7 +33,7 @@ TEST(StepsFromEvents, ReadsEveryFieldAndNonFiniteLoss) {
 
 TEST(Metrics, MediansSkipTheWarmUpStep) {
   // Step 0 (warm-up) is 1000 ms; the others 10, 30, 20 → median 20, max 30.
-  std::vector<json> ev = {step_end(0, 1000, 1, 4.0), step_end(1, 10), step_end(2, 30), step_end(3, 20, 1, 2.0),
+  std::vector<json> ev = {step_end_event(0, 1000, 1, 4.0), step_end_event(1, 10), step_end_event(2, 30), step_end_event(3, 20, 1, 2.0),
                           {{"ev", "metric"}, {"name", "peak_mem_bytes"}, {"value", 5e8}},
                           {{"ev", "metric"}, {"name", "peak_mem_bytes"}, {"value", 7e8}},
                           {{"ev", "metric"}, {"name", "other"}, {"value", 9e9}}};
@@ -49,8 +49,8 @@ TEST(Metrics, MediansSkipTheWarmUpStep) {
 TEST(Metrics, ProbeTimeJoinsItsStepAndSkipsWarmUp) {
   auto probe = [](int step, double ms) { return json{{"ev", "metric"}, {"name", "probe_ms"}, {"step", step}, {"value", ms}}; };
   // The metric follows its step_end; step 0 is warm-up (its 500 ms must not count).
-  std::vector<json> ev = {step_end(0, 100), probe(0, 500), step_end(1, 10), probe(1, 1),
-                          step_end(2, 10), probe(2, 3), step_end(3, 10), probe(3, 2)};
+  std::vector<json> ev = {step_end_event(0, 100), probe(0, 500), step_end_event(1, 10), probe(1, 1),
+                          step_end_event(2, 10), probe(2, 3), step_end_event(3, 10), probe(3, 2)};
   auto steps = steps_from_events(ev);
   ASSERT_EQ(steps.size(), 4u);
   EXPECT_EQ(steps[0].probe_ms, 500);
@@ -62,7 +62,7 @@ TEST(Metrics, ProbeTimeJoinsItsStepAndSkipsWarmUp) {
 
 TEST(Metrics, DataTimeIsReadPerStepAndItsMedianSkipsWarmUp) {
   auto with_data = [](int step, json data_ms) {
-    json e = step_end(step, 10);
+    json e = step_end_event(step, 10);
     e["data_ms"] = data_ms;
     return e;
   };

@@ -40,7 +40,7 @@ ArgvBuilder rank_argv(std::vector<std::string> modes) {
   };
 }
 
-RunOptions options(const std::string& run_dir) {
+RunOptions group_options(const std::string& run_dir) {
   RunOptions o;
   o.run_dir = run_dir;
   o.supervisor.kill_grace_s = 1.0;
@@ -55,7 +55,7 @@ TEST(RankGroup, OneDeadRankTakesTheOthersDownAtOnce) {
   ScratchDir tmp;
   const std::string dir = tmp.path() + "/cells/world_size=2";
   const auto t0 = std::chrono::steady_clock::now();
-  SupervisedRun g = supervise_rank_group(group_cell(), rank_argv({"hang", "segv"}), options(tmp.path()), dir, 0);
+  SupervisedRun g = supervise_rank_group(group_cell(), rank_argv({"hang", "segv"}), group_options(tmp.path()), dir, 0);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, 15.0) << "the waiting rank was not stopped with the group";
   ASSERT_EQ(g.ranks.size(), 2u);
@@ -84,7 +84,7 @@ TEST(RankGroup, OneDeadRankTakesTheOthersDownAtOnce) {
 
 TEST(RankGroup, PassingRanksPassTogether) {
   ScratchDir tmp;
-  SupervisedRun g = supervise_rank_group(group_cell(), rank_argv({"pass", "pass"}), options(tmp.path()),
+  SupervisedRun g = supervise_rank_group(group_cell(), rank_argv({"pass", "pass"}), group_options(tmp.path()),
                                          tmp.path() + "/cells/c", 0);
   ASSERT_EQ(g.ranks.size(), 2u);
   for (auto& r : g.ranks) EXPECT_EQ(r.exit_code, 0);

@@ -20,7 +20,7 @@ using testing::scratch_dir;
 constexpr std::uint32_t kPid = 4242;
 constexpr std::uint32_t kThread = 11;
 
-std::vector<TraceEvent> sample() {
+std::vector<TraceEvent> sample_events() {
   using E = TraceEvent;
   return {
       E::make_api("cudaLaunchKernel_v7000", 5, kThread, 1'000'000, 1'002'000),
@@ -44,7 +44,7 @@ TEST(ChromeTraceWriter, ClosedTraceIsStrictJsonWithNamedTracksAndRelativeMicrose
   const auto path = scratch_dir() / "trace.json";
   {
     ChromeTraceWriter w(path.string(), {/*origin_ns=*/1'000'000, kPid, "host"});
-    w.write(sample());
+    w.write(sample_events());
     w.close();
   }
   const json t = json::parse(read_file(path));

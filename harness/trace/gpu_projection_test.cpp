@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 using E = TraceEvent;
 
-constexpr std::uint32_t kMain = 1, kAutograd = 2;
+constexpr std::uint32_t kMainThread = 1, kAutogradThread = 2;
 
 // One step: forward (layer 0 inside it) on the main thread, backward launched
 // by the autograd thread while the main thread waits in "backward", then an
@@ -22,16 +22,16 @@ constexpr std::uint32_t kMain = 1, kAutograd = 2;
 // copy runs on stream 9.
 std::vector<TraceEvent> step_batch() {
   return {
-      E::make_range("step 1", kMain, 0, 1000),
-      E::make_range("forward", kMain, 10, 400),
-      E::make_range("layer 0", kMain, 20, 200),
-      E::make_range("backward", kMain, 400, 900),
-      E::make_api("cudaLaunchKernel", 1, kMain, 30, 35),       // layer 0
-      E::make_api("cudaLaunchKernel", 2, kMain, 150, 155),     // layer 0
-      E::make_api("cudaLaunchKernel", 3, kMain, 300, 305),     // forward, after layer 0
-      E::make_api("cudaLaunchKernel", 4, kAutograd, 500, 505), // backward (other thread)
-      E::make_api("cudaMemcpyAsync", 5, kAutograd, 600, 605),  // backward, stream 9
-      E::make_api("cudaLaunchKernel", 6, kMain, 950, 955),     // optimizer, in step only
+      E::make_range("step 1", kMainThread, 0, 1000),
+      E::make_range("forward", kMainThread, 10, 400),
+      E::make_range("layer 0", kMainThread, 20, 200),
+      E::make_range("backward", kMainThread, 400, 900),
+      E::make_api("cudaLaunchKernel", 1, kMainThread, 30, 35),       // layer 0
+      E::make_api("cudaLaunchKernel", 2, kMainThread, 150, 155),     // layer 0
+      E::make_api("cudaLaunchKernel", 3, kMainThread, 300, 305),     // forward, after layer 0
+      E::make_api("cudaLaunchKernel", 4, kAutogradThread, 500, 505), // backward (other thread)
+      E::make_api("cudaMemcpyAsync", 5, kAutogradThread, 600, 605),  // backward, stream 9
+      E::make_api("cudaLaunchKernel", 6, kMainThread, 950, 955),     // optimizer, in step only
       E::make_kernel("k1", 0, 7, 1, 100, 180),
       E::make_kernel("k2", 0, 7, 2, 180, 260),
       E::make_kernel("k3", 0, 7, 3, 320, 380),
@@ -122,7 +122,7 @@ TEST(GpuProjection, APartlyOverlappingRangeIsDroppedNotDrawn) {
   auto batch = step_batch();
   // A range on another thread that straddles layer 0's end and forward's
   // middle: its projection (k2..k3) would cut across "layer 0" (k1..k2).
-  batch.push_back(E::make_range("odd", kAutograd, 140, 310));
+  batch.push_back(E::make_range("odd", kAutogradThread, 140, 310));
   auto p = lay_out_gpu_tracks(batch);
   EXPECT_EQ(find(p, "odd", 7), nullptr);
   EXPECT_NE(find(p, "layer 0", 7), nullptr);
@@ -132,7 +132,7 @@ TEST(GpuProjection, APartlyOverlappingRangeIsDroppedNotDrawn) {
 // Programmatic dependent launch: k2b starts before k2 ends on the same stream.
 TEST(GpuProjection, OverlappingKernelsMoveToAnOverlapLane) {
   auto batch = step_batch();
-  batch.push_back(E::make_api("cudaLaunchKernel", 7, kMain, 160, 165));  // inside layer 0
+  batch.push_back(E::make_api("cudaLaunchKernel", 7, kMainThread, 160, 165));  // inside layer 0
   batch.push_back(E::make_kernel("k2b", 0, 7, 7, 250, 270));             // k2 runs 180..260
   auto laid = lay_out_gpu_tracks(batch);
   for (const auto& e : laid) {
@@ -151,7 +151,7 @@ TEST(GpuProjection, OverlappingKernelsMoveToAnOverlapLane) {
 }
 
 TEST(GpuProjection, NothingWithoutLaunchRecords) {
-  std::vector<TraceEvent> batch = {E::make_range("step 1", kMain, 0, 100), E::make_kernel("k", 0, 7, 9, 10, 20)};
+  std::vector<TraceEvent> batch = {E::make_range("step 1", kMainThread, 0, 100), E::make_kernel("k", 0, 7, 9, 10, 20)};
   EXPECT_TRUE(project_ranges_onto_gpu(batch).empty());
 }
 

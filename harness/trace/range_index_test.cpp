@@ -17,7 +17,7 @@ TEST(StepRangeName, RoundTripsAndRejectsLookalikes) {
 }
 
 // Thread 1: step 0 [0,100] ⊃ forward [10,50] ⊃ layer 0 [20,30]; backward [60,90].
-RangeIndex sample() {
+RangeIndex sample_index() {
   RangeIndex idx;
   idx.build({{"layer 0", 1, 20, 30}, {"step 0", 1, 0, 100}, {"forward", 1, 10, 50},
              {"backward", 1, 60, 90}, {"loader", 2, 0, 5}, {"step 1", 1, 200, 300}});
@@ -25,7 +25,7 @@ RangeIndex sample() {
 }
 
 TEST(RangeIndex, InnermostFindsTheDeepestRangeContainingTheTime) {
-  const RangeIndex idx = sample();
+  const RangeIndex idx = sample_index();
   ASSERT_NE(idx.innermost(1, 25), nullptr);
   EXPECT_EQ(idx.innermost(1, 25)->name, "layer 0");
   EXPECT_EQ(idx.innermost(1, 25)->path, "forward/layer 0");  // step left out of the path
@@ -38,13 +38,13 @@ TEST(RangeIndex, InnermostFindsTheDeepestRangeContainingTheTime) {
 }
 
 TEST(RangeIndex, InnermostPhaseSkipsStepRanges) {
-  const RangeIndex idx = sample();
+  const RangeIndex idx = sample_index();
   EXPECT_EQ(idx.innermost_phase(1, 55), nullptr);
   EXPECT_EQ(idx.innermost_phase(1, 25)->path, "forward/layer 0");
 }
 
 TEST(RangeIndex, StepWindowsAreGlobalAndTheStepThreadIsTheirOwner) {
-  const RangeIndex idx = sample();
+  const RangeIndex idx = sample_index();
   EXPECT_EQ(idx.step_at(0), 0);
   EXPECT_EQ(idx.step_at(100), 0);
   EXPECT_FALSE(idx.step_at(150));
